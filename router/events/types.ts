@@ -1,0 +1,34 @@
+// The typed event stream the dashboard is drawn from. The renderer imports this module for
+// types only (`import type`), so nothing here may have run-time code.
+import type { AttemptRow, RequestRow, ErrorKind } from '../trace/row.ts';
+
+export type WorkerHealth = 'healthy' | 'unhealthy' | 'benched' | 'circuit_open' | 'dead' | 'draining' | 'unknown';
+
+export interface WorkerInfo {
+  id: string;               // stable id used by the worker API (w0, w1, ...)
+  url: string;
+  health: WorkerHealth;
+  circuit: 'closed' | 'open' | 'half_open';
+  token_only: boolean | null;          // null until probed
+  incremental: boolean | null;         // null until probed
+  in_flight: number;
+  simulated: boolean;                  // a worker of the embedded simulated cluster (has fault controls)
+  sim_index: number | null;
+  draining: boolean;
+}
+
+export type BatonEvent =
+  | { type: 'request_admitted'; t: number; request_id: string; admitted: boolean; reason: string | null;
+      stream: boolean; prompt_tokens: number; max_new_tokens: number | null }
+  | { type: 'attempt_started'; t: number; request_id: string; attempt: number; rid: string; worker: string;
+      replayed_tokens: number; budget_before: number | null }
+  | { type: 'first_token'; t: number; request_id: string; attempt: number; ttft_ms: number }
+  | { type: 'progress'; t: number; request_id: string; attempt: number; tokens: number; completion_tokens: number }
+  | { type: 'attempt_ended'; t: number; row: AttemptRow }
+  | { type: 'migrated'; t: number; request_id: string; from_worker: string; to_worker: string | null;
+      at_token: number; attempt: number; error_kind: ErrorKind }
+  | { type: 'request_finished'; t: number; row: RequestRow }
+  | { type: 'worker_state'; t: number; worker: WorkerInfo }
+  | { type: 'worker_removed'; t: number; worker_id: string };
+
+export type BatonEventType = BatonEvent['type'];

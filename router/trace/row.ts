@@ -1,0 +1,61 @@
+// Trace rows: the debugging record of Baton. Field names are part of the product (exports,
+// docs/trace-rows.md, the dashboard), so they are snake_case like SGLang's own meta_info.
+
+export type AttemptOutcome = 'finished' | 'failed' | 'cancelled' | 'budget_exhausted';
+export type RequestOutcome = 'finished' | 'failed' | 'cancelled';
+
+/** Why an attempt failed, as a short table of named kinds (see router/migration/failure.ts). */
+export type ErrorKind =
+  | 'connect'          // worker unreachable: refused, DNS, connect timeout
+  | 'http_5xx'         // 5xx before any body (503 overloaded, 529, ...)
+  | 'http_4xx'         // client error from the worker: passed through, never migrated
+  | 'stream_broken'    // socket closed or reset mid-body, or ended without a finished chunk
+  | 'stalled'          // no chunk within the inter-token timeout
+  | 'engine_abort'     // in-band abort with a 5xx status_code, or an in-band non-validation error
+  | 'validation'       // in-band validation error: passed through, never migrated
+  | 'client_cancel'    // the client went away
+  | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
+  | 'no_worker';       // no eligible worker was left to try
+
+export interface AttemptRow {
+  kind: 'attempt';
+  request_id: string;
+  attempt: number;
+  rid: string;
+  worker: string;
+  started_at: number;
+  ended_at: number;
+  ttft_ms: number | null;
+  prompt_tokens_sent: number;
+  replayed_tokens: number;
+  tokens: number;
+  budget_before: number | null;
+  budget_after: number | null;
+  cached_tokens: number | null;
+  outcome: AttemptOutcome;
+  error_kind: ErrorKind | null;
+  error: string | null;
+  finish_reason: string | null;
+}
+
+export interface RequestRow {
+  kind: 'request';
+  request_id: string;
+  attempts: number;
+  migrations: number;
+  admitted: boolean;
+  admission_reason: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number | null;
+  finish_reason: string | null;
+  outcome: RequestOutcome;
+  duration_ms: number;
+  started_at: number;
+  ended_at: number;
+  stream: boolean;
+  max_new_tokens: number | null;
+  error: string | null;
+}
+
+export type TraceRow = AttemptRow | RequestRow;
