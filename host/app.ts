@@ -1,0 +1,137 @@
+// The dashboard host shared by Electron and browser mode: the router, and by default a simulated
+// cluster with a traffic generator. Plain Node: nothing here may import Electron.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EventListener, RouterHandle } from '../router/api.ts';
+import { createActions } from './actions.ts';
+import type { HostActions, TrafficSettings } from './contract.ts';
+import { addHostRoutes } from './http-api.ts';
+import { InFlightEvents } from './inflight.ts';
+import { SimControl, type SimClusterLike } from './sim-control.ts';
+import { TrafficGenerator } from './traffic.ts';
+
+export const DEFAULT_SIM_WORKERS = 3;
+export const RENDERER_DIST = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/renderer');
+
+export interface RouterConfig {
+  host?: string;
+  port?: number;
+  workers?: string[];
+  migrationLimit?: number;
+  policy?: string;
+}
+
+export interface ClusterConfig {
+  workers: number;
+  port?: number;
+  tokenIntervalMs?: number;
+}
+
+export interface AppDeps {
+  startRouter(config: RouterConfig): Promise<RouterHandle> | RouterHandle;
+  startCluster(config: ClusterConfig): Promise<SimClusterLike> | SimClusterLike;
+}
+
+export interface AppOptions {
+  port?: number;
+  host?: string;
+  /** Dev-cluster worker URLs. With none, a simulated cluster starts (unless sim is 0). */
+  workers?: string[];
+  /** Simulated workers to start; default 3 when no workers are given, else 0. */
+  sim?: number;
+  /** Run the traffic generator; default on exactly when simulating with no real workers. */
+  traffic?: boolean;
+  trafficSettings?: Partial<TrafficSettings>;
+  migrationLimit?: number;
+  policy?: string;
+  /** Milliseconds between simulated tokens: slow enough that a kill lands mid-stream. */
+  simTokenIntervalMs?: number;
+  /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
+  staticRoot?: string | null;
+  deps?: Partial<AppDeps>;
+}
+
+export interface AppHandle {
+  router: RouterHandle;
+  /** The dashboard's address in browser mode (the router's URL with a trailing slash). */
+  dashboardUrl: string;
+  actions: HostActions;
+  subscribe(listener: EventListener): () => void;
+  close(): Promise<void>;
+}
+
+// Loaded lazily, so that a host given fakes (the tests) never loads the router or the simulator.
+const defaultDeps: AppDeps = {
+  async startRouter(config) {
+    const mod = (await import(new URL('../router/index.ts', import.meta.url).href)) as { startRouter: AppDeps['startRouter'] };
+    return mod.startRouter(config);
+  },
+  async startCluster(config) {
+    const mod = (await import(new URL('../sim/cluster.ts', import.meta.url).href)) as { startCluster: AppDeps['startCluster'] };
+    return mod.startCluster(config);
+  },
+};
+
+export function resolveAppOptions(opts: AppOptions): { sim: number; traffic: boolean } {
+  const realWorkers = opts.workers?.length ?? 0;
+  const sim = opts.sim ?? (realWorkers === 0 ? DEFAULT_SIM_WORKERS : 0);
+  const traffic = opts.traffic ?? (sim > 0 && realWorkers === 0);
+  return { sim, traffic };
+}
+
+export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
+  const deps = { ...defaultDeps, ...opts.deps };
+  const { sim, traffic } = resolveAppOptions(opts);
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const close = async () => {
+    // Reverse order: traffic stops before the router, the router before its workers.
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await Promise.resolve(cleanup()).catch((err: Error) => console.error(`baton: while stopping: ${err.message}`));
+    }
+  };
+  try {
+    let cluster: SimClusterLike | null = null;
+    if (sim > 0) {
+      cluster = await deps.startCluster({ workers: sim, port: 0, tokenIntervalMs: opts.simTokenIntervalMs ?? 20 });
+      const started = cluster;
+      cleanups.push(() => started.stop());
+    }
+    const router = await deps.startRouter({
+      host: opts.host ?? '127.0.0.1',
+      port: opts.port ?? 0,
+      workers: opts.workers ?? [],
+      ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
+      ...(opts.policy !== undefined ? { policy: opts.policy } : {}),
+    });
+    cleanups.push(() => router.close());
+
+    const inflight = new InFlightEvents();
+    cleanups.push(router.subscribe((event) => inflight.add(event)));
+
+    for (const w of cluster?.workers() ?? []) {
+      await router.addWorker(w.url, { simulated: true, simIndex: w.index });
+    }
+
+    let generator: TrafficGenerator | null = null;
+    if (traffic) {
+      generator = new TrafficGenerator({ url: router.url, settings: opts.trafficSettings ?? {} });
+      const started = generator;
+      cleanups.push(() => started.stop());
+    }
+
+    const actions = createActions({ router, inflight, sim: cluster ? new SimControl(cluster) : null, traffic: generator });
+    const staticRoot = opts.staticRoot === undefined ? RENDERER_DIST : opts.staticRoot;
+    addHostRoutes(router, actions, staticRoot);
+
+    return {
+      router,
+      dashboardUrl: `${router.url.replace(/\/$/, '')}/`,
+      actions,
+      subscribe: (listener) => router.subscribe(listener),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

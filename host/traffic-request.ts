@@ -1,0 +1,34 @@
+// One generated /generate request body. Pure, so the mix (stream share, non-migratable share,
+// sizes) is testable without a server.
+import type { TrafficSettings } from './contract.ts';
+
+export interface GeneratedRequest {
+  body: {
+    input_ids: number[];
+    sampling_params: Record<string, number>;
+    stream: boolean;
+  };
+  migratable: boolean;
+}
+
+const VOCAB = 32000;
+
+function uniformInt(random: () => number, min: number, max: number): number {
+  return min + Math.floor(random() * (max - min + 1));
+}
+
+export function generateRequest(settings: TrafficSettings, random: () => number): GeneratedRequest {
+  const promptLength = uniformInt(random, settings.promptMin, settings.promptMax);
+  const input_ids = Array.from({ length: promptLength }, () => uniformInt(random, 1, VOCAB - 1));
+  const max_new_tokens = uniformInt(random, settings.budgetMin, settings.budgetMax);
+  const stream = random() < settings.streamShare;
+  const migratable = !(random() < settings.nonMigratableShare);
+  // Non-migratable traffic uses stateful sampling that token-only workers still accept (a text
+  // prompt or stop strings would be refused with a 400 by a --skip-tokenizer-init worker).
+  const sampling_params: Record<string, number> = migratable
+    ? { max_new_tokens, temperature: 0 }
+    : random() < 0.5
+      ? { max_new_tokens, temperature: 0.7, sampling_seed: uniformInt(random, 1, 1_000_000) }
+      : { max_new_tokens, temperature: 0, frequency_penalty: 0.5 };
+  return { body: { input_ids, sampling_params, stream }, migratable };
+}

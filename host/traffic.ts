@@ -1,0 +1,96 @@
+// The embedded traffic generator: real /generate requests to the router, so a newcomer sees live
+// attempts and migrations at once. Open-loop at `rate` per second, bounded by `concurrency`.
+import { Agent, request } from 'undici';
+import type { TrafficSettings, TrafficStatus } from './contract.ts';
+import { DEFAULT_TRAFFIC, mergeTraffic } from './traffic-settings.ts';
+import { generateRequest } from './traffic-request.ts';
+
+export interface TrafficOptions {
+  /** The router's base URL (http://host:port). */
+  url: string;
+  settings?: Partial<TrafficSettings>;
+  random?: () => number;
+  tickMs?: number;
+}
+
+export class TrafficGenerator {
+  private settings: TrafficSettings;
+  private readonly target: string;
+  private readonly random: () => number;
+  private readonly agent = new Agent({ keepAliveTimeout: 10_000, bodyTimeout: 120_000, headersTimeout: 60_000 });
+  private readonly inFlight = new Map<AbortController, Promise<void>>();
+  private readonly timer: ReturnType<typeof setInterval>;
+  private lastTick = performance.now();
+  private credit = 0;
+  private counters = { sent: 0, ok: 0, failed: 0 };
+  private stopped = false;
+
+  constructor(opts: TrafficOptions) {
+    this.target = new URL('/generate', opts.url).toString();
+    this.settings = mergeTraffic(DEFAULT_TRAFFIC, opts.settings ?? {});
+    this.random = opts.random ?? Math.random;
+    this.timer = setInterval(() => this.tick(), opts.tickMs ?? 50);
+    // The server keeps the process alive; a forgotten generator alone must not.
+    this.timer.unref();
+  }
+
+  status(): TrafficStatus {
+    return { settings: { ...this.settings }, inFlight: this.inFlight.size, ...this.counters };
+  }
+
+  update(patch: Partial<TrafficSettings>): TrafficStatus {
+    this.settings = mergeTraffic(this.settings, patch);
+    return this.status();
+  }
+
+  /** Stops sending, aborts what is in flight and waits for it to settle. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    for (const controller of this.inFlight.keys()) controller.abort();
+    await Promise.allSettled([...this.inFlight.values()]);
+    await this.agent.destroy().catch(() => {});
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    const elapsed = (now - this.lastTick) / 1000;
+    this.lastTick = now;
+    if (this.stopped || !this.settings.running) {
+      this.credit = 0;
+      return;
+    }
+    // Credit is capped so a pause, a full concurrency window or a slow event loop does not turn
+    // into a burst of requests afterwards.
+    this.credit = Math.min(this.credit + this.settings.rate * elapsed, Math.max(1, this.settings.rate * 0.25));
+    while (this.credit >= 1 && this.inFlight.size < this.settings.concurrency) {
+      this.credit -= 1;
+      this.launch();
+    }
+  }
+
+  private launch(): void {
+    const { body } = generateRequest(this.settings, this.random);
+    const controller = new AbortController();
+    this.counters.sent += 1;
+    const done = this.send(JSON.stringify(body), controller.signal)
+      .then((ok) => { this.counters[ok ? 'ok' : 'failed'] += 1; })
+      .catch(() => { if (!this.stopped) this.counters.failed += 1; })
+      .finally(() => { this.inFlight.delete(controller); });
+    this.inFlight.set(controller, done);
+  }
+
+  private async send(body: string, signal: AbortSignal): Promise<boolean> {
+    const res = await request(this.target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      signal,
+      dispatcher: this.agent,
+    });
+    // Read the whole answer (the router only finishes a request whose client keeps reading);
+    // an in-band error frame on a stream counts as a failure too.
+    const text = await res.body.text();
+    return res.statusCode === 200 && !text.includes('data: {"error"');
+  }
+}
