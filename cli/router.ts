@@ -1,5 +1,100 @@
-import { UsageError } from './args.ts';
+// `baton router`: the headless migrating router.
+import { parseFlags, UsageError } from './args.ts';
+import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
+import { startRouter } from '../router/index.ts';
 
-export async function run(_argv: string[]): Promise<void> {
-  throw new UsageError('not built yet');
+const HELP = `usage: baton router [options]
+
+  --host H                     address to bind (default 127.0.0.1)
+  --port P                     port (default 30080; 0 picks a free one)
+  --worker URL                 an SGLang worker (repeatable)
+  --migration-limit N          migrations per request (default 3; 0 = off)
+  --migration-max-seq-len N    stop migrating when prompt + replayed tokens exceed N
+  --policy NAME                least_inflight (default), round_robin, power_of_two
+  --inter-token-timeout-ms T   no data for T ms counts as a stalled worker (default 30000; 0 = off)
+  --bench-ms T                 keep a failed worker out of new requests for T ms (default 5000)
+  --health-interval-ms T       health-check period (default 5000)
+  --trace-file PATH            append trace rows to PATH as JSON Lines
+  --trace-ring-size N          trace rows kept in memory (default 10000)
+  --max-concurrent-requests N  answer 503 above N requests in flight (default 10000)
+  --admin-token TOKEN          bearer token for the worker API, traces and events
+                               (required when --host is not loopback)
+  --config FILE                YAML file of the same settings (snake_case keys)
+
+Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
+then the config file, then defaults.`;
+
+const OPTIONS = {
+  help: { type: 'boolean' },
+  config: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  worker: { type: 'string', multiple: true },
+  'migration-limit': { type: 'string' },
+  'migration-max-seq-len': { type: 'string' },
+  policy: { type: 'string' },
+  'inter-token-timeout-ms': { type: 'string' },
+  'connect-timeout-ms': { type: 'string' },
+  'bench-ms': { type: 'string' },
+  'health-interval-ms': { type: 'string' },
+  'trace-file': { type: 'string' },
+  'trace-ring-size': { type: 'string' },
+  'max-concurrent-requests': { type: 'string' },
+  'admin-token': { type: 'string' },
+} as const;
+
+export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
+  const v = parseFlags(argv, OPTIONS);
+  if (v.help) return null;
+  try {
+    return loadConfig({
+      file: v.config,
+      env,
+      flags: {
+        host: v.host,
+        port: v.port,
+        workers: v.worker,
+        migrationLimit: v['migration-limit'],
+        migrationMaxSeqLen: v['migration-max-seq-len'],
+        policy: v.policy,
+        interTokenTimeoutMs: v['inter-token-timeout-ms'],
+        connectTimeoutMs: v['connect-timeout-ms'],
+        benchMs: v['bench-ms'],
+        healthIntervalMs: v['health-interval-ms'],
+        traceFile: v['trace-file'],
+        traceRingSize: v['trace-ring-size'],
+        maxConcurrentRequests: v['max-concurrent-requests'],
+        adminToken: v['admin-token'],
+      },
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const config = configFromArgv(argv);
+  if (!config) {
+    console.log(HELP);
+    return;
+  }
+  if (config.workers.length === 0) console.error('baton router: no --worker given; add workers with POST /workers');
+  let router;
+  try {
+    router = await startRouter(config);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') throw new UsageError(`port ${config.port} on ${config.host} is already in use`);
+    if (e.message?.startsWith('invalid worker URL') || e.message?.startsWith('worker URL')) throw new UsageError(e.message);
+    throw err;
+  }
+  console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  const stop = async () => {
+    await router.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
 }

@@ -1,0 +1,139 @@
+// Router configuration: defaults, a YAML file (--config), environment variables (BATON_*), and
+// command-line flags, in rising precedence. Every value is checked once here, with an error that
+// names where the bad value came from.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { POLICY_NAMES } from './pool/policies/index.ts';
+
+export interface RouterConfig {
+  host: string;
+  port: number;
+  workers: string[];
+  migrationLimit: number;
+  migrationMaxSeqLen: number | null;
+  policy: string;
+  /** No data from a worker for this long counts as a stall (also before the headers). 0 = off. */
+  interTokenTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** A worker whose attempt failed takes no new attempts for this long. */
+  benchMs: number;
+  healthIntervalMs: number;
+  healthTimeoutMs: number;
+  healthFailureThreshold: number;
+  circuitFailureThreshold: number;
+  circuitOpenMs: number;
+  circuitSuccessThreshold: number;
+  traceRingSize: number;
+  traceFile: string | null;
+  maxBodyBytes: number;
+  bodyTimeoutMs: number;
+  maxConcurrentRequests: number;
+  /** Required to expose the admin surfaces (workers, traces, events) on a non-loopback host. */
+  adminToken: string | null;
+}
+
+export const DEFAULTS: RouterConfig = {
+  host: '127.0.0.1',
+  port: 30080,
+  workers: [],
+  migrationLimit: 3,
+  migrationMaxSeqLen: null,
+  policy: 'least_inflight',
+  interTokenTimeoutMs: 30_000,
+  connectTimeoutMs: 5_000,
+  benchMs: 5_000,
+  healthIntervalMs: 5_000,
+  healthTimeoutMs: 2_000,
+  healthFailureThreshold: 2,
+  circuitFailureThreshold: 5,
+  circuitOpenMs: 10_000,
+  circuitSuccessThreshold: 2,
+  traceRingSize: 10_000,
+  traceFile: null,
+  maxBodyBytes: 16 * 1024 * 1024,
+  bodyTimeoutMs: 30_000,
+  maxConcurrentRequests: 10_000,
+  adminToken: null,
+};
+
+export class ConfigError extends Error {}
+
+type Key = keyof RouterConfig;
+
+/** file key / env var / flag name for each setting (kebab-case flags, snake_case file keys). */
+const NAMES: Record<Key, { file: string; env: string; flag: string }> = Object.fromEntries(
+  (Object.keys(DEFAULTS) as Key[]).map((k) => {
+    const snake = k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    return [k, { file: snake, env: `BATON_${snake.toUpperCase()}`, flag: snake.replace(/_/g, '-') }];
+  }),
+) as Record<Key, { file: string; env: string; flag: string }>;
+
+export function flagName(k: Key): string {
+  return NAMES[k].flag;
+}
+
+function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
+  const d = DEFAULTS[key];
+  const bad = (what: string) => new ConfigError(`${where}: ${NAMES[key].flag} ${what}, got ${JSON.stringify(value)}`);
+  if (key === 'workers') {
+    const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
+    if (!list || !list.every((s) => typeof s === 'string')) throw bad('must be a list of URLs');
+    return list as string[];
+  }
+  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken') {
+    if (value === null || value === '' || value === undefined) return null;
+    if (key === 'migrationMaxSeqLen') {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n <= 0) throw bad('must be a positive integer');
+      return n;
+    }
+    return String(value);
+  }
+  if (typeof d === 'number') {
+    const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+    if (!Number.isInteger(n) || n < 0) throw bad('must be a non-negative integer');
+    if (key === 'port' && n > 65535) throw bad('must be a port number (0 picks one)');
+    return n;
+  }
+  if (typeof value !== 'string' || value === '') throw bad('must be a string');
+  if (key === 'policy' && !(POLICY_NAMES as readonly string[]).includes(value)) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
+  return value;
+}
+
+/** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
+export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
+  const cfg: RouterConfig = { ...DEFAULTS, workers: [] };
+  const set = (k: Key, v: unknown, where: string) => {
+    (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
+  };
+  if (opts.file) {
+    let doc: unknown;
+    try {
+      doc = parseYaml(readFileSync(opts.file, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`config file ${opts.file}: ${(err as Error).message}`);
+    }
+    if (doc !== null && doc !== undefined) {
+      if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`config file ${opts.file}: must be a mapping of settings`);
+      const byFile = new Map((Object.keys(NAMES) as Key[]).map((k) => [NAMES[k].file, k]));
+      for (const [name, v] of Object.entries(doc as Record<string, unknown>)) {
+        const k = byFile.get(name.replace(/-/g, '_'));
+        if (!k) throw new ConfigError(`config file ${opts.file}: unknown setting '${name}'`);
+        set(k, v, `config file ${opts.file}`);
+      }
+    }
+  }
+  const env = opts.env ?? {};
+  for (const k of Object.keys(NAMES) as Key[]) {
+    const v = env[NAMES[k].env];
+    if (v !== undefined) set(k, v, `environment ${NAMES[k].env}`);
+  }
+  for (const [k, v] of Object.entries(opts.flags ?? {})) {
+    if (v !== undefined) set(k as Key, v, 'command line');
+  }
+  return cfg;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}

@@ -1,0 +1,101 @@
+// The client side of a logical request: one stable sink for the whole life of the request,
+// whatever happens to the attempts underneath (after undici's RetryHandler, whose client-facing
+// controller outlives each re-dispatch). It decides when the response starts: a stream starts
+// with its first forwarded frame, so a failure before any output can still become a clean 5xx.
+import type { ServerResponse } from 'node:http';
+import { SSE_DONE, sseFrame } from './sse.ts';
+
+export class ClientSink {
+  started = false;
+  ended = false;
+  /** The client went away before the answer ended. */
+  gone = false;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly res: ServerResponse,
+    readonly streaming: boolean,
+    private readonly headers: Record<string, string>,
+    onGone: () => void,
+  ) {
+    res.on('close', () => {
+      if (!this.ended) {
+        this.gone = true;
+        onGone();
+      }
+      this.flushDrainWaiters();
+    });
+    res.on('drain', () => this.flushDrainWaiters());
+  }
+
+  private flushDrainWaiters(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private start(): void {
+    this.started = true;
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      ...this.headers,
+    });
+    // Headers go out with the first frame, in one packet.
+  }
+
+  /**
+   * Write bytes of whole SSE frames. Returns false when the client's socket is full; the caller
+   * pauses its upstream until `onDrain` fires, so a slow client cannot grow the router's memory.
+   */
+  writeRaw(data: Buffer | string): boolean {
+    if (this.gone || this.ended) return true;
+    if (!this.started) this.start();
+    return this.res.write(data);
+  }
+
+  writeChunk(chunk: unknown): boolean {
+    return this.writeRaw(sseFrame(JSON.stringify(chunk)));
+  }
+
+  onDrain(fn: () => void): void {
+    this.drainWaiters.push(fn);
+  }
+
+  /** End a stream normally. */
+  endStream(): void {
+    if (this.gone || this.ended) return;
+    if (!this.started) this.start();
+    this.ended = true;
+    this.res.end(SSE_DONE);
+  }
+
+  /** A failure after the stream started: SGLang's in-band error frame, then [DONE]. */
+  endStreamWithError(message: string, extra: Record<string, unknown> = {}): void {
+    if (this.gone || this.ended) return;
+    if (!this.started) this.start();
+    this.ended = true;
+    this.res.write(sseFrame(JSON.stringify({ error: { message, ...extra } })));
+    this.res.end(SSE_DONE);
+  }
+
+  /** A whole JSON answer (unary success, or any error before a stream started). */
+  json(status: number, body: string | Buffer, extraHeaders: Record<string, string> = {}): void {
+    if (this.gone || this.ended) return;
+    this.ended = true;
+    this.res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      ...this.headers,
+      ...extraHeaders,
+    });
+    this.res.end(body);
+  }
+
+  /** Fail the request: in-band if a stream has started, else a JSON error with `status`. */
+  fail(status: number, message: string, type: string): void {
+    if (this.started) this.endStreamWithError(message, { type });
+    else this.json(status, JSON.stringify({ error: { message, type, code: status } }));
+  }
+}

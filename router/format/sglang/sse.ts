@@ -1,0 +1,121 @@
+// SGLang's SSE framing on the per-token path: `data: <json>\n\n` frames and a final
+// `data: [DONE]\n\n`. The splitter hands out byte ranges of whole frames, so that frames which
+// need no rebasing are forwarded as the worker wrote them, without decoding or re-encoding.
+// A frame cut by a failure stays in `rest` and is dropped with the attempt: tokens count only
+// once their frame is whole.
+
+const LF = 0x0a;
+
+export type FrameSink = (buf: Buffer, start: number, end: number) => void;
+
+export class SseSplitter {
+  private rest: Buffer | null = null;
+
+  /** Calls `sink(buf, start, end)` for every complete frame; `end` is past the blank line. */
+  push(chunk: Buffer, sink: FrameSink): void {
+    let buf = chunk;
+    let searchFrom = 0;
+    if (this.rest !== null) {
+      // Resume the search one byte early: the first \n of the delimiter may end the old rest.
+      searchFrom = this.rest.length - 1;
+      buf = Buffer.concat([this.rest, chunk]);
+      this.rest = null;
+    }
+    let start = 0;
+    for (;;) {
+      const i = buf.indexOf(LF, searchFrom);
+      if (i < 0 || i + 1 >= buf.length) break;
+      if (buf[i + 1] !== LF) {
+        searchFrom = i + 1;
+        continue;
+      }
+      sink(buf, start, i + 2);
+      start = i + 2;
+      searchFrom = start;
+    }
+    if (start < buf.length) this.rest = buf.subarray(start);
+  }
+
+  get pendingBytes(): number {
+    return this.rest?.length ?? 0;
+  }
+}
+
+export const enum FrameKind {
+  /** A chunk with finish_reason null: more follows. */
+  Running,
+  /** A chunk whose finish_reason is set (may be an abort: parse to know). */
+  Finished,
+  /** `{"error": ...}` in-band error. */
+  Error,
+  /** `data: [DONE]`. */
+  Done,
+  /** Not a data frame (comment, event line): ignored. */
+  Ignored,
+  /** A data frame without a finish_reason key: parse it to decide. */
+  Unknown,
+}
+
+const DATA = Buffer.from('data:');
+const FINISH_KEY = Buffer.from('"finish_reason":');
+const ERROR_KEY = Buffer.from('"error"');
+const DONE = Buffer.from('[DONE]');
+
+/** Offset of the payload of a `data:` frame, or -1. */
+export function payloadStart(buf: Buffer, start: number): number {
+  if (buf.compare(DATA, 0, 5, start, start + 5) !== 0) return -1;
+  return buf[start + 5] === 0x20 ? start + 6 : start + 5;
+}
+
+function skipSpaces(buf: Buffer, i: number, end: number): number {
+  while (i < end && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x0a || buf[i] === 0x0d)) i++;
+  return i;
+}
+
+/**
+ * Classify a frame by scanning bytes, without JSON.parse. SGLang writes `output_ids` (short
+ * numbers) and then `meta_info`, whose second key is `finish_reason`, before the long logprob
+ * lists; a forward search finds it after a few hundred bytes. The raw sequence
+ * `"finish_reason":` cannot occur inside a JSON string (its quotes would be escaped).
+ */
+export function classifyFrame(buf: Buffer, start: number, end: number): FrameKind {
+  const p = payloadStart(buf, start);
+  if (p < 0) return FrameKind.Ignored;
+  if (buf[p] === 0x5b /* [ */) {
+    return buf.compare(DONE, 0, DONE.length, p, p + DONE.length) === 0 ? FrameKind.Done : FrameKind.Unknown;
+  }
+  const first = skipSpaces(buf, p + 1, end);
+  if (buf.compare(ERROR_KEY, 0, ERROR_KEY.length, first, first + ERROR_KEY.length) === 0) return FrameKind.Error;
+  const k = buf.indexOf(FINISH_KEY, p);
+  if (k < 0 || k >= end) return FrameKind.Unknown;
+  const v = skipSpaces(buf, k + FINISH_KEY.length, end);
+  return buf[v] === 0x6e /* n(ull) */ ? FrameKind.Running : FrameKind.Finished;
+}
+
+/** The JSON text of a data frame (without `data: ` and the blank line). */
+export function framePayload(buf: Buffer, start: number, end: number): string {
+  const p = payloadStart(buf, start);
+  return buf.toString('utf8', p < 0 ? start : p, end - 2);
+}
+
+/** Cheap read of meta_info.completion_tokens for progress events (scan, no parse); -1 if absent. */
+const COMPLETION_KEY = Buffer.from('"completion_tokens":');
+export function scanCompletionTokens(buf: Buffer, start: number, end: number): number {
+  const k = buf.lastIndexOf(COMPLETION_KEY, end - 1);
+  if (k < start) return -1;
+  let i = skipSpaces(buf, k + COMPLETION_KEY.length, end);
+  let n = 0;
+  let digits = 0;
+  for (; i < end; i++, digits++) {
+    const c = buf[i]!;
+    if (c < 0x30 || c > 0x39) break;
+    n = n * 10 + (c - 0x30);
+  }
+  return digits > 0 ? n : -1;
+}
+
+export const SSE_DONE = Buffer.from('data: [DONE]\n\n');
+
+export function sseFrame(json: string): string {
+  return `data: ${json}\n\n`;
+}

@@ -1,0 +1,181 @@
+// Stitching the attempts of one logical request into one SGLang answer. The client must not be
+// able to tell that a migration happened: output_ids and output logprobs are concatenated across
+// attempts, the counters and id are the logical request's, the prompt-side logprobs and cache
+// hits come from the attempt that prefilled the original prompt, and a `length` finish names the
+// original budget (a continuation's worker only knows the remainder it was asked for).
+import type { Json, JsonObject } from './request.ts';
+
+/** Output-side lists that SGLang extends per token (and slices in incremental mode). */
+const OUTPUT_LISTS = ['output_token_logprobs', 'output_top_logprobs', 'output_token_ids_logprobs'] as const;
+/** Prompt-side lists: the client keeps attempt 0's; a continuation's cover replayed tokens too. */
+const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs', 'input_token_ids_logprobs'] as const;
+
+type OutputList = (typeof OUTPUT_LISTS)[number];
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function metaOf(chunk: JsonObject): JsonObject {
+  const m = chunk.meta_info;
+  return isObject(m) ? m : {};
+}
+
+export function finishReasonOf(chunk: JsonObject): JsonObject | null {
+  const f = metaOf(chunk).finish_reason;
+  return isObject(f) ? f : null;
+}
+
+/** The output of one attempt, as far as it got. */
+export class AttemptOutput {
+  ids: number[] = [];
+  lists: Partial<Record<OutputList, Json[]>> = {};
+  /** How many of this attempt's tokens the client has been sent (incremental client mode). */
+  sent = 0;
+  completionTokens = 0;
+  cachedTokens: number | null = null;
+  input: Partial<Record<(typeof INPUT_LISTS)[number], Json>> = {};
+  sawText = false;
+
+  /** `incremental` is the worker's probed mode; null (unknown) is learnt from the chunks. */
+  constructor(
+    public incremental: boolean | null,
+    readonly replayed: number,
+  ) {}
+
+  /** Take in one parsed chunk of this attempt (cumulative: replaces; incremental: appends). */
+  absorb(chunk: JsonObject): void {
+    const ids = chunk.output_ids;
+    const meta = metaOf(chunk);
+    if (typeof chunk.text === 'string') this.sawText = true;
+    if (this.incremental === null && Array.isArray(ids) && typeof meta.completion_tokens === 'number') {
+      // A cumulative chunk carries every output token so far; a delta fewer than the count.
+      // The first chunk looks the same either way, and replacing equals appending there.
+      if (ids.length < meta.completion_tokens) this.incremental = true;
+      else if (this.ids.length > 0) this.incremental = false;
+    }
+    const append = this.incremental === true;
+    if (Array.isArray(ids)) {
+      if (append) for (const t of ids) this.ids.push(t as number);
+      else this.ids = ids as number[];
+    }
+    for (const key of OUTPUT_LISTS) {
+      const v = meta[key];
+      if (!Array.isArray(v)) continue;
+      if (append) (this.lists[key] ??= []).push(...v);
+      else this.lists[key] = v;
+    }
+    for (const key of INPUT_LISTS) if (meta[key] !== undefined && this.input[key] === undefined) this.input[key] = meta[key];
+    if (typeof meta.completion_tokens === 'number') this.completionTokens = meta.completion_tokens;
+    if (typeof meta.cached_tokens === 'number' && this.cachedTokens === null) this.cachedTokens = meta.cached_tokens;
+  }
+}
+
+export interface LogicalInfo {
+  id: string;
+  promptTokens: number;
+  /** The original budget, to restore in a `length` finish; null when unknown. */
+  budget: number | null;
+  startedAt: number; // epoch ms
+  /** The client's streaming mode: the mode of attempt 0's worker. */
+  clientIncremental: boolean;
+}
+
+/** The committed output of the attempts that ended, and what the client must keep from them. */
+export class LogicalOutput {
+  ids: number[] = [];
+  lists: Partial<Record<OutputList, Json[]>> = {};
+  input: Partial<Record<(typeof INPUT_LISTS)[number], Json>> = {};
+  cachedTokens: number | null = null;
+  sawText = false;
+
+  constructor(readonly info: LogicalInfo) {}
+
+  /** Append an ended attempt's output. */
+  commit(a: AttemptOutput): void {
+    if (a.replayed === 0) {
+      // This attempt prefilled the original prompt: its prompt logprobs and cache hits are the
+      // logical request's (an attempt that produced nothing leaves these unset for the next).
+      if (a.ids.length > 0 || a.cachedTokens !== null) {
+        this.input = a.input;
+        this.cachedTokens = a.cachedTokens;
+      }
+    }
+    for (const t of a.ids) this.ids.push(t);
+    for (const key of OUTPUT_LISTS) {
+      const v = a.lists[key];
+      if (v) (this.lists[key] ??= []).push(...v);
+    }
+    this.sawText ||= a.sawText;
+  }
+
+  /**
+   * Rewrite one chunk of attempt `a` (already absorbed) into the chunk the client would have
+   * seen without a failure. `cumulative` forces a whole-answer rendering (unary assembly).
+   */
+  render(chunk: JsonObject, a: AttemptOutput, cumulative: boolean): JsonObject {
+    const info = this.info;
+    const incrementalOut = !cumulative && info.clientIncremental;
+    const out: JsonObject = { ...chunk };
+    const meta: JsonObject = { ...metaOf(chunk) };
+    out.meta_info = meta;
+
+    if (incrementalOut) {
+      out.output_ids = a.ids.slice(a.sent);
+      for (const key of OUTPUT_LISTS) if (meta[key] !== undefined) meta[key] = (a.lists[key] ?? []).slice(a.sent);
+      a.sent = a.ids.length;
+    } else {
+      out.output_ids = this.ids.length === 0 ? a.ids.slice() : this.ids.concat(a.ids);
+      for (const key of OUTPUT_LISTS) {
+        if (meta[key] === undefined) continue;
+        const prior = this.lists[key];
+        const mine = a.lists[key] ?? [];
+        meta[key] = prior ? prior.concat(mine) : mine.slice();
+      }
+    }
+    if (a.replayed > 0) {
+      for (const key of INPUT_LISTS) {
+        if (meta[key] === undefined) continue;
+        if (this.input[key] !== undefined) meta[key] = this.input[key]!;
+        else delete meta[key];
+      }
+    }
+    meta.id = info.id;
+    meta.prompt_tokens = info.promptTokens;
+    meta.completion_tokens = a.replayed + a.completionTokens;
+    const cached = a.replayed === 0 ? a.cachedTokens : this.cachedTokens;
+    if (meta.cached_tokens !== undefined || cached !== null) {
+      meta.cached_tokens = Math.min(cached ?? 0, info.promptTokens);
+    }
+    const finish = meta.finish_reason;
+    if (isObject(finish) && finish.type === 'length' && info.budget !== null) {
+      meta.finish_reason = { ...finish, length: info.budget };
+    }
+    if (meta.e2e_latency !== undefined) meta.e2e_latency = (Date.now() - info.startedAt) / 1000;
+    return out;
+  }
+
+  /** The answer of a request whose budget ran out at a failure: no further worker call. */
+  renderLocalFinish(cumulative: boolean, template: JsonObject | null): JsonObject {
+    const info = this.info;
+    const base: JsonObject = template ? { ...template } : {};
+    const meta: JsonObject = template ? { ...metaOf(template) } : {};
+    const incrementalOut = !cumulative && info.clientIncremental;
+    base.output_ids = incrementalOut ? [] : this.ids.slice();
+    for (const key of OUTPUT_LISTS) {
+      if (meta[key] === undefined && this.lists[key] === undefined) continue;
+      meta[key] = incrementalOut ? [] : (this.lists[key] ?? []).slice();
+    }
+    for (const key of INPUT_LISTS) if (this.input[key] !== undefined) meta[key] = this.input[key]!;
+    Object.assign(meta, {
+      id: info.id,
+      finish_reason: { type: 'length', length: info.budget },
+      prompt_tokens: info.promptTokens,
+      completion_tokens: this.ids.length,
+      cached_tokens: Math.min(this.cachedTokens ?? 0, info.promptTokens),
+      e2e_latency: (Date.now() - info.startedAt) / 1000,
+    });
+    base.meta_info = meta;
+    return base;
+  }
+}

@@ -1,0 +1,442 @@
+// The migration loop: one logical request, served by one attempt after another until one
+// finishes, the client leaves, or migration may not go on. Data flows one way: frames from the
+// current attempt are absorbed, rendered for the client (untouched bytes where nothing needs
+// rebasing) and, on a failure, the output so far becomes the replay of the next attempt.
+import type { GenerateRequest, JsonObject } from '../format/sglang/request.ts';
+import { admit, type Admission } from './admission.ts';
+import { buildContinuation, buildFirstAttempt, remainingBudget } from './continuation.ts';
+import { BLAMES_WORKER, MIGRATES, classifyAbort, classifyInBandError, type Failure } from './failure.ts';
+import { AttemptOutput, LogicalOutput, finishReasonOf } from '../format/sglang/stitch.ts';
+import { FrameKind, classifyFrame, framePayload, scanCompletionTokens } from '../format/sglang/sse.ts';
+import type { ClientSink } from '../format/sglang/client-sink.ts';
+import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
+import type { StallWatch } from '../upstream/stall-watch.ts';
+import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { Worker } from '../pool/worker.ts';
+import type { Telemetry, ProgressSource } from '../telemetry.ts';
+import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
+
+export interface MigrationSettings {
+  migrationLimit: number;
+  migrationMaxSeqLen: number | null;
+}
+
+export interface LoopContext {
+  settings: MigrationSettings;
+  pool: WorkerPool;
+  telemetry: Telemetry;
+  stalls: StallWatch;
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Per-attempt state beyond the connection: what the loop needs to stitch and to report. */
+class AttemptState {
+  readonly output: AttemptOutput;
+  readonly startedAt = Date.now();
+  firstFrameAt: number | null = null;
+  frames = 0;
+  /** Cumulative worker, attempt 0: frames are not parsed until needed; the last is kept raw. */
+  lastRaw: Buffer | null = null;
+  lastChunk: JsonObject | null = null;
+  /** A failure found in-band, with the raw frame to pass through when it is the client's. */
+  passThroughFrame: Buffer | null = null;
+  call!: UpstreamCall;
+
+  constructor(
+    readonly index: number,
+    readonly rid: string,
+    readonly worker: Worker,
+    readonly replayed: number,
+    readonly budgetBefore: number | null,
+    readonly promptSent: number,
+    /** Frames may be sent to a streaming client as the worker wrote them. */
+    readonly forwardRaw: boolean,
+    /** Running frames need not be parsed (cumulative worker): parse the last one when needed. */
+    readonly lazy: boolean,
+  ) {
+    this.output = new AttemptOutput(worker.incremental, replayed);
+  }
+
+  /** Bring `output` up to date with the last raw frame (lazy mode). */
+  materialize(): void {
+    if (this.lastRaw === null) return;
+    const raw = this.lastRaw;
+    this.lastRaw = null;
+    const chunk = JSON.parse(framePayload(raw, 0, raw.length)) as JsonObject;
+    this.output.absorb(chunk);
+    this.lastChunk = chunk;
+  }
+}
+
+export class LogicalRequest implements ProgressSource {
+  private readonly startedAt = Date.now();
+  private readonly out: LogicalOutput;
+  private readonly admission: Admission;
+  private readonly exclude = new Set<string>();
+  private current: AttemptState | null = null;
+  private attempts = 0;
+  private cancelled = false;
+  private firstFailureAt: number | null = null;
+  private logicalFirstTokenSeen = false;
+  private readonly promptIds: number[];
+
+  constructor(
+    private readonly ctx: LoopContext,
+    private readonly req: GenerateRequest,
+    readonly id: string,
+    private readonly sink: ClientSink,
+  ) {
+    this.admission = admit(req, {
+      migrationLimit: ctx.settings.migrationLimit,
+      migrationMaxSeqLen: ctx.settings.migrationMaxSeqLen,
+      workerDefaultMaxNewTokens: ctx.pool.defaultMaxNewTokens(),
+    });
+    this.promptIds = req.prompt.kind === 'input_ids' ? req.prompt.ids : [];
+    const budget = this.admission.budget ?? (typeof req.maxNewTokens === 'number' ? req.maxNewTokens : null);
+    this.out = new LogicalOutput({ id, promptTokens: req.promptLength ?? 0, budget, startedAt: this.startedAt, clientIncremental: false });
+  }
+
+  attemptIndex(): number {
+    return Math.max(0, this.attempts - 1);
+  }
+
+  progress(): { tokens: number; completion: number } {
+    const a = this.current;
+    if (!a) return { tokens: 0, completion: this.out.ids.length };
+    let tokens = a.output.completionTokens;
+    if (a.lazy && a.lastRaw) tokens = Math.max(tokens, scanCompletionTokens(a.lastRaw, 0, a.lastRaw.length));
+    return { tokens, completion: a.replayed + tokens };
+  }
+
+  /** The client went away: abort the upstream attempt at once; never migrate. */
+  cancel(): void {
+    this.cancelled = true;
+    const a = this.current;
+    if (!a) return;
+    a.call.abort({ kind: 'cancelled' });
+    // Closing the connection makes SGLang abort the request; say it explicitly too, so the
+    // worker frees the slot even if it has not yet noticed the closed socket.
+    void a.worker.pool
+      .request({ path: '/abort_request', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rid: a.rid }), signal: AbortSignal.timeout(2000) })
+      .then((r) => r.body.dump(), () => undefined);
+  }
+
+  async run(): Promise<void> {
+    const { telemetry } = this.ctx;
+    telemetry.requestAdmitted(this, {
+      request_id: this.id,
+      admitted: this.admission.admitted,
+      reason: this.admission.reason,
+      stream: this.req.stream,
+      prompt_tokens: this.req.promptLength ?? 0,
+      max_new_tokens: this.out.info.budget,
+    });
+    let lastFailure: Failure | null = null;
+    let outcome: RequestOutcome = 'failed';
+    let finishReason: string | null = null;
+    let exhausted = false;
+    let pending: { from: string; kind: Failure['kind']; ongoing: boolean } | null = null;
+
+    for (;;) {
+      if (this.cancelled) {
+        outcome = 'cancelled';
+        break;
+      }
+      const worker = this.ctx.pool.pick(this.exclude);
+      if (!worker) {
+        const message = lastFailure
+          ? `no worker left to continue on after: ${lastFailure.message}`
+          : 'no healthy worker available';
+        if (lastFailure) exhausted = true;
+        this.sink.fail(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');
+        break;
+      }
+      if (pending) {
+        const replayed = this.out.ids.length;
+        telemetry.migrated(this.id, pending.from, worker.url, replayed, this.attempts, pending.kind, pending.ongoing, replayed);
+        pending = null;
+      }
+      const a = this.startAttempt(worker);
+      const result = await a.call.result;
+      this.current = null;
+      worker.inFlight--;
+      if (a.index === 0 && worker.incremental === null) this.out.info.clientIncremental = a.output.incremental === true;
+      if (a.lazy) {
+        try {
+          a.materialize();
+        } catch {
+          // A whole frame that is not JSON: its tokens were never forwarded as understood.
+        }
+      }
+
+      if (result.kind === 'finished') {
+        this.ctx.pool.credit(worker);
+        this.out.commit(a.output);
+        finishReason = finishReasonType(a.lastChunk);
+        this.endAttempt(a, 'finished', null);
+        outcome = 'finished';
+        break;
+      }
+      if (result.kind === 'cancelled') {
+        this.out.commit(a.output);
+        this.endAttempt(a, 'cancelled', { kind: 'client_cancel', message: 'client disconnected', status: 499 });
+        outcome = 'cancelled';
+        break;
+      }
+
+      const failure = result.failure;
+      lastFailure = failure;
+      this.out.commit(a.output);
+      if (!MIGRATES[failure.kind]) {
+        // The request's own fault (4xx, validation): the client gets it as the worker wrote it.
+        this.endAttempt(a, 'failed', failure);
+        this.passThrough(a, failure);
+        break;
+      }
+      if (BLAMES_WORKER[failure.kind]) this.ctx.pool.blame(worker, failure.kind === 'connect');
+      this.exclude.add(worker.id);
+      this.firstFailureAt ??= Date.now();
+
+      const budget = this.out.info.budget;
+      if (this.admission.admitted && budget !== null && remainingBudget(budget, this.out.ids.length) === 0) {
+        // Every token of the budget was delivered before the failure: finish here, no worker call.
+        this.endAttempt(a, 'budget_exhausted', failure);
+        this.finishLocally(a);
+        finishReason = 'length';
+        outcome = 'finished';
+        break;
+      }
+      this.endAttempt(a, 'failed', failure);
+
+      const refusal = this.migrationRefusal();
+      if (refusal !== null) {
+        exhausted = refusal.exhausted;
+        this.sink.fail(failure.status >= 500 ? failure.status : 502, `${refusal.message}: ${failure.message}`, refusal.type);
+        break;
+      }
+      // Counted when the continuation starts, so the event can name where it went.
+      pending = { from: worker.url, kind: failure.kind, ongoing: this.out.ids.length > 0 };
+    }
+
+    const ended = Date.now();
+    telemetry.requestFinished(this, {
+      kind: 'request',
+      request_id: this.id,
+      attempts: this.attempts,
+      migrations: Math.max(0, this.attempts - 1),
+      admitted: this.admission.admitted,
+      admission_reason: this.admission.reason,
+      prompt_tokens: this.req.promptLength ?? 0,
+      completion_tokens: this.out.ids.length,
+      cached_tokens: this.out.cachedTokens === null ? null : Math.min(this.out.cachedTokens, this.req.promptLength ?? 0),
+      finish_reason: outcome === 'finished' ? finishReason : null,
+      outcome,
+      duration_ms: ended - this.startedAt,
+      started_at: this.startedAt,
+      ended_at: ended,
+      stream: this.req.stream,
+      max_new_tokens: this.out.info.budget,
+      error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
+    }, this.firstFailureAt, exhausted);
+  }
+
+  /** Why the request may not continue after a migratable failure, or null when it may. */
+  private migrationRefusal(): { message: string; type: string; exhausted: boolean } | null {
+    if (!this.admission.admitted) {
+      return { message: `worker failed and the request is not migratable (${this.admission.reason})`, type: 'not_migratable', exhausted: false };
+    }
+    if (this.attempts > this.ctx.settings.migrationLimit) {
+      return { message: `migration exhausted after ${this.attempts} attempts (limit ${this.ctx.settings.migrationLimit})`, type: 'migration_exhausted', exhausted: true };
+    }
+    const maxSeq = this.ctx.settings.migrationMaxSeqLen;
+    if (maxSeq !== null && this.promptIds.length + this.out.ids.length > maxSeq) {
+      this.ctx.telemetry.maxSeqLenExceeded();
+      return { message: `migration stopped: prompt + replayed tokens exceed --migration-max-seq-len ${maxSeq}`, type: 'migration_max_seq_len', exhausted: false };
+    }
+    if (this.out.sawText && this.out.ids.length > 0) {
+      return { message: 'migration stopped: the worker returned text, which cannot be continued token-exactly', type: 'not_migratable', exhausted: false };
+    }
+    return null;
+  }
+
+  private startAttempt(worker: Worker): AttemptState {
+    const index = this.attempts++;
+    const replayed = this.out.ids.length;
+    const rid = index === 0 ? this.id : `${this.id}~m${index}`;
+    const budget = this.out.info.budget;
+    const budgetBefore = budget === null ? null : remainingBudget(budget, replayed);
+    const body = index === 0 || !this.admission.admitted || budget === null
+      ? buildFirstAttempt(this.req, rid)
+      : buildContinuation(this.req, this.promptIds, this.out.ids, budget, rid);
+    const promptSent = (this.req.promptLength ?? 0) + replayed;
+    if (index === 0) this.out.info.clientIncremental = worker.incremental === true;
+    const forwardRaw = index === 0 && this.sink.streaming;
+    const lazy = index === 0 && worker.incremental === false;
+    const a = new AttemptState(index, rid, worker, replayed, budgetBefore, promptSent, forwardRaw, lazy);
+    a.call = new UpstreamCall(worker, JSON.stringify(body), (buf, start, end) => this.onFrame(a, buf, start, end), this.ctx.stalls);
+    this.current = a;
+    worker.inFlight++;
+    this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
+    a.call.start();
+    return a;
+  }
+
+  // --- the per-frame path ---------------------------------------------------------------
+
+  private onFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
+    if (a.call.ended) return;
+    const kind = classifyFrame(buf, start, end);
+    if (kind === FrameKind.Ignored) return;
+    if (kind === FrameKind.Done) {
+      a.call.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502 } });
+      return;
+    }
+    if (kind === FrameKind.Running && a.lazy) {
+      if (a.frames++ === 0) this.onFirstFrame(a);
+      a.lastRaw = buf.subarray(start, end);
+      if (a.forwardRaw) this.write(a, buf.subarray(start, end));
+      return;
+    }
+    this.onParsedFrame(a, buf, start, end);
+  }
+
+  private onParsedFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(framePayload(buf, start, end));
+    } catch {
+      a.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'worker sent a frame that is not JSON', status: 502 } });
+      return;
+    }
+    if (!isObject(chunk)) {
+      a.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'worker sent a frame that is not a JSON object', status: 502 } });
+      return;
+    }
+    if (chunk.error !== undefined) {
+      const failure = classifyInBandError(chunk.error);
+      a.passThroughFrame = buf.subarray(start, end);
+      a.call.abort({ kind: 'failed', failure });
+      return;
+    }
+    const finish = finishReasonOf(chunk);
+    if (finish && finish.type === 'abort') {
+      const failure = classifyAbort(finish);
+      a.passThroughFrame = buf.subarray(start, end);
+      a.call.abort({ kind: 'failed', failure });
+      return;
+    }
+    // Everything before this frame is superseded (cumulative) or already absorbed (incremental).
+    a.lastRaw = null;
+    a.output.absorb(chunk);
+    a.lastChunk = chunk;
+    if (a.frames++ === 0) this.onFirstFrame(a);
+    if (finish) {
+      this.deliverFinal(a, chunk, buf.subarray(start, end));
+      a.call.end({ kind: 'finished' });
+      return;
+    }
+    if (!this.sink.streaming) return;
+    if (a.forwardRaw) this.write(a, buf.subarray(start, end));
+    else this.writeChunk(a, this.out.render(chunk, a.output, false));
+  }
+
+  private write(a: AttemptState, data: Buffer): void {
+    if (!this.sink.writeRaw(data)) this.backpressure(a);
+  }
+
+  private writeChunk(a: AttemptState, chunk: JsonObject): void {
+    if (!this.sink.writeChunk(chunk)) this.backpressure(a);
+  }
+
+  private backpressure(a: AttemptState): void {
+    a.call.pause();
+    this.sink.onDrain(() => a.call.resume());
+  }
+
+  private onFirstFrame(a: AttemptState): void {
+    const now = Date.now();
+    a.firstFrameAt = now;
+    const logical = this.logicalFirstTokenSeen ? null : now - this.startedAt;
+    this.logicalFirstTokenSeen = true;
+    this.ctx.telemetry.firstToken(this.id, a.index, now - a.startedAt, logical);
+  }
+
+  private deliverFinal(a: AttemptState, chunk: JsonObject, raw: Buffer): void {
+    const sink = this.sink;
+    const headers = { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(this.attempts - 1) };
+    if (sink.streaming) {
+      if (a.forwardRaw) sink.writeRaw(raw);
+      else sink.writeChunk(this.out.render(chunk, a.output, false));
+      sink.endStream();
+      return;
+    }
+    // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
+    if (a.index === 0 && a.output.incremental === false) {
+      const p = raw.indexOf('{');
+      sink.json(200, raw.subarray(p, raw.length - 2), headers);
+    } else {
+      sink.json(200, JSON.stringify(this.out.render(chunk, a.output, true)), headers);
+    }
+  }
+
+  private finishLocally(a: AttemptState): void {
+    const chunk = this.out.renderLocalFinish(!this.sink.streaming, a.lastChunk);
+    if (this.sink.streaming) {
+      this.sink.writeChunk(chunk);
+      this.sink.endStream();
+    } else {
+      this.sink.json(200, JSON.stringify(chunk), { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(this.attempts - 1) });
+    }
+  }
+
+  /** A failure that belongs to the client: forwarded as the worker wrote it. */
+  private passThrough(a: AttemptState, failure: Failure): void {
+    const sink = this.sink;
+    if (failure.body) {
+      sink.json(failure.status, failure.body, failure.contentType ? { 'content-type': failure.contentType } : {});
+      return;
+    }
+    if (sink.streaming && a.passThroughFrame) {
+      sink.writeRaw(a.passThroughFrame);
+      sink.endStream();
+      return;
+    }
+    sink.fail(failure.status, failure.message, failure.kind);
+  }
+
+  private endAttempt(a: AttemptState, outcome: AttemptOutcome, failure: Failure | null): void {
+    const tokens = a.output.ids.length;
+    const meta = a.lastChunk?.meta_info;
+    this.ctx.telemetry.attemptEnded({
+      kind: 'attempt',
+      request_id: this.id,
+      attempt: a.index,
+      rid: a.rid,
+      worker: a.worker.url,
+      started_at: a.startedAt,
+      ended_at: Date.now(),
+      ttft_ms: a.firstFrameAt === null ? null : a.firstFrameAt - a.startedAt,
+      prompt_tokens_sent: a.promptSent,
+      replayed_tokens: a.replayed,
+      tokens,
+      budget_before: a.budgetBefore,
+      budget_after: a.budgetBefore === null ? null : Math.max(0, a.budgetBefore - tokens),
+      cached_tokens: isObject(meta) && typeof meta.cached_tokens === 'number' ? meta.cached_tokens : a.output.cachedTokens,
+      outcome,
+      error_kind: failure?.kind ?? null,
+      error: failure?.message ?? null,
+      finish_reason: outcome === 'finished' ? finishReasonType(a.lastChunk) : null,
+    });
+  }
+}
+
+function finishReasonType(chunk: JsonObject | null): string | null {
+  if (!chunk) return null;
+  const f = finishReasonOf(chunk);
+  return f && typeof f.type === 'string' ? f.type : null;
+}
+
+export type { AttemptResult };

@@ -1,0 +1,127 @@
+// The one place where trace rows, metrics and dashboard events are emitted: when a request is
+// admitted, an attempt starts or ends, and a request ends. The migration loop reports facts
+// here; it never writes a row or bumps a counter itself.
+import type { BatonEvent, WorkerInfo } from './events/types.ts';
+import type { EventBus } from './events/bus.ts';
+import type { RouterMetrics } from './metrics.ts';
+import type { TraceStore } from './trace/store.ts';
+import type { AttemptRow, ErrorKind, RequestRow } from './trace/row.ts';
+
+/** What the progress ticker asks of a request in flight. */
+export interface ProgressSource {
+  readonly id: string;
+  attemptIndex(): number;
+  /** Tokens produced so far by the current attempt, and by the logical request. */
+  progress(): { tokens: number; completion: number };
+}
+
+export class Telemetry {
+  private readonly inFlight = new Set<ProgressSource>();
+  private readonly lastReported = new WeakMap<ProgressSource, number>();
+  private ticker: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly bus: EventBus,
+    readonly traces: TraceStore,
+    readonly metrics: RouterMetrics,
+    private readonly progressMs = 250,
+  ) {}
+
+  private emit(e: BatonEvent): void {
+    if (this.bus.active) this.bus.emit(e);
+  }
+
+  requestAdmitted(src: ProgressSource, e: Omit<Extract<BatonEvent, { type: 'request_admitted' }>, 'type' | 't'>): void {
+    this.inFlight.add(src);
+    this.metrics.inFlight.inc();
+    if (!e.admitted && e.reason) this.metrics.notAdmitted.inc({ reason: e.reason });
+    this.emit({ type: 'request_admitted', t: Date.now(), ...e });
+    this.startTicker();
+  }
+
+  attemptStarted(e: Omit<Extract<BatonEvent, { type: 'attempt_started' }>, 'type' | 't'>): void {
+    this.metrics.attemptsStarted.inc();
+    this.emit({ type: 'attempt_started', t: Date.now(), ...e });
+  }
+
+  firstToken(requestId: string, attempt: number, ttftMs: number, logicalTtftMs: number | null): void {
+    if (logicalTtftMs !== null) this.metrics.ttft.observe(logicalTtftMs / 1000);
+    this.emit({ type: 'first_token', t: Date.now(), request_id: requestId, attempt, ttft_ms: ttftMs });
+  }
+
+  attemptEnded(row: AttemptRow): void {
+    this.traces.add(row);
+    this.metrics.attempts.inc({ worker: row.worker, outcome: row.outcome });
+    if (row.tokens > 1 && row.ttft_ms !== null) {
+      const decodeMs = row.ended_at - row.started_at - row.ttft_ms;
+      if (decodeMs >= 0) this.metrics.interToken.observe(decodeMs / 1000 / (row.tokens - 1));
+    }
+    this.emit({ type: 'attempt_ended', t: row.ended_at, row });
+  }
+
+  migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, recomputed: number): void {
+    this.metrics.migrations.inc({ migration_type: ongoing ? 'ongoing_request' : 'new_request' });
+    this.metrics.recomputedTokens.inc(recomputed);
+    this.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
+  }
+
+  maxSeqLenExceeded(): void {
+    this.metrics.maxSeqLenExceeded.inc();
+  }
+
+  requestFinished(src: ProgressSource, row: RequestRow, firstFailureAt: number | null, exhausted: boolean): void {
+    this.inFlight.delete(src);
+    this.metrics.inFlight.dec();
+    this.traces.add(row);
+    this.metrics.requests.inc({ outcome: row.outcome });
+    this.metrics.tokens.inc(row.completion_tokens);
+    this.metrics.promptTokens.inc(row.prompt_tokens);
+    if (row.cached_tokens) this.metrics.cachedPromptTokens.inc(row.cached_tokens);
+    if (exhausted) this.metrics.migrationExhausted.inc();
+    if (firstFailureAt !== null && row.migrations > 0) {
+      const outcome = row.outcome === 'finished' ? 'success' : row.outcome === 'cancelled' ? 'cancelled' : 'failure';
+      this.metrics.migrationDuration.observe({ outcome }, (row.ended_at - firstFailureAt) / 1000);
+    }
+    this.emit({ type: 'request_finished', t: row.ended_at, row });
+  }
+
+  workerChanged(info: WorkerInfo): void {
+    this.metrics.workerHealthy.set({ worker: info.url }, info.health === 'healthy' ? 1 : 0);
+    this.metrics.workerCircuit.set({ worker: info.url }, info.circuit === 'closed' ? 0 : info.circuit === 'half_open' ? 1 : 2);
+    this.emit({ type: 'worker_state', t: Date.now(), worker: info });
+  }
+
+  workerRemoved(id: string, url: string | null): void {
+    if (url) {
+      this.metrics.workerHealthy.remove({ worker: url });
+      this.metrics.workerCircuit.remove({ worker: url });
+    }
+    this.emit({ type: 'worker_removed', t: Date.now(), worker_id: id });
+  }
+
+  /** Coalesced progress: at most one event per request per tick, only when it moved. */
+  private startTicker(): void {
+    if (this.ticker || this.progressMs <= 0) return;
+    this.ticker = setInterval(() => {
+      if (this.inFlight.size === 0) {
+        clearInterval(this.ticker!);
+        this.ticker = null;
+        return;
+      }
+      if (!this.bus.active) return;
+      const t = Date.now();
+      for (const src of this.inFlight) {
+        const p = src.progress();
+        if (this.lastReported.get(src) === p.completion) continue;
+        this.lastReported.set(src, p.completion);
+        this.bus.emit({ type: 'progress', t, request_id: src.id, attempt: src.attemptIndex(), tokens: p.tokens, completion_tokens: p.completion });
+      }
+    }, this.progressMs);
+    this.ticker.unref();
+  }
+
+  close(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+}

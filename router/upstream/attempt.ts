@@ -1,0 +1,158 @@
+// One upstream call to one worker: the single-attempt layer under the migration loop. It owns
+// the connection-level facts (status, bytes, framing, aborts, stalls) and hands whole SSE frames
+// to its owner; it knows nothing of rebasing or budgets. It ends exactly once, with a result.
+import type { Dispatcher } from 'undici';
+import type { Failure } from '../migration/failure.ts';
+import { classifyTransportError } from '../migration/failure.ts';
+import { SseSplitter, type FrameSink } from '../format/sglang/sse.ts';
+import type { StallWatch, Watched } from './stall-watch.ts';
+import type { Worker } from '../pool/worker.ts';
+
+export type AttemptResult =
+  | { kind: 'finished' }
+  | { kind: 'failed'; failure: Failure }
+  | { kind: 'cancelled' };
+
+/** Cap on an error body kept to pass a worker's 4xx answer through. */
+const ERROR_BODY_CAP = 64 * 1024;
+
+export class UpstreamCall implements Watched {
+  chunks = 0;
+  paused = false;
+  seenChunks = 0;
+  lastMovedAt = 0;
+
+  status = 0;
+  /** A 200 with a body that is not SSE: the worker answered unary despite stream=true. */
+  unaryBody: Buffer[] | null = null;
+  private errorBody: Buffer[] | null = null;
+  private errorBytes = 0;
+  private contentType = '';
+  private controller: Dispatcher.DispatchController | null = null;
+  private readonly splitter = new SseSplitter();
+  private abortResult: AttemptResult | null = null;
+  private done = false;
+  readonly result: Promise<AttemptResult>;
+  private resolve!: (r: AttemptResult) => void;
+
+  constructor(
+    readonly worker: Worker,
+    private readonly body: string,
+    private readonly onFrame: FrameSink,
+    private readonly stalls: StallWatch,
+  ) {
+    this.result = new Promise((r) => (this.resolve = r));
+  }
+
+  start(): void {
+    this.stalls.add(this);
+    this.worker.pool.dispatch(
+      {
+        path: '/generate',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: this.body,
+        blocking: true,
+      },
+      this,
+    );
+  }
+
+  /** End the attempt now with `result` (finished, or a failure found in the stream). */
+  end(result: AttemptResult): void {
+    if (this.done) return;
+    this.done = true;
+    this.stalls.delete(this);
+    this.resolve(result);
+  }
+
+  /** Stop the upstream call: a client cancel, a stall, or a failure found in a frame. */
+  abort(result: AttemptResult): void {
+    if (this.done) return;
+    this.abortResult = result;
+    this.end(result);
+    if (this.controller) this.controller.abort(new Error('aborted by router'));
+  }
+
+  get ended(): boolean {
+    return this.done;
+  }
+
+  pause(): void {
+    if (this.done || this.paused) return;
+    this.paused = true;
+    this.controller?.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.controller?.resume();
+  }
+
+  onStall(idleMs: number): void {
+    this.abort({ kind: 'failed', failure: { kind: 'stalled', message: `no data from worker for ${idleMs} ms`, status: 504 } });
+  }
+
+  // --- undici DispatchHandler -------------------------------------------------------------
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortResult) controller.abort(new Error('aborted by router'));
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200) return; // 1xx informational
+    this.status = statusCode;
+    const ct = headers['content-type'];
+    this.contentType = Array.isArray(ct) ? (ct[0] ?? '') : (ct ?? '');
+    if (statusCode !== 200) this.errorBody = [];
+    else if (!this.contentType.includes('text/event-stream')) this.unaryBody = [];
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks++;
+    if (this.done) return;
+    if (this.errorBody) {
+      if (this.errorBytes < ERROR_BODY_CAP) {
+        this.errorBody.push(chunk);
+        this.errorBytes += chunk.length;
+      }
+      return;
+    }
+    if (this.unaryBody) {
+      this.unaryBody.push(chunk);
+      return;
+    }
+    this.splitter.push(chunk, this.onFrame);
+  }
+
+  onResponseEnd(): void {
+    if (this.done) return;
+    if (this.errorBody) {
+      const body = Buffer.concat(this.errorBody);
+      const status = this.status;
+      const failure: Failure = status >= 500
+        ? { kind: 'http_5xx', message: `worker answered ${status}: ${body.toString('utf8', 0, 300)}`, status }
+        : { kind: status >= 400 ? 'http_4xx' : 'protocol', message: `worker answered ${status}`, status, body, contentType: this.contentType };
+      this.end({ kind: 'failed', failure });
+      return;
+    }
+    if (this.unaryBody) {
+      // Hand the whole body to the owner as one frame-like payload; it decides.
+      const payload = Buffer.concat([Buffer.from('data: '), ...this.unaryBody, Buffer.from('\n\n')]);
+      this.unaryBody = null;
+      this.onFrame(payload, 0, payload.length);
+      if (!this.done) this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'worker answered without a finished chunk', status: 502 } });
+      return;
+    }
+    // The stream ended (with or without [DONE]) before a chunk with finish_reason arrived; a
+    // frame cut by the end stays in the splitter and is dropped.
+    this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended without a finished chunk', status: 502 } });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    if (this.done) return;
+    this.end({ kind: 'failed', failure: classifyTransportError(err, this.status !== 0) });
+  }
+}
