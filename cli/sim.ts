@@ -1,5 +1,66 @@
-import { UsageError } from './args.ts';
+import { intFlag, parseFlags, UsageError } from './args.ts';
+import { startCluster, type ClusterChange } from '../sim/cluster.ts';
+import { startControlServer } from '../sim/control.ts';
 
-export async function run(_argv: string[]): Promise<void> {
-  throw new UsageError('not built yet');
+const USAGE = `usage: baton sim [options]
+
+Starts simulated SGLang workers, each its own process, speaking SGLang's native API.
+
+options:
+  --workers N                  number of workers (default 2)
+  --port P                     first port; workers use P, P+1, ... (default 0: free ports)
+  --token-interval-ms T        pause between tokens of a stream, ms (default 0: as fast as possible)
+  --prefill-us-per-token U     prefill cost per uncached prompt token, µs (default 20)
+  --incremental                incremental streaming chunks (SGLang's --incremental-streaming-output)
+  --text                       text mode (built-in vocabulary); default is token-only (--skip-tokenizer-init)
+  --preferred-max-new-tokens M advertise preferred_sampling_params {"max_new_tokens": M}
+  --control-port C             also serve the cluster control API (kill, restart, faults) on port C
+  -h, --help                   show this help`;
+
+export async function run(argv: string[]): Promise<void> {
+  const v = parseFlags(argv, {
+    workers: { type: 'string' },
+    port: { type: 'string' },
+    'token-interval-ms': { type: 'string' },
+    'prefill-us-per-token': { type: 'string' },
+    incremental: { type: 'boolean' },
+    text: { type: 'boolean' },
+    'preferred-max-new-tokens': { type: 'string' },
+    'control-port': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (v.help) {
+    console.log(USAGE);
+    return;
+  }
+  const workers = intFlag('workers', v.workers, 2, 1);
+  const port = intFlag('port', v.port, 0);
+  if (port > 0 && port + workers - 1 > 65535) throw new UsageError(`--port ${port} leaves no room for ${workers} consecutive ports`);
+  const preferredMax = v['preferred-max-new-tokens'];
+  const cluster = await startCluster({
+    workers,
+    port,
+    tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 0),
+    prefillUsPerToken: intFlag('prefill-us-per-token', v['prefill-us-per-token'], 20),
+    incremental: v.incremental ?? false,
+    text: v.text ?? false,
+    preferredSamplingParams: preferredMax === undefined ? null : { max_new_tokens: intFlag('preferred-max-new-tokens', preferredMax, 0) },
+  });
+  for (const w of cluster.workers()) console.log(`worker ${w.index} (pid ${w.pid}) listening on ${w.url}`);
+  cluster.onChange((c: ClusterChange) => {
+    if (c.alive) console.log(`worker ${c.index} (pid ${c.pid}) listening on ${c.url}`);
+    else console.log(`worker ${c.index} (pid ${c.pid}) exited (${c.signal ?? `code ${c.code}`})`);
+  });
+  const control = v['control-port'] === undefined ? null : await startControlServer(cluster, intFlag('control-port', v['control-port'], 0));
+  if (control) console.log(`control API on ${control.url}`);
+
+  let stopping = false;
+  const shutdown = () => {
+    if (stopping) return;
+    stopping = true;
+    void Promise.all([cluster.stop(), control?.close()]).finally(() => process.exit(0));
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+  // The children's IPC channels keep this process alive until a signal stops the cluster.
 }

@@ -1,0 +1,118 @@
+// Serialising one sample's answer as SGLang writes it: the unary object, or one stream chunk.
+//
+// This is the per-token hot path of the benchmark worker, so the JSON is assembled from cached
+// string pieces instead of re-stringifying growing arrays: cumulative chunks append each token's
+// piece to running strings (the re-send of the whole prefix is inherent to SGLang's cumulative
+// mode, the re-serialisation is not), incremental chunks keep only what arrived since the last
+// chunk. Input-side logprobs are serialised once and repeated, as SGLang repeats them.
+
+import type { FinishReason, Step, TopEntry } from './model.ts';
+import type { SampleRequest } from './request.ts';
+import type { Vocabulary } from './vocab.ts';
+
+export interface AnswerOptions {
+  /** Deltas instead of the whole output so far (only for stream chunks of an incremental worker). */
+  incremental: boolean;
+  /** Text mode: answers carry `text`. */
+  text: boolean;
+  /** Add `index` (batch and n > 1 streams). */
+  indexed: boolean;
+  weightVersion: string;
+  vocab: Vocabulary;
+}
+
+export class Answer {
+  readonly tokens: number[] = [];
+  private ids = '';
+  private lps = '';
+  private tops = '';
+  private fullText = '';
+  private emittedText = 0;
+  private emittedTokens = 0;
+  private textEnd: number | null = null;
+  private inputLps = '[]';
+  private inputTops = '[]';
+  private cached = 0;
+  private readonly head: string;
+  private readonly tail: string;
+
+  constructor(private readonly req: SampleRequest, private readonly o: AnswerOptions) {
+    this.head = `"meta_info":{"id":${JSON.stringify(req.rid)},"finish_reason":`;
+    this.tail = o.indexed ? `,"index":${req.index}}` : '}';
+  }
+
+  get completionTokens(): number {
+    return this.tokens.length;
+  }
+
+  /** Prefill results: cache hits and the prompt's logprobs, fixed for the rest of the request. */
+  setPrefill(cachedTokens: number, inputLogprobs: (number | null)[], inputTops: (TopEntry[] | null)[]): void {
+    this.cached = cachedTokens;
+    if (!this.req.returnLogprob) return;
+    const start = this.req.logprobStart;
+    const prompt = this.req.promptIds;
+    this.inputLps = '[' + inputLogprobs.map((lp, i) => this.triple(lp, prompt[start + i]!)).join(',') + ']';
+    this.inputTops = '[' + inputTops.map((t) => (t === null ? 'null' : this.entries(t))).join(',') + ']';
+  }
+
+  push(step: Step): void {
+    const first = this.o.incremental ? this.tokens.length === this.emittedTokens : this.tokens.length === 0;
+    const sep = first ? '' : ',';
+    this.tokens.push(step.token);
+    this.ids += sep + step.token;
+    if (this.req.returnLogprob) {
+      this.lps += sep + this.triple(step.logprob, step.token);
+      if (this.req.topLogprobsNum > 0) this.tops += sep + this.entries(step.top);
+    }
+    if (this.o.text) this.fullText += this.o.vocab.piece(step.token);
+  }
+
+  get text(): string {
+    return this.fullText;
+  }
+
+  /** A stop string matched: the answer text ends where the match starts (unless no_stop_trim). */
+  trimTextAt(end: number): void {
+    this.textEnd = end;
+  }
+
+  /** The JSON object text of a chunk (finish null) or of the final answer. */
+  render(finish: FinishReason | null, e2eLatency: number | null): string {
+    const r = this.req;
+    let out = '{';
+    if (this.o.text) {
+      const end = finish && this.textEnd !== null ? this.textEnd : this.fullText.length;
+      const from = this.o.incremental ? Math.min(this.emittedText, end) : 0;
+      out += `"text":${JSON.stringify(this.fullText.slice(from, end))},`;
+      this.emittedText = end;
+    }
+    out += `"output_ids":[${this.ids}],`;
+    out += this.head + (finish === null ? 'null' : JSON.stringify(finish));
+    out += `,"prompt_tokens":${r.promptIds.length},"weight_version":${JSON.stringify(this.o.weightVersion)}`;
+    if (r.returnLogprob) {
+      out += `,"input_token_logprobs":${this.inputLps},"output_token_logprobs":[${this.lps}]`;
+      if (r.topLogprobsNum > 0) out += `,"input_top_logprobs":${this.inputTops},"output_top_logprobs":[${this.tops}]`;
+    }
+    out += `,"reasoning_tokens":0,"completion_tokens":${this.tokens.length},"cached_tokens":${this.cached}`;
+    if (e2eLatency !== null) out += `,"e2e_latency":${e2eLatency}`;
+    out += '}' + this.tail;
+    if (this.o.incremental) {
+      this.ids = '';
+      this.lps = '';
+      this.tops = '';
+      this.emittedTokens = this.tokens.length;
+    }
+    return out;
+  }
+
+  private triple(lp: number | null, id: number): string {
+    const text = this.req.returnTextInLogprobs ? JSON.stringify(this.o.vocab.spelling(id)) : 'null';
+    return `[${lp === null ? 'null' : lp},${id},${text}]`;
+  }
+
+  private entries(top: TopEntry[]): string {
+    let s = '[';
+    for (let i = 0; i < top.length; i++) s += (i ? ',' : '') + this.triple(top[i]![0], top[i]![1]);
+    return s + ']';
+  }
+}

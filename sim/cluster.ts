@@ -1,0 +1,192 @@
+// A cluster of simulated workers, each its own OS process, so that killing one is a real kill:
+// its sockets close the way a dead SGLang worker's do. Children are spawned with an IPC channel;
+// they report their port over it and exit when it closes, so a parent that dies (even by SIGKILL)
+// leaves no orphan behind.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Fault } from './faults.ts';
+import type { SimStats } from './worker.ts';
+import type { ListeningMessage } from './worker-main.ts';
+
+export interface ClusterOptions {
+  workers: number;
+  /** 0 (default): each worker picks a free port. Otherwise workers listen on port, port+1, ... */
+  port?: number;
+  host?: string;
+  tokenIntervalMs?: number;
+  prefillUsPerToken?: number;
+  incremental?: boolean;
+  text?: boolean;
+  preferredSamplingParams?: Record<string, unknown> | null;
+  eosEvery?: number;
+}
+
+export interface SimWorkerProc {
+  index: number;
+  url: string;
+  port: number;
+  pid: number;
+  alive: boolean;
+}
+
+export interface ClusterChange {
+  index: number;
+  alive: boolean;
+  pid: number;
+  url: string;
+  /** How a worker that died ended. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface SimCluster {
+  workers(): SimWorkerProc[];
+  /** SIGKILL; resolves once the process has exited. */
+  kill(i: number): Promise<void>;
+  /** Starts a dead worker again on the same port; resolves once it listens. */
+  restart(i: number): Promise<void>;
+  fault(i: number, f: Fault): Promise<void>;
+  stats(i: number): Promise<SimStats>;
+  /** Hears every alive/dead transition; returns the unsubscribe function. */
+  onChange(fn: (change: ClusterChange) => void): () => void;
+  /** Ends every child and waits for them. */
+  stop(): Promise<void>;
+}
+
+const WORKER_MAIN = fileURLToPath(new URL('./worker-main.ts', import.meta.url));
+// Resolved here rather than left to the child: `--import tsx` would be looked up from the
+// child's working directory, which need not be inside this package.
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const START_TIMEOUT_MS = 30_000;
+
+interface Slot {
+  index: number;
+  port: number;
+  url: string;
+  child: ChildProcess | null;
+  alive: boolean;
+  exited: Promise<void>;
+}
+
+export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
+  if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new Error(`workers must be a positive integer, got ${opts.workers}`);
+  const host = opts.host ?? '127.0.0.1';
+  const listeners = new Set<(c: ClusterChange) => void>();
+  const slots: Slot[] = [];
+  let stopping = false;
+
+  const flags = (port: number): string[] => {
+    const f = ['--host', host, '--port', String(port)];
+    if (opts.tokenIntervalMs !== undefined) f.push('--token-interval-ms', String(opts.tokenIntervalMs));
+    if (opts.prefillUsPerToken !== undefined) f.push('--prefill-us-per-token', String(opts.prefillUsPerToken));
+    if (opts.incremental) f.push('--incremental');
+    if (opts.text) f.push('--text');
+    if (opts.preferredSamplingParams) f.push('--preferred-sampling-params', JSON.stringify(opts.preferredSamplingParams));
+    if (opts.eosEvery !== undefined) f.push('--eos-every', String(opts.eosEvery));
+    return f;
+  };
+
+  const notify = (slot: Slot, code: number | null, signal: NodeJS.Signals | null) => {
+    const change: ClusterChange = { index: slot.index, alive: slot.alive, pid: slot.child?.pid ?? 0, url: slot.url, code, signal };
+    for (const fn of listeners) fn(change);
+  };
+
+  const launch = (slot: Slot): Promise<void> => {
+    const child = spawn(process.execPath, ['--import', TSX_LOADER, WORKER_MAIN, ...flags(slot.port)], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    slot.child = child;
+    slot.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`worker ${slot.index} did not start within ${START_TIMEOUT_MS} ms`));
+      }, START_TIMEOUT_MS);
+      child.on('message', (m: ListeningMessage) => {
+        if (m?.type !== 'listening') return;
+        clearTimeout(timer);
+        slot.port = m.port;
+        slot.url = m.url;
+        slot.alive = true;
+        notify(slot, null, null);
+        resolve();
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        if (slot.child !== child) return;
+        const wasAlive = slot.alive;
+        slot.alive = false;
+        if (wasAlive) notify(slot, code, signal);
+        else reject(new Error(`worker ${slot.index} exited before listening (code ${code}, signal ${signal})`));
+      });
+    });
+  };
+
+  const slot = (i: number): Slot => {
+    const s = slots[i];
+    if (!s) throw new Error(`no worker ${i} (cluster has ${slots.length})`);
+    return s;
+  };
+
+  const kill = async (i: number): Promise<void> => {
+    const s = slot(i);
+    if (s.child && s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+    await s.exited;
+  };
+
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    await Promise.all(
+      slots.map(async (s) => {
+        const c = s.child;
+        if (!c || c.exitCode !== null || c.signalCode !== null) return;
+        c.kill('SIGTERM');
+        const forced = setTimeout(() => c.kill('SIGKILL'), 3000);
+        await s.exited;
+        clearTimeout(forced);
+      }),
+    );
+  };
+
+  for (let i = 0; i < opts.workers; i++) {
+    const port = opts.port ? opts.port + i : 0;
+    slots.push({ index: i, port, url: '', child: null, alive: false, exited: Promise.resolve() });
+  }
+  try {
+    await Promise.all(slots.map(launch));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const control = async (i: number, path: string, init?: RequestInit): Promise<Response> => {
+    const s = slot(i);
+    if (!s.alive) throw new Error(`worker ${i} is not running`);
+    const res = await fetch(s.url + path, init);
+    if (!res.ok) throw new Error(`worker ${i} ${path}: ${res.status} ${await res.text()}`);
+    return res;
+  };
+
+  return {
+    workers: () => slots.map((s) => ({ index: s.index, url: s.url, port: s.port, pid: s.child?.pid ?? 0, alive: s.alive })),
+    kill,
+    restart: async (i) => {
+      if (stopping) throw new Error('cluster is stopping');
+      const s = slot(i);
+      if (s.alive) await kill(i);
+      await launch(s);
+    },
+    fault: async (i, f) => {
+      const body = JSON.stringify({ kind: f.kind, after_tokens: f.afterTokens, interval_ms: f.intervalMs });
+      await (await control(i, '/_sim/fault', { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
+    },
+    stats: async (i) => (await (await control(i, '/_sim/stats')).json()) as SimStats,
+    onChange: (fn) => {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+    stop,
+  };
+}

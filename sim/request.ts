@@ -1,0 +1,273 @@
+// Turning a /generate body into per-sample requests, with SGLang's validation: the same checks,
+// in the same order, with messages worded like SGLang's. Pure: no sockets, no clocks.
+//
+// Two kinds of refusal, because SGLang has two:
+// - BodyError: the body does not fit the request schema (FastAPI rejects it before the handler):
+//   always a 400 `{"object":"error",...}`, also for stream requests.
+// - RequestError: SGLang's ValueError inside the generate handler: a 400 `{"error":{"message"}}`
+//   for unary requests, but for stream requests the 200 headers have already gone out, so it
+//   becomes an in-band `data: {"error":...}` frame followed by `data: [DONE]`.
+
+import { randomUUID } from 'node:crypto';
+import type { DecodeParams } from './model.ts';
+import type { Vocabulary } from './vocab.ts';
+
+export class BodyError extends Error {}
+export class RequestError extends Error {}
+
+export interface RequestSettings {
+  /** Text mode: text prompts, stop strings and `text` in answers. Otherwise token-only. */
+  text: boolean;
+  vocab: Vocabulary;
+  vocabSize: number;
+  contextLength: number;
+  preferred: Record<string, unknown> | null;
+}
+
+export interface SampleRequest {
+  rid: string;
+  /** Position in the answer: batch item × n + sample. */
+  index: number;
+  promptIds: number[];
+  decode: DecodeParams;
+  returnLogprob: boolean;
+  /** Resolved first prompt position with logprobs (−1 resolved to the last position). */
+  logprobStart: number;
+  topLogprobsNum: number;
+  /** SGLang accepts logprob_start_len >= prompt length and then aborts the request in the scheduler. */
+  startError: string | null;
+  returnTextInLogprobs: boolean;
+  stopStrings: string[];
+  stopRegex: RegExp[];
+  noStopTrim: boolean;
+  streamInterval: number;
+}
+
+export interface GenerateRequest {
+  stream: boolean;
+  /** A list answer (batch input or n > 1) rather than a single object. */
+  batch: boolean;
+  samples: SampleRequest[];
+}
+
+const SAMPLING_DEFAULTS = {
+  temperature: 1.0,
+  top_p: 1.0,
+  top_k: -1,
+  min_p: 0.0,
+  frequency_penalty: 0.0,
+  presence_penalty: 0.0,
+  repetition_penalty: 1.0,
+  min_new_tokens: 0,
+  n: 1,
+} as const;
+
+const GRAMMARS = ['json_schema', 'regex', 'ebnf', 'structural_tag'] as const;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
+
+function field<T>(body: Record<string, unknown>, name: string, check: (v: unknown) => v is T, what: string): T | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (!check(v)) throw new BodyError(`1 validation error for GenerateReqInput\n${name}\n  Input should be ${what} [input_value=${JSON.stringify(v)}]`);
+  return v;
+}
+
+const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isIntList = (v: unknown): v is number[] => Array.isArray(v) && v.every(isInt);
+const isIds = (v: unknown): v is number[] | number[][] => Array.isArray(v) && (isIntList(v) || v.every(isIntList));
+const isTextInput = (v: unknown): v is string | string[] => isString(v) || (Array.isArray(v) && v.every(isString));
+const isRid = (v: unknown): v is string | string[] => isTextInput(v);
+const isSampling = (v: unknown): v is Record<string, unknown> | Record<string, unknown>[] => isObject(v) || (Array.isArray(v) && v.every(isObject));
+
+/** Parses and validates a /generate body. `inFlight` tells whether a rid is already running. */
+export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: string) => boolean): GenerateRequest {
+  if (!isObject(raw)) throw new BodyError('1 validation error for GenerateReqInput\n  Input should be a valid dictionary');
+  const text = field(raw, 'text', isTextInput, 'a valid string or list of strings');
+  const ids = field(raw, 'input_ids', isIds, 'a valid list of integers or list of lists of integers');
+  const embeds = raw.input_embeds ?? undefined;
+  const stream = field(raw, 'stream', isBool, 'a valid boolean') ?? false;
+  const returnLogprob = field(raw, 'return_logprob', isBool, 'a valid boolean') ?? false;
+  const startLen = field(raw, 'logprob_start_len', isInt, 'a valid integer') ?? -1;
+  const topNum = field(raw, 'top_logprobs_num', isInt, 'a valid integer') ?? 0;
+  const textInLogprobs = field(raw, 'return_text_in_logprobs', isBool, 'a valid boolean') ?? false;
+  const ridField = field(raw, 'rid', isRid, 'a valid string or list of strings');
+  const sampling = field(raw, 'sampling_params', isSampling, 'a valid dictionary or list of dictionaries');
+
+  const given = [text, ids, embeds].filter((v) => v !== undefined).length;
+  if (given === 0) throw new RequestError('Either text, input_ids or input_embeds should be provided.');
+  if (given > 1) throw new RequestError('Only one of text, input_ids or input_embeds should be provided.');
+  if (embeds !== undefined) {
+    throw new RequestError(
+      'input_embeds is provided while disable_radix_cache is False. Please add `--disable-radix-cache` when you launch the server if you want to use input_embeds as inputs.',
+    );
+  }
+  if (ids !== undefined && ids.length === 0) throw new RequestError('input_ids cannot be empty.');
+
+  const single = ids !== undefined ? isIntList(ids) : typeof text === 'string';
+  const items: (number[] | string)[] = ids !== undefined ? (single ? [ids as number[]] : (ids as number[][])) : single ? [text as string] : (text as string[]);
+  if (items.length === 0) throw new RequestError('input_ids cannot be empty.');
+
+  const params = (i: number): Record<string, unknown> => {
+    const sp = Array.isArray(sampling) ? sampling[i] : sampling;
+    return { ...(s.preferred ?? {}), ...(sp ?? {}) };
+  };
+  const n = numberParam(params(0), 'n') ?? 1;
+  if (!Number.isInteger(n) || n < 1) throw new RequestError(`n must be a positive integer, got ${n}.`);
+  const batch = !single || n > 1;
+  const count = items.length * n;
+
+  let rids: string[];
+  if (n > 1) rids = Array.from({ length: count }, () => randomUUID().replace(/-/g, ''));
+  else if (ridField === undefined) rids = Array.from({ length: count }, () => randomUUID().replace(/-/g, ''));
+  else if (typeof ridField === 'string') rids = single ? [ridField] : items.map((_, i) => `${ridField}_${i}`);
+  else if (ridField.length !== count) throw new RequestError('The specified rids length mismatch with the batch_size for batch processing.');
+  else rids = ridField;
+  if (new Set(rids).size !== rids.length) throw new RequestError(`Duplicate rids in one request: ${JSON.stringify(rids)}`);
+  const originalRids = typeof ridField === 'string' ? [ridField] : (ridField ?? []);
+  for (const rid of [...originalRids, ...rids]) if (inFlight(rid)) throw new RequestError(`Duplicate request ID: ${rid}`);
+
+  const samples: SampleRequest[] = [];
+  items.forEach((item, b) => {
+    const promptIds = typeof item === 'string' ? tokenize(item, s) : item;
+    if (promptIds.length === 0) throw new RequestError('input_ids cannot be empty.');
+    for (const id of promptIds) {
+      if (id < 0 || id >= s.vocabSize) throw new RequestError(`The input_ids ${JSON.stringify(promptIds)} contains values greater than the vocab size (${s.vocabSize}).`);
+    }
+    validateLength(promptIds.length, (sampling && (Array.isArray(sampling) ? sampling[b] : sampling))?.max_new_tokens, s.contextLength);
+    const sp = params(b);
+    const resolved = resolveSampling(sp, promptIds.length, s);
+    const start = !returnLogprob || startLen < 0 ? promptIds.length - 1 : startLen;
+    const startError =
+      returnLogprob && start >= promptIds.length
+        ? `req.logprob_start_len=${start} is higher than the number of input tokens len(req.origin_input_ids)=${promptIds.length}. Please use a smaller logprob_start_len.`
+        : null;
+    for (let j = 0; j < n; j++) {
+      const index = b * n + j;
+      samples.push({
+        rid: rids[index]!,
+        index,
+        promptIds,
+        decode: { ...resolved.decode, top_logprobs_num: returnLogprob ? Math.max(0, topNum) : 0 },
+        returnLogprob,
+        logprobStart: startError ? promptIds.length - 1 : start,
+        topLogprobsNum: returnLogprob ? Math.max(0, topNum) : 0,
+        startError,
+        returnTextInLogprobs: s.text && textInLogprobs,
+        stopStrings: resolved.stopStrings,
+        stopRegex: resolved.stopRegex,
+        noStopTrim: resolved.noStopTrim,
+        streamInterval: resolved.streamInterval,
+      });
+    }
+  });
+  return { stream, batch, samples };
+}
+
+function tokenize(text: string, s: RequestSettings): number[] {
+  if (!s.text) {
+    throw new RequestError(
+      'The engine initialized with skip_tokenizer_init=True cannot accept text prompts. Please provide input_ids or re-initialize the engine with skip_tokenizer_init=False.',
+    );
+  }
+  return s.vocab.encode(text);
+}
+
+function validateLength(promptLen: number, maxNew: unknown, context: number): void {
+  if (promptLen >= context) throw new RequestError(`The input (${promptLen} tokens) is longer than the model's context length (${context} tokens).`);
+  if (typeof maxNew === 'number' && maxNew + promptLen > context) {
+    throw new RequestError(
+      `Requested token count exceeds the model's maximum context length of ${context} tokens. You requested a total of ${maxNew + promptLen} tokens: ${promptLen} tokens from the input messages and ${maxNew} tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.`,
+    );
+  }
+}
+
+function numberParam(sp: Record<string, unknown>, name: string): number | undefined {
+  const v = sp[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number') throw new RequestError(`${name} must be a number, got ${JSON.stringify(v)}.`);
+  return v;
+}
+
+function stringList(sp: Record<string, unknown>, name: string): string[] {
+  const v = sp[name];
+  if (v === undefined || v === null) return [];
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v) && v.every(isString)) return v;
+  throw new RequestError(`${name} must be a string or a list of strings.`);
+}
+
+function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: RequestSettings) {
+  const num = (name: keyof typeof SAMPLING_DEFAULTS) => numberParam(sp, name) ?? SAMPLING_DEFAULTS[name];
+  const explicitTemperature = numberParam(sp, 'temperature');
+  const temperature = num('temperature');
+  let topK = num('top_k');
+  // SGLang turns a near-zero temperature into greedy decoding before it validates top_k.
+  if (temperature >= 0 && temperature < 1e-6) topK = 1;
+  const topP = num('top_p');
+  const minP = num('min_p');
+  const freq = num('frequency_penalty');
+  const presence = num('presence_penalty');
+  const repetition = num('repetition_penalty');
+  const minNew = num('min_new_tokens');
+  // Absent: the class default 128. Explicit null: no budget but the context (SGLang's None).
+  const maxNewRaw = 'max_new_tokens' in sp ? sp.max_new_tokens : 128;
+  if (maxNewRaw !== null && typeof maxNewRaw !== 'number') throw new RequestError(`max_new_tokens must be an integer, got ${JSON.stringify(maxNewRaw)}.`);
+  const maxNew = maxNewRaw;
+
+  if (!Number.isFinite(temperature) || temperature < 0) throw new RequestError(`temperature must be a non-negative finite number, got ${temperature}.`);
+  if (!(topP > 0 && topP <= 1)) throw new RequestError(`top_p must be in (0, 1], got ${topP}.`);
+  if (!(minP >= 0 && minP <= 1)) throw new RequestError(`min_p must be in [0, 1], got ${minP}.`);
+  if (topK < 1 && topK !== -1) throw new RequestError(`top_k must be -1 (disable) or at least 1, got ${topK}.`);
+  if (!(freq >= -2 && freq <= 2)) throw new RequestError(`frequency_penalty must be in [-2, 2], got ${freq}.`);
+  if (!(presence >= -2 && presence <= 2)) throw new RequestError(`presence_penalty must be in [-2, 2], got ${presence}.`);
+  if (!(repetition > 0 && repetition <= 2)) throw new RequestError(`repetition_penalty must be in (0, 2] (1.0 = no penalty), got ${repetition}.`);
+  if (!(minNew >= 0)) throw new RequestError(`min_new_tokens must be in [0, max_new_tokens], got ${minNew}.`);
+  if (maxNew !== null) {
+    if (maxNew < 0) throw new RequestError(`max_new_tokens must be at least 0, got ${maxNew}.`);
+    if (minNew > maxNew) throw new RequestError(`min_new_tokens must be in [0, max_new_tokens(${maxNew})], got ${minNew}.`);
+  }
+  const bias = sp.logit_bias;
+  if (isObject(bias)) {
+    for (const key of Object.keys(bias)) {
+      const id = Number(key);
+      if (!(Number.isInteger(id) && id >= 0 && id < s.vocabSize)) throw new RequestError(`logit_bias must has keys in [0, ${s.vocabSize - 1}], got ${key}.`);
+    }
+  }
+  if (GRAMMARS.filter((g) => sp[g] !== undefined && sp[g] !== null).length > 1) throw new RequestError('Only one of regex, json_schema, or ebnf can be set.');
+
+  const stopStrings = stringList(sp, 'stop');
+  const stopRegexSources = stringList(sp, 'stop_regex');
+  if (!s.text && stopStrings.length > 0) {
+    throw new RequestError(`stop=${JSON.stringify(stopStrings)} is unavailable when skip_tokenizer_init=True (requires tokenizer to decode tokens to text for matching).`);
+  }
+  if (!s.text && stopRegexSources.length > 0) {
+    throw new RequestError(`stop_regex=${JSON.stringify(stopRegexSources)} is unavailable when skip_tokenizer_init=True (requires tokenizer to decode tokens to text for matching).`);
+  }
+  const stopRegex = stopRegexSources.map((src) => {
+    try {
+      return new RegExp(src);
+    } catch (err) {
+      throw new RequestError(`Invalid stop_regex ${JSON.stringify(src)}: ${(err as Error).message}`);
+    }
+  });
+  const stopIdsRaw = sp.stop_token_ids;
+  if (stopIdsRaw !== undefined && stopIdsRaw !== null && !isIntList(stopIdsRaw)) throw new RequestError('stop_token_ids must be a list of integers.');
+  const seed = numberParam(sp, 'sampling_seed');
+  const streamInterval = numberParam(sp, 'stream_interval') ?? 1;
+
+  // The scheduler's clamp: the budget never runs past the context.
+  const budget = Math.min(maxNew ?? 1 << 30, s.contextLength - promptLen - 1);
+  const decode: DecodeParams = {
+    max_new_tokens: Math.max(0, budget),
+    min_new_tokens: minNew,
+    ignore_eos: sp.ignore_eos === true,
+    stop_token_ids: stopIdsRaw ?? [],
+    top_k: topK,
+  };
+  if (explicitTemperature !== undefined) decode.temperature = explicitTemperature;
+  if (seed !== undefined) decode.sampling_seed = seed;
+  return { decode, stopStrings, stopRegex, noStopTrim: sp.no_stop_trim === true, streamInterval: Math.max(1, Math.floor(streamInterval)) };
+}

@@ -1,0 +1,691 @@
+// A simulated SGLang worker: SGLang's native HTTP API (see ../../shared/docs/sglang-wire.md and
+// docs/simulator.md) over the deterministic model in model.ts, with realistic timing, a prefix
+// cache, SGLang-named metrics, and faults on command. Runs in-process (tests) or as its own
+// process (worker-main.ts, started by cluster.ts).
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { Answer } from './answer.ts';
+import { FaultSchedule, parseFault, type Fault } from './faults.ts';
+import { WorkerMetrics } from './metrics.ts';
+import { DEFAULT_MODEL, Decoder, promptLogprobs, type FinishReason, type ModelConfig } from './model.ts';
+import { CACHE_BLOCK, PrefixCache } from './prefix-cache.ts';
+import { BodyError, RequestError, parseGenerate, type RequestSettings, type SampleRequest } from './request.ts';
+import { Vocabulary } from './vocab.ts';
+
+export type { Fault, FaultKind } from './faults.ts';
+
+export interface WorkerOptions {
+  host?: string;
+  /** 0 (default): a free port. */
+  port?: number;
+  /** Pause between tokens of one stream, ms; 0 = as fast as possible. Default 0. */
+  tokenIntervalMs?: number;
+  /** Prefill cost per uncached prompt token, µs. Default 20. */
+  prefillUsPerToken?: number;
+  /** Like SGLang's --incremental-streaming-output. Default false (cumulative chunks). */
+  incremental?: boolean;
+  /** Text mode (built-in vocabulary). Default false: token-only, like --skip-tokenizer-init. */
+  text?: boolean;
+  /** Like SGLang's --preferred-sampling-params; advertised and merged under each request's. */
+  preferredSamplingParams?: Record<string, unknown> | null;
+  /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
+  eosEvery?: number;
+  /**
+   * true (default): a `crash` fault destroys every socket and stops listening, leaving the host
+   * process alive. false: the process kills itself with SIGKILL, as a real crash would.
+   */
+  inProcess?: boolean;
+}
+
+export interface SimStats {
+  /** Generations started (a batch or n > 1 request counts each sample). */
+  requestsStarted: number;
+  requestsFinished: number;
+  /** Ended by /abort_request or by an `abort` fault. */
+  requestsAborted: number;
+  /** Ended because the client went away (closed or reset its connection). */
+  clientDisconnects: number;
+  tokensGenerated: number;
+  inFlight: number;
+  /** Every rid seen by /generate, oldest first (the last 10 000). */
+  rids: string[];
+  tokenIntervalMs: number;
+  hung: boolean;
+  rejecting: boolean;
+  crashed: boolean;
+  pendingFaults: number;
+}
+
+export interface SimWorker {
+  url: string;
+  port: number;
+  fault(f: Fault): void;
+  stats(): SimStats;
+  close(): Promise<void>;
+}
+
+export const MODEL_NAME = 'baton-sim';
+export const SIM_VERSION = '0.1.0-baton-sim';
+const CONTEXT_LENGTH = 32768;
+const MAX_TOTAL_TOKENS = 1 << 20;
+const MAX_RIDS = 10_000;
+const MAX_BODY = 64 << 20;
+
+export async function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
+  const w = new WorkerServer(opts);
+  await w.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
+  return {
+    url: w.url,
+    port: w.port,
+    fault: (f) => w.fault(f),
+    stats: () => w.stats(),
+    close: () => w.close(),
+  };
+}
+
+/** One /generate call: its response and the generations (samples) it carries. */
+interface Call {
+  res: ServerResponse;
+  stream: boolean;
+  batch: boolean;
+  gens: Generation[];
+  open: number;
+  /** Ended by us or by the client: no more writes, no more generation. */
+  done: boolean;
+}
+
+class WorkerServer {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly controlSockets = new Set<Socket>();
+  private readonly running = new Map<string, Generation>();
+  readonly cache = new PrefixCache(MAX_TOTAL_TOKENS / CACHE_BLOCK);
+  readonly metrics: WorkerMetrics;
+  readonly model: ModelConfig;
+  readonly settings: RequestSettings;
+  readonly incremental: boolean;
+  readonly prefillUsPerToken: number;
+  private readonly baseInterval: number;
+  tokenIntervalMs: number;
+  private readonly schedule = new FaultSchedule();
+  private hung = false;
+  private rejecting = false;
+  private crashed = false;
+  private closing = false;
+  /** Work frozen by `hang`, resumed by `clear`. */
+  private readonly parked = new Set<() => void>();
+  private readonly held: (() => void)[] = [];
+  queued = 0;
+  private readonly counts = { requestsStarted: 0, requestsFinished: 0, requestsAborted: 0, clientDisconnects: 0, tokensGenerated: 0 };
+  private readonly rids: string[] = [];
+  private readonly startedAt = Date.now() / 1000;
+  url = '';
+  port = 0;
+
+  constructor(private readonly opts: WorkerOptions) {
+    this.model = { ...DEFAULT_MODEL, eosEvery: opts.eosEvery ?? DEFAULT_MODEL.eosEvery };
+    this.settings = {
+      text: opts.text ?? false,
+      vocab: new Vocabulary(this.model),
+      vocabSize: this.model.vocabSize,
+      contextLength: CONTEXT_LENGTH,
+      preferred: opts.preferredSamplingParams ?? null,
+    };
+    this.incremental = opts.incremental ?? false;
+    this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
+    this.baseInterval = opts.tokenIntervalMs ?? 0;
+    this.tokenIntervalMs = this.baseInterval;
+    this.metrics = new WorkerMetrics(MODEL_NAME, () => ({
+      running: this.running.size - this.queued,
+      queued: this.queued,
+      usedTokens: [...this.running.values()].reduce((n, g) => n + g.contextTokens, 0),
+      maxTotalTokens: MAX_TOTAL_TOKENS,
+    }));
+    this.server = createServer((req, res) => this.onRequest(req, res));
+    // uvicorn's keep-alive timeout, so idle pooled connections behave alike.
+    this.server.keepAliveTimeout = 5000;
+    this.server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+  }
+
+  listen(host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        const addr = this.server.address();
+        this.port = typeof addr === 'object' && addr ? addr.port : port;
+        this.url = `http://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const g of this.running.values()) g.stop();
+    this.parked.clear();
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  stats(): SimStats {
+    return {
+      ...this.counts,
+      inFlight: this.running.size,
+      rids: [...this.rids],
+      tokenIntervalMs: this.tokenIntervalMs,
+      hung: this.hung,
+      rejecting: this.rejecting,
+      crashed: this.crashed,
+      pendingFaults: this.schedule.size,
+    };
+  }
+
+  // ---- faults -------------------------------------------------------------------------------
+
+  fault(f: Fault): void {
+    if (f.kind === 'slow' && f.intervalMs === undefined) throw new Error('slow needs intervalMs');
+    if ((f.afterTokens ?? 0) > 0) this.schedule.add(f);
+    else this.apply(f);
+  }
+
+  private apply(f: Fault): void {
+    if (this.crashed) return;
+    switch (f.kind) {
+      case 'crash':
+        return this.crash();
+      case 'hang':
+        this.hung = true;
+        return;
+      case 'reset':
+        return this.reset();
+      case 'reject':
+        this.rejecting = true;
+        return;
+      case 'slow':
+        this.tokenIntervalMs = f.intervalMs!;
+        return;
+      case 'abort':
+        for (const g of [...this.running.values()]) g.abort({ type: 'abort', message: 'Simulated engine abort.', status_code: 503, err_type: 'ServiceUnavailable' });
+        return;
+      case 'clear':
+        this.hung = false;
+        this.rejecting = false;
+        this.tokenIntervalMs = this.baseInterval;
+        this.schedule.clear();
+        for (const resume of [...this.parked]) resume();
+        this.parked.clear();
+        for (const replay of this.held.splice(0)) replay();
+        return;
+    }
+  }
+
+  private crash(): void {
+    if (this.opts.inProcess === false) process.kill(process.pid, 'SIGKILL');
+    this.crashed = true;
+    for (const g of this.running.values()) g.stop();
+    this.parked.clear();
+    this.held.length = 0;
+    this.server.close();
+    for (const s of this.sockets) s.destroy();
+  }
+
+  private reset(): void {
+    for (const g of [...this.running.values()]) g.stop();
+    for (const s of this.sockets) {
+      if (!s.destroyed && !this.controlSockets.has(s)) s.resetAndDestroy();
+    }
+  }
+
+  /**
+   * Counts one generated token. Faults that come due are returned as a callback the caller runs
+   * once the frame carrying that token has been handed to the kernel, so "crash after N tokens"
+   * means the client really received N tokens.
+   */
+  tokenGenerated(): (() => void) | undefined {
+    this.counts.tokensGenerated++;
+    if (this.schedule.size === 0) return undefined;
+    const due = this.schedule.tick();
+    return due.length === 0 ? undefined : () => due.forEach((f) => this.apply(f));
+  }
+
+  /** Runs `step` now, or once `clear` lifts a hang. */
+  whenAwake(step: () => void): void {
+    if (!this.hung) return step();
+    const resume = () => {
+      this.parked.delete(resume);
+      step();
+    };
+    this.parked.add(resume);
+  }
+
+  generationEnded(g: Generation, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void {
+    this.running.delete(g.req.rid);
+    if (how === 'finished') this.counts.requestsFinished++;
+    else if (how === 'aborted') this.counts.requestsAborted++;
+    else if (how === 'disconnected') this.counts.clientDisconnects++;
+    if (how === 'aborted' || how === 'disconnected') this.metrics.aborted.inc();
+  }
+
+  // ---- HTTP ---------------------------------------------------------------------------------
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (this.crashed) {
+      req.socket.destroy();
+      return;
+    }
+    if (path.startsWith('/_sim/')) {
+      void this.control(path, req, res);
+      return;
+    }
+    if (this.hung) {
+      // A hung process accepts connections but never answers; `clear` serves what waited.
+      this.held.push(() => this.onRequest(req, res));
+      return;
+    }
+    void this.route(path, req, res).catch((err: unknown) => {
+      if (!res.headersSent) objectError(res, 500, (err as Error).message ?? String(err));
+      else res.destroy();
+    });
+  }
+
+  private async route(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const allow = (...methods: string[]) => {
+      if (methods.includes(method)) return true;
+      json(res, 405, { detail: 'Method Not Allowed' });
+      return false;
+    };
+    switch (path) {
+      case '/generate':
+        if (!allow('POST', 'PUT')) return;
+        return this.generate(req, res);
+      case '/health':
+      case '/health_generate':
+        if (!allow('GET')) return;
+        res.writeHead(this.rejecting || this.closing ? 503 : 200, { 'content-length': '0' }).end();
+        return;
+      case '/get_model_info':
+      case '/model_info':
+        if (!allow('GET')) return;
+        return json(res, 200, this.modelInfo());
+      case '/get_server_info':
+      case '/server_info':
+        if (!allow('GET')) return;
+        return json(res, 200, this.serverInfo());
+      case '/v1/models':
+        if (!allow('GET')) return;
+        return json(res, 200, {
+          object: 'list',
+          data: [{ id: MODEL_NAME, object: 'model', created: Math.floor(this.startedAt), owned_by: 'sglang', root: MODEL_NAME, parent: null, max_model_len: CONTEXT_LENGTH }],
+        });
+      case '/abort_request':
+        if (!allow('POST')) return;
+        return this.abortRequest(req, res);
+      case '/flush_cache': {
+        if (!allow('GET', 'POST')) return;
+        const busy = this.running.size > 0;
+        if (!busy) this.cache.clear();
+        res.writeHead(busy ? 400 : 200, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(
+          'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n',
+        );
+        return;
+      }
+      case '/metrics': {
+        if (!allow('GET')) return;
+        const text = await this.metrics.text();
+        res.writeHead(200, { 'content-type': this.metrics.contentType }).end(text);
+        return;
+      }
+      default:
+        return json(res, 404, { detail: 'Not Found' });
+    }
+  }
+
+  private async control(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Control answers close their connection, so a `reset` or `crash` they trigger cannot catch
+    // a pooled control connection unawares.
+    res.setHeader('connection', 'close');
+    const socket = req.socket;
+    if (!this.controlSockets.has(socket)) {
+      this.controlSockets.add(socket);
+      socket.once('close', () => this.controlSockets.delete(socket));
+    }
+    if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, this.stats());
+    if (path === '/_sim/fault' && req.method === 'POST') {
+      let fault: Fault;
+      try {
+        fault = parseFault(JSON.parse(await readBody(req)));
+      } catch (err) {
+        return objectError(res, 400, (err as Error).message);
+      }
+      // Answer first: a `crash` or `reset` applied now would otherwise eat its own reply.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, fault }), () => this.fault(fault));
+      return;
+    }
+    json(res, 404, { detail: 'Not Found' });
+  }
+
+  private modelInfo() {
+    return {
+      model_path: MODEL_NAME,
+      tokenizer_path: MODEL_NAME,
+      is_generation: true,
+      // SGLang keeps this server argument as the JSON string it was given.
+      preferred_sampling_params: this.settings.preferred ? JSON.stringify(this.settings.preferred) : null,
+      weight_version: 'default',
+    };
+  }
+
+  private serverInfo() {
+    return {
+      model_path: MODEL_NAME,
+      tokenizer_path: MODEL_NAME,
+      served_model_name: MODEL_NAME,
+      host: this.opts.host ?? '127.0.0.1',
+      port: this.port,
+      skip_tokenizer_init: !this.settings.text,
+      incremental_streaming_output: this.incremental,
+      preferred_sampling_params: this.modelInfo().preferred_sampling_params,
+      context_length: CONTEXT_LENGTH,
+      is_embedding: false,
+      dp_size: 1,
+      tp_size: 1,
+      page_size: 1,
+      stream_interval: 1,
+      disable_radix_cache: false,
+      enable_metrics: true,
+      weight_version: 'default',
+      max_total_num_tokens: MAX_TOTAL_TOKENS,
+      max_req_input_len: CONTEXT_LENGTH - 1,
+      internal_states: [{ last_gen_throughput: 0, memory_usage: { kvcache: 0 }, token_interval_ms: this.tokenIntervalMs }],
+      version: SIM_VERSION,
+    };
+  }
+
+  private async abortRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(await readBody(req));
+      if (typeof parsed !== 'object' || parsed === null) throw new Error('Input should be a valid dictionary');
+      body = parsed as Record<string, unknown>;
+    } catch (err) {
+      return objectError(res, 400, (err as Error).message, 'Bad Request');
+    }
+    // SGLang aborts a running request at its next scheduler step with a default FINISH_ABORT.
+    const reason: FinishReason = { type: 'abort', message: 'Aborted', status_code: null, err_type: null };
+    if (body.abort_all === true) for (const g of [...this.running.values()]) g.abort(reason);
+    else if (typeof body.rid === 'string') this.running.get(body.rid)?.abort(reason);
+    res.writeHead(200, { 'content-length': '0' }).end();
+  }
+
+  private async generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.rejecting || this.closing) return objectError(res, 503, 'The server is not accepting new requests.');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readBody(req));
+    } catch (err) {
+      return objectError(res, 400, err instanceof BodyError ? err.message : `JSON decode error: ${(err as Error).message}`, 'Bad Request');
+    }
+    let parsed;
+    try {
+      parsed = parseGenerate(raw, this.settings, (rid) => this.running.has(rid));
+    } catch (err) {
+      if (err instanceof BodyError) return objectError(res, 400, err.message, 'Bad Request');
+      if (!(err instanceof RequestError)) throw err;
+      const stream = typeof raw === 'object' && raw !== null && (raw as Record<string, unknown>).stream === true;
+      if (!stream) return json(res, 400, { error: { message: err.message } });
+      startStream(res);
+      res.end(`data: ${JSON.stringify({ error: { message: err.message } })}\n\ndata: [DONE]\n\n`);
+      return;
+    }
+    // The scheduler refuses a logprob window past the prompt: a unary call fails with 400.
+    const startError = parsed.samples.find((s) => s.startError)?.startError;
+    if (startError && !parsed.stream) return json(res, 400, { error: { message: startError } });
+
+    const call: Call = { res, stream: parsed.stream, batch: parsed.batch, gens: [], open: parsed.samples.length, done: false };
+    for (const sample of parsed.samples) {
+      const g = new Generation(this, call, sample);
+      call.gens.push(g);
+      this.running.set(sample.rid, g);
+      this.counts.requestsStarted++;
+      this.rids.push(sample.rid);
+      if (this.rids.length > MAX_RIDS) this.rids.splice(0, this.rids.length - MAX_RIDS);
+    }
+    res.on('close', () => {
+      if (call.done) return;
+      call.done = true;
+      for (const g of call.gens) g.disconnect();
+    });
+    if (call.stream) startStream(res);
+    for (const g of call.gens) g.start();
+  }
+
+  /** A generation of `call` produced a chunk or its final answer; `flushed` runs once it is on the wire. */
+  emit(call: Call, g: Generation, body: string, final: boolean, flushed?: () => void): void {
+    if (call.done) return flushed?.();
+    if (call.stream) {
+      call.res.write(`data: ${body}\n\n`, flushed);
+      if (final && --call.open === 0) {
+        call.done = true;
+        call.res.end('data: [DONE]\n\n');
+      }
+      return;
+    }
+    g.finalBody = body;
+    if (final && --call.open === 0) {
+      call.done = true;
+      const engineAbort = call.gens.map((x) => x.engineAbort).find((a) => a !== null);
+      // SGLang turns a 5xx scheduler abort of a unary request into an HTTP error.
+      if (engineAbort) objectError(call.res, engineAbort.status_code ?? 500, engineAbort.message, String(engineAbort.status_code));
+      else {
+        const text = call.batch ? `[${call.gens.map((x) => x.finalBody).join(',')}]` : body;
+        call.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+      }
+    }
+    flushed?.();
+  }
+
+  /** Writes block when the client reads slowly; generation waits rather than buffering without bound. */
+  backpressured(call: Call): boolean {
+    return call.stream && call.res.writableNeedDrain;
+  }
+}
+
+/** One sample: prefill, then one token per step until the model, the budget or an abort ends it. */
+class Generation {
+  readonly answer: Answer;
+  private readonly decoder: Decoder;
+  private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  private ended = false;
+  private readonly arrived = performance.now();
+  private lastToken = 0;
+  private prefilled = false;
+  private stopMatchFrom = 0;
+  finalBody = '';
+  engineAbort: { message: string; status_code: number | null } | null = null;
+
+  constructor(private readonly w: WorkerServer, private readonly call: Call, readonly req: SampleRequest) {
+    this.answer = new Answer(req, {
+      incremental: call.stream && w.incremental,
+      text: w.settings.text,
+      indexed: call.stream && call.batch,
+      weightVersion: 'default',
+      vocab: w.settings.vocab,
+    });
+    this.decoder = new Decoder(req.promptIds, req.decode, w.model);
+  }
+
+  get contextTokens(): number {
+    return this.req.promptIds.length + this.answer.completionTokens;
+  }
+
+  start(): void {
+    if (this.req.startError) {
+      this.finish({ type: 'abort', message: this.req.startError, status_code: 400, err_type: 'BadRequestError' });
+      return;
+    }
+    const prompt = this.req.promptIds;
+    // Like SGLang, at least one prompt token is always recomputed, and a logprob window must be.
+    const cached = this.w.cache.match(prompt, Math.min(prompt.length - 1, this.req.logprobStart));
+    const delayMs = ((prompt.length - cached) * this.w.prefillUsPerToken) / 1000;
+    this.w.queued++;
+    this.schedule(delayMs, () => this.prefill(cached));
+  }
+
+  private prefill(cached: number): void {
+    this.w.queued--;
+    this.prefilled = true;
+    const r = this.req;
+    if (r.returnLogprob) {
+      const lp = promptLogprobs(r.promptIds, r.logprobStart, r.topLogprobsNum, this.w.model);
+      this.answer.setPrefill(cached, lp.logprobs, lp.tops);
+    } else this.answer.setPrefill(cached, [], []);
+    this.w.cache.insertSequence(r.promptIds);
+    this.w.metrics.promptTokens.inc(r.promptIds.length);
+    this.w.metrics.cachedTokens.inc(cached);
+    this.w.whenAwake(() => this.step());
+  }
+
+  private step(): void {
+    this.timer = null;
+    if (this.ended) return;
+    if (this.decoder.finish) {
+      // A zero budget: prefill only, one final chunk with nothing generated.
+      this.finish(this.decoder.finish);
+      return;
+    }
+    const s = this.decoder.next();
+    const now = performance.now();
+    if (this.answer.completionTokens === 0) this.w.metrics.ttft.observe((now - this.arrived) / 1000);
+    else this.w.metrics.itl.observe((now - this.lastToken) / 1000);
+    this.lastToken = now;
+    this.answer.push(s);
+    this.w.metrics.generationTokens.inc();
+    const due = this.w.tokenGenerated();
+    const finish = s.finish ?? this.stopStringMatch();
+    if (finish) {
+      this.finish(finish, due);
+      return;
+    }
+    if (this.call.stream && this.answer.completionTokens % this.req.streamInterval === 0) {
+      this.w.emit(this.call, this, this.answer.render(null, null), false, due);
+    } else due?.();
+    if (this.ended) return;
+    const next = () => this.w.whenAwake(() => this.step());
+    if (this.w.backpressured(this.call)) this.call.res.once('drain', () => this.schedule(this.w.tokenIntervalMs, next));
+    else this.schedule(this.w.tokenIntervalMs, next);
+  }
+
+  /** Text mode: stop strings and stop regexes are matched against the answer's text. */
+  private stopStringMatch(): FinishReason | null {
+    const r = this.req;
+    if (r.stopStrings.length === 0 && r.stopRegex.length === 0) return null;
+    const text = this.answer.text;
+    let best: { at: number; matched: string } | null = null;
+    for (const stop of r.stopStrings) {
+      const at = text.indexOf(stop, Math.max(0, this.stopMatchFrom - stop.length));
+      if (at >= 0 && (!best || at < best.at)) best = { at, matched: stop };
+    }
+    for (const re of r.stopRegex) {
+      const m = re.exec(text);
+      if (m && (!best || m.index < best.at)) best = { at: m.index, matched: m[0] };
+    }
+    this.stopMatchFrom = text.length;
+    if (!best) return null;
+    if (!r.noStopTrim) this.answer.trimTextAt(best.at);
+    return { type: 'stop', matched: best.matched };
+  }
+
+  private schedule(ms: number, fn: () => void): void {
+    this.timer = ms >= 1 ? setTimeout(fn, ms) : setImmediate(fn);
+  }
+
+  private clearTimer(): void {
+    if (this.timer === null) return;
+    clearTimeout(this.timer as NodeJS.Timeout);
+    clearImmediate(this.timer as NodeJS.Immediate);
+    this.timer = null;
+  }
+
+  private finish(reason: FinishReason, flushed?: () => void): void {
+    if (this.ended) return flushed?.();
+    this.ended = true;
+    this.clearTimer();
+    if (!this.prefilled && !this.req.startError) this.w.queued--;
+    if (reason.type === 'abort' && reason.status_code !== null && reason.status_code >= 500) this.engineAbort = { message: reason.message, status_code: reason.status_code };
+    this.w.cache.insertSequence([...this.req.promptIds, ...this.answer.tokens]);
+    const e2e = (performance.now() - this.arrived) / 1000;
+    this.w.metrics.e2e.observe(e2e);
+    this.w.metrics.requests.inc();
+    this.w.generationEnded(this, reason.type === 'abort' ? 'aborted' : 'finished');
+    this.w.emit(this.call, this, this.answer.render(reason, e2e), true, flushed);
+  }
+
+  /** /abort_request or an engine abort: the answer ends with an abort finish reason. */
+  abort(reason: FinishReason): void {
+    this.finish(reason);
+  }
+
+  /** The client went away: stop at once, nothing more to write. */
+  disconnect(): void {
+    if (this.ended) return;
+    this.halt();
+    this.w.generationEnded(this, 'disconnected');
+  }
+
+  /** A crash, reset or shutdown took the connection: stop without a word. */
+  stop(): void {
+    if (this.ended) return;
+    this.halt();
+    this.call.done = true;
+    this.w.generationEnded(this, 'killed');
+  }
+
+  private halt(): void {
+    this.ended = true;
+    this.clearTimer();
+    if (!this.prefilled) this.w.queued--;
+  }
+}
+
+function startStream(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  // Headers go out now, as Starlette sends them before the first body chunk.
+  res.flushHeaders();
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+/** SGLang's non-/generate error shape (FastAPI's ErrorResponse). */
+function objectError(res: ServerResponse, status: number, message: string, type = String(status)): void {
+  json(res, status, { object: 'error', message, type, param: null, code: status });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new BodyError('request body too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
