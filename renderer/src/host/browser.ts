@@ -1,0 +1,133 @@
+// Browser mode's host: the page's own origin serves `/events` (SSE, JSON arrays of events),
+// `/api/*` (the host's actions) and `/traces` (exports).
+import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
+import type {
+  ExportFormat, ExportResult, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
+} from '../../../host/contract.ts';
+import { CatchUp } from './catch-up.ts';
+import { traceQuery, exportFileName } from './export-query.ts';
+import type { DashboardHost, FeedHandlers } from './types.ts';
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    // Mutations always carry JSON: the host refuses anything else (CSRF guard).
+    headers: method === 'GET' ? {} : { 'content-type': 'application/json' },
+    ...(method === 'GET' || method === 'DELETE' ? {} : { body: JSON.stringify(body ?? {}) }),
+  });
+  const text = await res.text();
+  const data = text ? (JSON.parse(text) as unknown) : null;
+  if (!res.ok) {
+    const message = (data as { error?: { message?: string } } | null)?.error?.message ?? `${res.status} ${res.statusText}`;
+    throw new Error(message);
+  }
+  return data as T;
+}
+
+export class BrowserHost implements DashboardHost {
+  readonly kind = 'browser' as const;
+  private source: EventSource | null = null;
+  private handlers: FeedHandlers | null = null;
+  private catchUp: CatchUp | null = null;
+
+  connect(handlers: FeedHandlers): () => void {
+    this.handlers = handlers;
+    this.open();
+    return () => this.close();
+  }
+
+  retry(): void {
+    this.close();
+    this.open();
+  }
+
+  private open(): void {
+    const handlers = this.handlers;
+    if (!handlers) return;
+    handlers.onStatus({ status: 'connecting', message: null });
+    const catchUp = new CatchUp(handlers);
+    this.catchUp = catchUp;
+    const source = new EventSource('/events');
+    this.source = source;
+    // Every (re)open gets a fresh snapshot: events sent while the connection was down are lost.
+    source.onopen = () => void catchUp.begin(() => call<Snapshot>('GET', '/api/snapshot'));
+    source.onmessage = (message: MessageEvent<string>) => {
+      let events: BatonEvent[];
+      try {
+        events = JSON.parse(message.data) as BatonEvent[];
+      } catch {
+        return; // a frame we cannot read; the next snapshot repairs what it carried
+      }
+      catchUp.events(Array.isArray(events) ? events : [events]);
+    };
+    source.onerror = () => {
+      catchUp.cancel();
+      const closed = source.readyState === EventSource.CLOSED;
+      handlers.onStatus({
+        status: 'lost',
+        message: closed ? 'The host closed the event stream.' : 'Connection to the host lost; reconnecting…',
+      });
+    };
+  }
+
+  private close(): void {
+    this.catchUp?.cancel();
+    this.source?.close();
+    this.source = null;
+  }
+
+  async simWorkers(): Promise<SimWorkerState[] | null> {
+    return (await call<{ workers: SimWorkerState[] | null }>('GET', '/api/sim')).workers;
+  }
+
+  async simAction(index: number, action: SimAction): Promise<SimWorkerState[]> {
+    return (await call<{ workers: SimWorkerState[] }>('POST', `/api/sim/${index}/${action}`)).workers;
+  }
+
+  addWorker = (url: string) => call<WorkerInfo>('POST', '/api/workers', { url });
+
+  async removeWorker(id: string): Promise<void> {
+    await call('DELETE', `/api/workers/${encodeURIComponent(id)}`);
+  }
+
+  async drainWorker(id: string, draining: boolean): Promise<void> {
+    await call('POST', `/api/workers/${encodeURIComponent(id)}/drain`, { draining });
+  }
+
+  async traffic(): Promise<TrafficStatus | null> {
+    try {
+      return await call<TrafficStatus>('GET', '/api/traffic');
+    } catch {
+      return null;
+    }
+  }
+
+  setTraffic = (patch: Partial<TrafficSettings>) => call<TrafficStatus>('PUT', '/api/traffic', patch);
+
+  /** Streams `/traces` with progress, then hands the file to the browser as a download. */
+  async exportTraces(format: ExportFormat, filter: TraceFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {
+    const res = await fetch(`/traces?${traceQuery(format, filter)}`);
+    if (!res.ok || !res.body) throw new Error(`export failed: ${res.status} ${res.statusText}`);
+    const reader = res.body.getReader();
+    const parts: BlobPart[] = [];
+    let bytes = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value);
+      bytes += value.byteLength;
+      onProgress(bytes);
+    }
+    const type = format === 'csv' ? 'text/csv' : 'application/x-ndjson';
+    const url = URL.createObjectURL(new Blob(parts, { type }));
+    const name = exportFileName(format, new Date());
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    return { saved: name, bytes };
+  }
+}
