@@ -17,18 +17,28 @@ options:
   --control-port C             also serve the cluster control API (kill, restart, faults) on port C
   -h, --help                   show this help`;
 
+// node:util's parse errors can span lines; the CLI promises one line per mistake.
+function flags(argv: string[]) {
+  try {
+    return parseFlags(argv, {
+      workers: { type: 'string' },
+      port: { type: 'string' },
+      'token-interval-ms': { type: 'string' },
+      'prefill-us-per-token': { type: 'string' },
+      incremental: { type: 'boolean' },
+      text: { type: 'boolean' },
+      'preferred-max-new-tokens': { type: 'string' },
+      'control-port': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    });
+  } catch (err) {
+    if (err instanceof UsageError) throw new UsageError(err.message.split('\n').join(' '));
+    throw err;
+  }
+}
+
 export async function run(argv: string[]): Promise<void> {
-  const v = parseFlags(argv, {
-    workers: { type: 'string' },
-    port: { type: 'string' },
-    'token-interval-ms': { type: 'string' },
-    'prefill-us-per-token': { type: 'string' },
-    incremental: { type: 'boolean' },
-    text: { type: 'boolean' },
-    'preferred-max-new-tokens': { type: 'string' },
-    'control-port': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const v = flags(argv);
   if (v.help) {
     console.log(USAGE);
     return;
@@ -54,13 +64,15 @@ export async function run(argv: string[]): Promise<void> {
   const control = v['control-port'] === undefined ? null : await startControlServer(cluster, intFlag('control-port', v['control-port'], 0));
   if (control) console.log(`control API on ${control.url}`);
 
+  // Stay up while workers are dead too (they can be restarted); only a signal ends the manager.
+  const keepAlive = setInterval(() => {}, 1 << 30);
   let stopping = false;
   const shutdown = () => {
     if (stopping) return;
     stopping = true;
+    clearInterval(keepAlive);
     void Promise.all([cluster.stop(), control?.close()]).finally(() => process.exit(0));
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
-  // The children's IPC channels keep this process alive until a signal stops the cluster.
 }
