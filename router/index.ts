@@ -66,6 +66,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     (w) => telemetry.workerChanged(w.info()),
     (id) => telemetry.workerRemoved(id, null),
   );
+  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors });
   const stalls = new StallWatch(config.interTokenTimeoutMs);
   const loop: LoopContext = {
     settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen },
@@ -121,12 +122,15 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     const worker = pool.pick(new Set());
     const started = Date.now();
     const reason = parsed.prompt.kind === 'batch' ? 'batch' : 'n_gt_1';
-    if (!worker) {
-      generateError(res, 503, 'no healthy worker available', headers);
-      return;
-    }
     const src = { id, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
     telemetry.requestAdmitted(src, { request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null });
+    if (!worker) {
+      // Still one request row, as for a stitchable request that found no worker.
+      generateError(res, 503, 'no healthy worker available', headers);
+      const ended = Date.now();
+      telemetry.requestFinished(src, { kind: 'request', request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: 'no healthy worker available' }, null, false);
+      return;
+    }
     telemetry.attemptStarted({ request_id: id, attempt: 0, rid: id, worker: worker.url, replayed_tokens: 0, budget_before: null });
     const ac = new AbortController();
     res.on('close', () => { if (!res.writableFinished) ac.abort(); });
@@ -227,7 +231,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
     await streamTraces(traces.rows(q.filter), q.format, req, res);
   }, true);
-  routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 50_000 }), true);
+  routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
 
   // --- server ------------------------------------------------------------------------
   const server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 65_000 }, (req, res) => {

@@ -1,40 +1,81 @@
 // Prometheus metrics (prom-client, prefix baton_). Labels never carry request ids: their
-// cardinality would grow without bound. Names follow Dynamo's migration metrics where one exists.
+// cardinality would grow without bound; `worker` (a URL) is bounded by the pool. Every metric is
+// described, with its labels, in docs/metrics.md. Names follow Dynamo's migration metrics where
+// one exists (migrations by migration_type new_request / ongoing_request, max-seq-len exceeded).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { WorkerInfo } from './events/types.ts';
+
+/** What the scrape reads from the router at scrape time, rather than tracking it by events. */
+export interface ScrapeSources {
+  workers(): WorkerInfo[];
+  traceFileErrors(): number;
+}
+
+const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
 export class RouterMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'baton_requests_total', help: 'Logical requests by outcome', labelNames: ['outcome'], registers: [this.registry] });
-  readonly attempts = new Counter({ name: 'baton_attempts_total', help: 'Upstream attempts by worker and outcome', labelNames: ['worker', 'outcome'], registers: [this.registry] });
+  private sources: ScrapeSources | null = null;
+
+  readonly requests = new Counter({ name: 'baton_requests_total', help: 'Logical requests that ended, by outcome (finished, failed, cancelled)', labelNames: ['outcome'], registers: [this.registry] });
+  readonly attempts = new Counter({ name: 'baton_attempts_total', help: 'Upstream attempts that ended, by worker and attempt outcome', labelNames: ['worker', 'outcome'], registers: [this.registry] });
   readonly attemptsStarted = new Counter({ name: 'baton_attempts_started_total', help: 'Upstream attempts started', registers: [this.registry] });
-  readonly migrations = new Counter({ name: 'baton_migrations_total', help: 'Migrations by type', labelNames: ['migration_type'], registers: [this.registry] });
+  readonly migrations = new Counter({ name: 'baton_migrations_total', help: 'Migrations (continuations started on another worker), by migration_type: new_request (no token yet) or ongoing_request', labelNames: ['migration_type'], registers: [this.registry] });
   readonly migrationDuration = new Histogram({
     name: 'baton_migration_duration_seconds',
-    help: 'From the failure of an attempt to the end of the migrated request, by outcome',
+    help: 'From the first failed attempt of a migrated request to its end, by outcome (success, failure, cancelled)',
     labelNames: ['outcome'],
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
     registers: [this.registry],
   });
-  readonly notAdmitted = new Counter({ name: 'baton_migration_refused_total', help: 'Requests refused migration at admission, by reason', labelNames: ['reason'], registers: [this.registry] });
-  readonly maxSeqLenExceeded = new Counter({ name: 'baton_migration_max_seq_len_exceeded_total', help: 'Migrations stopped by --migration-max-seq-len', registers: [this.registry] });
-  readonly migrationExhausted = new Counter({ name: 'baton_migration_exhausted_total', help: 'Requests whose migration limit was spent', registers: [this.registry] });
-  readonly tokens = new Counter({ name: 'baton_tokens_streamed_total', help: 'Output tokens delivered to clients', registers: [this.registry] });
+  readonly notAdmitted = new Counter({ name: 'baton_migration_refused_total', help: 'Requests refused migration at admission, by reason (served on one attempt)', labelNames: ['reason'], registers: [this.registry] });
+  readonly maxSeqLenExceeded = new Counter({ name: 'baton_migration_max_seq_len_exceeded_total', help: 'Migrations not made because prompt + replayed tokens exceeded --migration-max-seq-len', registers: [this.registry] });
+  readonly migrationExhausted = new Counter({ name: 'baton_migration_exhausted_total', help: 'Requests that failed with their migration limit spent or no worker left to continue on', registers: [this.registry] });
+  readonly tokens = new Counter({ name: 'baton_tokens_streamed_total', help: 'Output tokens delivered to clients (completion tokens of ended logical requests)', registers: [this.registry] });
   readonly ttft = new Histogram({
-    name: 'baton_time_to_first_token_seconds', help: 'Time to first token of logical requests',
+    name: 'baton_time_to_first_token_seconds', help: 'Time from arrival to the first output token of logical requests',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [this.registry],
   });
   readonly interToken = new Histogram({
-    name: 'baton_inter_token_latency_seconds', help: 'Mean time between output tokens per attempt',
+    name: 'baton_inter_token_latency_seconds', help: 'Mean time between output tokens, one observation per attempt with 2 or more tokens',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [this.registry],
   });
   readonly inFlight = new Gauge({ name: 'baton_requests_in_flight', help: 'Logical requests in flight', registers: [this.registry] });
-  readonly workerHealthy = new Gauge({ name: 'baton_worker_healthy', help: '1 when the worker may take new attempts', labelNames: ['worker'], registers: [this.registry] });
-  readonly workerCircuit = new Gauge({ name: 'baton_worker_circuit_state', help: 'Circuit breaker: 0 closed, 1 half-open, 2 open', labelNames: ['worker'], registers: [this.registry] });
-  readonly cachedPromptTokens = new Counter({ name: 'baton_prompt_tokens_cached_total', help: 'Prompt tokens of logical requests reported cached', registers: [this.registry] });
-  readonly recomputedTokens = new Counter({ name: 'baton_prompt_tokens_recomputed_total', help: 'Tokens prefilled again by continuations (replayed tokens not served from cache)', registers: [this.registry] });
+  // Worker gauges are read from the pool at scrape time: a circuit turns half-open by the clock,
+  // with no event to say so, and a removed worker's series must disappear, not linger.
+  readonly workerHealthy = this.workerGauge('baton_worker_healthy', '1 when the worker may take new attempts (health "healthy"), else 0', (w) => (w.health === 'healthy' ? 1 : 0));
+  readonly workerCircuit = this.workerGauge('baton_worker_circuit_state', 'Circuit breaker state: 0 closed, 1 half-open, 2 open', (w) => CIRCUIT_VALUE[w.circuit]);
+  readonly workerInFlight = this.workerGauge('baton_worker_in_flight', 'Attempts in flight on the worker', (w) => w.in_flight);
+  readonly cachedPromptTokens = new Counter({ name: 'baton_prompt_tokens_cached_total', help: 'Prompt tokens of logical requests that the first worker reported cached', registers: [this.registry] });
+  readonly recomputedTokens = new Counter({ name: 'baton_prompt_tokens_recomputed_total', help: 'Tokens prefilled again because of migration: prompt + replayed tokens sent to continuations, less what their workers reported cached', registers: [this.registry] });
   readonly promptTokens = new Counter({ name: 'baton_prompt_tokens_total', help: 'Prompt tokens of logical requests', registers: [this.registry] });
+  readonly traceFileErrors: Counter = new Counter({
+    name: 'baton_trace_file_errors_total', help: 'Trace rows that could not be appended to --trace-file', registers: [this.registry],
+    collect: () => {
+      if (!this.sources) return;
+      this.traceFileErrors.reset();
+      this.traceFileErrors.inc(this.sources.traceFileErrors());
+    },
+  });
 
   constructor(defaultMetrics = false) {
-    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_process_' });
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
+  }
+
+  /** Read the pool and the trace store at each scrape. */
+  observe(sources: ScrapeSources): void {
+    this.sources = sources;
+  }
+
+  private workerGauge(name: string, help: string, value: (w: WorkerInfo) => number): Gauge {
+    const gauge: Gauge = new Gauge({
+      name, help, labelNames: ['worker'], registers: [this.registry],
+      collect: () => {
+        if (!this.sources) return;
+        gauge.reset();
+        for (const w of this.sources.workers()) gauge.set({ worker: w.url }, value(w));
+      },
+    });
+    return gauge;
   }
 }

@@ -52,16 +52,23 @@ export class Telemetry {
   attemptEnded(row: AttemptRow): void {
     this.traces.add(row);
     this.metrics.attempts.inc({ worker: row.worker, outcome: row.outcome });
-    if (row.tokens > 1 && row.ttft_ms !== null) {
+    // Migration's prefill cost, known once the continuation's worker has said what it had cached.
+    // A continuation that failed before its first chunk reported nothing and is not counted.
+    if (row.attempt > 0 && row.ttft_ms !== null) {
+      this.metrics.recomputedTokens.inc(Math.max(0, row.prompt_tokens_sent - (row.cached_tokens ?? 0)));
+    }
+    // Finished attempts only: a failed one's end includes the time it took to notice the failure
+    // (up to the inter-token timeout), which is not a gap between tokens.
+    if (row.outcome === 'finished' && row.tokens > 1 && row.ttft_ms !== null) {
       const decodeMs = row.ended_at - row.started_at - row.ttft_ms;
       if (decodeMs >= 0) this.metrics.interToken.observe(decodeMs / 1000 / (row.tokens - 1));
     }
     this.emit({ type: 'attempt_ended', t: row.ended_at, row });
   }
 
-  migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, recomputed: number): void {
+  /** `_replayed` is not counted here: recompute is counted when the continuation ends (see attemptEnded). */
+  migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, _replayed: number): void {
     this.metrics.migrations.inc({ migration_type: ongoing ? 'ongoing_request' : 'new_request' });
-    this.metrics.recomputedTokens.inc(recomputed);
     this.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
   }
 
@@ -85,17 +92,12 @@ export class Telemetry {
     this.emit({ type: 'request_finished', t: row.ended_at, row });
   }
 
+  // Worker gauges are read from the pool at scrape time (RouterMetrics.observe); only events here.
   workerChanged(info: WorkerInfo): void {
-    this.metrics.workerHealthy.set({ worker: info.url }, info.health === 'healthy' ? 1 : 0);
-    this.metrics.workerCircuit.set({ worker: info.url }, info.circuit === 'closed' ? 0 : info.circuit === 'half_open' ? 1 : 2);
     this.emit({ type: 'worker_state', t: Date.now(), worker: info });
   }
 
-  workerRemoved(id: string, url: string | null): void {
-    if (url) {
-      this.metrics.workerHealthy.remove({ worker: url });
-      this.metrics.workerCircuit.remove({ worker: url });
-    }
+  workerRemoved(id: string, _url: string | null): void {
     this.emit({ type: 'worker_removed', t: Date.now(), worker_id: id });
   }
 

@@ -71,16 +71,18 @@ export function classifyAbort(finishReason: Record<string, unknown>): Failure {
   return status >= 500 ? { kind: 'engine_abort', message, status } : { kind: 'validation', message, status };
 }
 
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ECONNRESET_BEFORE_SEND']);
+/** The worker could not be reached at all: nothing listens there (for now). */
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-/** An error thrown by the upstream call (undici), split by whether any response had started. */
-export function classifyTransportError(err: unknown, responseStarted: boolean): Failure {
+/**
+ * An error thrown by the upstream call (undici). Only an unreachable worker is `connect`; a
+ * connection that closed after the request went out is a broken stream, even before the
+ * headers (whether it counts as a new-request or an ongoing migration depends on the tokens
+ * received, not on this kind).
+ */
+export function classifyTransportError(err: unknown, _responseStarted: boolean): Failure {
   const e = err as { code?: string; message?: string; name?: string };
   const message = `${e.code ?? e.name ?? 'Error'}: ${e.message ?? String(err)}`;
-  if (!responseStarted && e.code !== undefined && CONNECT_CODES.has(e.code)) return { kind: 'connect', message, status: 502 };
-  if (!responseStarted && (e.code === 'ECONNRESET' || e.code === 'UND_ERR_SOCKET' || e.code === 'EPIPE')) {
-    // Reset before any response: the worker died or refused; nothing was generated.
-    return { kind: 'connect', message, status: 502 };
-  }
+  if (e.code !== undefined && CONNECT_CODES.has(e.code)) return { kind: 'connect', message, status: 502 };
   return { kind: 'stream_broken', message, status: 502 };
 }

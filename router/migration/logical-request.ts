@@ -201,8 +201,11 @@ export class LogicalRequest implements ProgressSource {
       this.firstFailureAt ??= Date.now();
 
       const budget = this.out.info.budget;
-      if (this.admission.admitted && budget !== null && remainingBudget(budget, this.out.ids.length) === 0) {
+      if (this.admission.admitted && budget !== null && remainingBudget(budget, this.out.ids.length) === 0
+        && (this.out.ids.length > 0 || !this.req.returnLogprob)) {
         // Every token of the budget was delivered before the failure: finish here, no worker call.
+        // (A zero-token request that asked for prompt logprobs has nothing yet: only a worker
+        // can compute them, so it goes on to another worker instead.)
         this.endAttempt(a, 'budget_exhausted', failure);
         this.finishLocally(a);
         finishReason = 'length';

@@ -1,5 +1,7 @@
 // CSV columns: the union of both row kinds' fields, `kind` first. A row leaves blank the
 // columns of the other kind. JSON Lines and CSV carry the same rows.
+import type { AttemptRow, RequestRow } from './row.ts';
+
 export const TRACE_COLUMNS = [
   'kind', 'request_id', 'attempt', 'rid', 'worker', 'started_at', 'ended_at', 'ttft_ms',
   'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after',
@@ -7,3 +9,10 @@ export const TRACE_COLUMNS = [
   'attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens',
   'duration_ms', 'stream', 'max_new_tokens',
 ] as const;
+
+export type TraceColumn = (typeof TRACE_COLUMNS)[number];
+
+// A field added to a row type but not to the columns would silently vanish from CSV exports:
+// make that a type error here instead.
+type Missing = Exclude<keyof AttemptRow | keyof RequestRow, TraceColumn>;
+const _everyFieldHasAColumn: [Missing] extends [never] ? true : Missing = true;

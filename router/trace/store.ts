@@ -1,38 +1,72 @@
 // Trace rows: a bounded in-memory ring for the dashboard and export, and an optional JSON Lines
 // file appended row by row with a synchronous write, so that a router killed with SIGKILL loses
 // no row it had finished (a buffered stream would lose its buffer).
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import type { TraceFilter } from '../api.ts';
+import { ConfigError } from '../config.ts';
 import type { TraceRow } from './row.ts';
+
+/** A bad --trace-file is a configuration mistake: `baton router` prints it as one line. */
+export class TraceFileError extends ConfigError {}
 
 export class TraceStore {
   private readonly ring: (TraceRow | undefined)[];
-  private head = 0; // next write position
-  private size = 0;
   private fd: number | null = null;
-  /** Rows written since start (the ring may have dropped old ones). */
+  /** Rows added since start; row number `seq` sits at ring[seq % capacity] while it is kept. */
   written = 0;
+  /** Rows that could not be appended to the trace file (disk full, file gone, ...). */
+  fileErrors = 0;
 
-  constructor(capacity: number, file: string | null) {
+  constructor(capacity: number, private readonly file: string | null) {
     this.ring = new Array(Math.max(1, capacity));
-    if (file) this.fd = openSync(file, 'a');
+    if (file) this.fd = openTraceFile(file);
+  }
+
+  get capacity(): number {
+    return this.ring.length;
+  }
+
+  get size(): number {
+    return Math.min(this.written, this.ring.length);
   }
 
   add(row: TraceRow): void {
-    this.ring[this.head] = row;
-    this.head = (this.head + 1) % this.ring.length;
-    if (this.size < this.ring.length) this.size++;
+    this.ring[this.written % this.ring.length] = row;
     this.written++;
-    if (this.fd !== null) writeSync(this.fd, JSON.stringify(row) + '\n');
+    if (this.fd !== null) this.append(row);
   }
 
-  /** Rows oldest first, filtered. */
+  /**
+   * Rows oldest first, filtered: the rows present when iteration starts, minus any that newer
+   * rows push out of the ring while a slow export is still reading. Without the sequence check a
+   * full ring would hand a long export some rows written after it started, out of order, in
+   * place of the ones they overwrote.
+   */
   *rows(filter: TraceFilter = {}): Generator<TraceRow> {
     const n = this.ring.length;
-    const first = (this.head - this.size + n) % n;
-    for (let i = 0; i < this.size; i++) {
-      const row = this.ring[(first + i) % n]!;
+    const end = this.written;
+    for (let seq = Math.max(0, end - n); seq < end; seq++) {
+      if (seq < this.written - n) {
+        seq = this.written - n - 1; // overwritten while we were paused: skip to the oldest kept
+        continue;
+      }
+      const row = this.ring[seq % n]!;
       if (matches(row, filter)) yield row;
+    }
+  }
+
+  private append(row: TraceRow): void {
+    const buf = Buffer.from(JSON.stringify(row) + '\n');
+    try {
+      // writeSync may write less than asked; a line cut short would not parse.
+      let off = 0;
+      while (off < buf.length) off += writeSync(this.fd!, buf, off, buf.length - off);
+    } catch (err) {
+      // A full disk must not fail the request whose row this is: the ring still has the row,
+      // the error is counted (baton_trace_file_errors_total) and reported once.
+      if (this.fileErrors++ === 0) {
+        console.error(`baton: cannot append to trace file ${this.file}: ${(err as Error).message} (further errors are counted, not printed)`);
+      }
     }
   }
 
@@ -40,6 +74,26 @@ export class TraceStore {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
+}
+
+/**
+ * Open for append. A previous run killed in the middle of a line (disk full, power loss) would
+ * glue our first row onto its fragment; start on a fresh line so every row we write parses.
+ */
+function openTraceFile(file: string): number {
+  let fd: number;
+  try {
+    fd = openSync(file, 'a+');
+  } catch (err) {
+    throw new TraceFileError(`--trace-file ${file}: cannot open for append (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const size = fstatSync(fd).size;
+  if (size > 0) {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    if (last[0] !== 0x0a) writeSync(fd, '\n');
+  }
+  return fd;
 }
 
 export function matches(row: TraceRow, f: TraceFilter): boolean {

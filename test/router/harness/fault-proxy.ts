@@ -1,0 +1,172 @@
+// A fault-injecting proxy in front of one simulated worker, for the law tests. Faults are keyed
+// by the logical request (the rid up to the router's `~m<k>` continuation suffix) and by the
+// attempt's arrival order, so a test states "attempt 0 breaks after 7 frames, attempt 1 is
+// refused" without knowing which worker the router will pick. It also records every upstream
+// request body, so the tests can check what each continuation asked for.
+import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type Fault =
+  | { kind: 'refuse'; status: number } // a 5xx answer before any body
+  | { kind: 'reset'; afterFrames: number } // socket destroyed after k whole frames
+  | { kind: 'cut'; afterFrames: number } // k whole frames, half of the next, then destroyed
+  | { kind: 'abort'; afterFrames: number } // SGLang's in-band abort chunk (status_code 500), then [DONE]
+  | { kind: 'error'; afterFrames: number } // an in-band {"error"} frame that is not a validation error
+  | { kind: 'end'; afterFrames: number } // a clean [DONE] without a finished chunk
+  | { kind: 'lose_final' }; // the finishing frame arrives with finish_reason null, then a reset
+
+export interface Call {
+  proxy: string;
+  body: Record<string, unknown>;
+  fault: Fault | null;
+  framesSent: number;
+}
+
+function caseIdOf(rid: unknown): string {
+  return typeof rid === 'string' ? rid.split('~')[0]! : '';
+}
+
+/** Schedules and calls, shared by the proxies of one cluster: attempt k is the k-th call anywhere. */
+export class FaultBook {
+  readonly schedules = new Map<string, (Fault | null)[]>();
+  readonly calls = new Map<string, Call[]>();
+}
+
+export class FaultProxy {
+  private server!: Server;
+  url = '';
+
+  constructor(
+    private readonly upstream: string,
+    readonly book = new FaultBook(),
+  ) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server.keepAliveTimeout = 60_000;
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  callsFor(caseId: string): Call[] {
+    return this.book.calls.get(caseId) ?? [];
+  }
+
+  private async readBody(req: IncomingMessage): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.readBody(req);
+    if (req.url !== '/generate') {
+      const up = await fetch(this.upstream + req.url, { method: req.method, body: req.method === 'GET' ? undefined : new Uint8Array(body) });
+      res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' });
+      res.end(Buffer.from(await up.arrayBuffer()));
+      return;
+    }
+    const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+    const caseId = caseIdOf(parsed.rid);
+    const list = this.book.calls.get(caseId) ?? [];
+    this.book.calls.set(caseId, list);
+    const fault = this.book.schedules.get(caseId)?.[list.length] ?? null;
+    const call: Call = { proxy: this.url, body: parsed, fault, framesSent: 0 };
+    list.push(call);
+
+    if (fault?.kind === 'refuse') {
+      res.writeHead(fault.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'error', message: 'injected refusal', type: 'ServiceUnavailable', param: null, code: fault.status }));
+      return;
+    }
+    const ac = new AbortController();
+    res.on('close', () => ac.abort());
+    let up: Response;
+    try {
+      up = await fetch(this.upstream + '/generate', { method: 'POST', body: new Uint8Array(body), headers: { 'content-type': 'application/json' }, signal: ac.signal });
+    } catch {
+      res.destroy();
+      return;
+    }
+    res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'text/event-stream' });
+    if (!up.body) return void res.end();
+    let pending = '';
+    let faulted = false;
+    const decoder = new TextDecoder();
+    try {
+      outer: for await (const chunk of up.body as unknown as AsyncIterable<Uint8Array>) {
+        pending += decoder.decode(chunk as Uint8Array, { stream: true });
+        let i: number;
+        while ((i = pending.indexOf('\n\n')) >= 0) {
+          const frame = pending.slice(0, i + 2);
+          pending = pending.slice(i + 2);
+          if (this.onFrame(frame, call, res)) {
+            faulted = true;
+            break outer;
+          }
+        }
+      }
+    } catch (err) {
+      if (faulted) return;
+      // upstream went away: pass the break on
+      if (process.env.PROXY_DEBUG) console.error('proxy', err);
+      res.destroy();
+      return;
+    }
+    if (faulted) {
+      // Stop the worker's generation as a vanished client would (the fault owns `res`).
+      setImmediate(() => ac.abort());
+      return;
+    }
+    res.end(pending);
+  }
+
+  /** Forward one frame or apply the fault; true when the response was ended by a fault. */
+  private onFrame(frame: string, call: Call, res: ServerResponse): boolean {
+    const f = call.fault;
+    const isDone = frame.startsWith('data: [DONE]');
+    if (f && f.kind !== 'refuse' && f.kind !== 'lose_final' && !isDone && call.framesSent === f.afterFrames) {
+      switch (f.kind) {
+        case 'reset':
+          res.destroy();
+          return true;
+        case 'cut':
+          res.write(frame.slice(0, Math.max(1, Math.floor(frame.length / 2))));
+          setTimeout(() => res.destroy(), 5);
+          return true;
+        case 'abort': {
+          const chunk = JSON.parse(frame.slice(6)) as { meta_info: Record<string, unknown> };
+          chunk.meta_info.finish_reason = { type: 'abort', message: 'injected engine abort', status_code: 500, err_type: null };
+          res.end(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`);
+          return true;
+        }
+        case 'error':
+          res.end('data: {"error":{"message":"CUDA error: an illegal memory access was encountered"}}\n\ndata: [DONE]\n\n');
+          return true;
+        case 'end':
+          res.end('data: [DONE]\n\n');
+          return true;
+      }
+    }
+    if (f?.kind === 'lose_final' && !isDone) {
+      const chunk = JSON.parse(frame.slice(6)) as { meta_info: Record<string, unknown> };
+      if (chunk.meta_info.finish_reason !== null) {
+        chunk.meta_info.finish_reason = null;
+        delete chunk.meta_info.e2e_latency;
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        call.framesSent++;
+        setTimeout(() => res.destroy(), 5);
+        return true;
+      }
+    }
+    res.write(frame);
+    if (!isDone) call.framesSent++;
+    return false;
+  }
+}

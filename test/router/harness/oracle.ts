@@ -1,0 +1,35 @@
+// The independent reference for law 6: a few lines that predict, from the deterministic model's
+// uninterrupted answer and a fault schedule, what the client gets. Written apart from the router:
+// it shares no code with it and follows migration.md directly.
+import type { Fault } from './fault-proxy.ts';
+
+export interface Prediction {
+  ok: boolean; // the client gets the whole uninterrupted answer (else an error)
+  attempts: number; // upstream calls made
+  tokensPerAttempt: number[];
+  delivered: number; // output tokens the client received
+  finishedLocally: boolean; // budget spent at a failure: finished with no further call
+}
+
+/** `total`: tokens of the uninterrupted run; each frame carries one token, the last frame finishes. */
+export function predict(total: number, budget: number, admitted: boolean, limit: number, schedule: readonly (Fault | null)[], logprobs = false): Prediction {
+  let t = 0;
+  const per: number[] = [];
+  for (let i = 0; ; i++) {
+    const f = schedule[i] ?? null;
+    const left = total - t;
+    const frames = Math.max(left, 1);
+    let produced = left;
+    let failed = false;
+    if (f?.kind === 'refuse') [produced, failed] = [0, true];
+    else if (f?.kind === 'lose_final') failed = true;
+    else if (f && f.afterFrames < frames) [produced, failed] = [f.afterFrames, true];
+    per.push(produced);
+    t += produced;
+    if (!failed) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
+    // Budget spent: finish without another call, unless nothing came back yet and the client
+    // asked for prompt logprobs, which only a worker can compute.
+    if (admitted && t >= budget && (t > 0 || !logprobs)) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: true };
+    if (!admitted || i + 1 > limit) return { ok: false, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
+  }
+}
