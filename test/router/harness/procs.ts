@@ -1,0 +1,93 @@
+// Real processes for the integration tests: the router as `baton router`, workers as
+// `baton sim` children (sim/cluster.ts). Everything started here is stopped by `stopAll`.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../../bin/baton.js', import.meta.url));
+
+export interface RouterProc {
+  url: string;
+  proc: ChildProcess;
+  output: string[];
+  stop(): Promise<void>;
+}
+
+export async function spawnRouter(args: string[]): Promise<RouterProc> {
+  const proc = spawn(process.execPath, [BIN, 'router', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: proc.stdout! });
+    rl.on('line', (line) => {
+      output.push(line);
+      const m = /listening on (http:\/\/\S+)/.exec(line);
+      if (m) resolve(m[1]!);
+    });
+    proc.once('exit', (code) => reject(new Error(`router exited with ${code}: ${output.join('')}`)));
+    setTimeout(() => reject(new Error(`router did not start: ${output.join('')}`)), 30_000);
+  });
+  const stop = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  };
+  return { url, proc, output, stop };
+}
+
+export interface StreamResult {
+  status: number;
+  frames: Record<string, unknown>[];
+  done: boolean;
+  error: string | null;
+}
+
+/**
+ * POST a streaming /generate and read it frame by frame; `onFrame(n)` is called after the
+ * n-th frame (1-based) so a test can kill a worker mid-stream.
+ */
+export async function stream(url: string, body: Record<string, unknown>, onFrame?: (n: number, frame: Record<string, unknown>) => void | Promise<void>, signal?: AbortSignal): Promise<StreamResult> {
+  const res = await fetch(url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }), signal });
+  const frames: Record<string, unknown>[] = [];
+  if (!res.headers.get('content-type')?.includes('text/event-stream')) {
+    const json = (await res.json()) as { error?: { message: string } };
+    return { status: res.status, frames, done: false, error: json.error?.message ?? null };
+  }
+  const decoder = new TextDecoder();
+  let pending = '';
+  let done = false;
+  let error: string | null = null;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    pending += decoder.decode(chunk, { stream: true });
+    let i: number;
+    while ((i = pending.indexOf('\n\n')) >= 0) {
+      const frame = pending.slice(0, i);
+      pending = pending.slice(i + 2);
+      if (frame === 'data: [DONE]') {
+        done = true;
+        continue;
+      }
+      const obj = JSON.parse(frame.slice(6)) as Record<string, unknown>;
+      if (obj.error) error = (obj.error as { message: string }).message;
+      else frames.push(obj);
+      await onFrame?.(frames.length, obj);
+    }
+  }
+  return { status: res.status, frames, done, error };
+}
+
+export async function traceRows(routerUrl: string, query: string): Promise<Record<string, unknown>[]> {
+  const res = await fetch(`${routerUrl}/traces?format=jsonl&${query}`);
+  const text = await res.text();
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+export async function waitUntil(fn: () => Promise<boolean> | boolean, ms = 10_000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
