@@ -5,12 +5,13 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { Answer } from './answer.ts';
 import { FaultSchedule, parseFault, type Fault } from './faults.ts';
+import { Generation, type Call, type GenerationHost } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
-import { DEFAULT_MODEL, Decoder, promptLogprobs, type FinishReason, type ModelConfig } from './model.ts';
+import { DEFAULT_MODEL, type FinishReason, type ModelConfig } from './model.ts';
 import { CACHE_BLOCK, PrefixCache } from './prefix-cache.ts';
-import { BodyError, RequestError, parseGenerate, type RequestSettings, type SampleRequest } from './request.ts';
+import { BodyError, RequestError, parseGenerate, type RequestSettings } from './request.ts';
+import { json, objectError, readBody, startStream } from './responses.ts';
 import { Vocabulary } from './vocab.ts';
 
 export type { Fault, FaultKind } from './faults.ts';
@@ -70,7 +71,6 @@ export const SIM_VERSION = '0.1.0-baton-sim';
 const CONTEXT_LENGTH = 32768;
 const MAX_TOTAL_TOKENS = 1 << 20;
 const MAX_RIDS = 10_000;
-const MAX_BODY = 64 << 20;
 
 export async function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
   const w = new WorkerServer(opts);
@@ -84,18 +84,7 @@ export async function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> 
   };
 }
 
-/** One /generate call: its response and the generations (samples) it carries. */
-interface Call {
-  res: ServerResponse;
-  stream: boolean;
-  batch: boolean;
-  gens: Generation[];
-  open: number;
-  /** Ended by us or by the client: no more writes, no more generation. */
-  done: boolean;
-}
-
-class WorkerServer {
+class WorkerServer implements GenerationHost {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly controlSockets = new Set<Socket>();
@@ -285,7 +274,9 @@ class WorkerServer {
     }
     if (this.hung) {
       // A hung process accepts connections but never answers; `clear` serves what waited.
-      this.held.push(() => this.onRequest(req, res));
+      this.held.push(() => {
+        if (!req.socket.destroyed) this.onRequest(req, res);
+      });
       return;
     }
     void this.route(path, req, res).catch((err: unknown) => {
@@ -446,6 +437,8 @@ class WorkerServer {
       res.end(`data: ${JSON.stringify({ error: { message: err.message } })}\n\ndata: [DONE]\n\n`);
       return;
     }
+    // The client may have given up while its body was read (or while the worker hung).
+    if (res.destroyed || req.socket.destroyed) return;
     // The scheduler refuses a logprob window past the prompt: a unary call fails with 400.
     const startError = parsed.samples.find((s) => s.startError)?.startError;
     if (startError && !parsed.stream) return json(res, 400, { error: { message: startError } });
@@ -497,195 +490,4 @@ class WorkerServer {
   backpressured(call: Call): boolean {
     return call.stream && call.res.writableNeedDrain;
   }
-}
-
-/** One sample: prefill, then one token per step until the model, the budget or an abort ends it. */
-class Generation {
-  readonly answer: Answer;
-  private readonly decoder: Decoder;
-  private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
-  private ended = false;
-  private readonly arrived = performance.now();
-  private lastToken = 0;
-  private prefilled = false;
-  private stopMatchFrom = 0;
-  finalBody = '';
-  engineAbort: { message: string; status_code: number | null } | null = null;
-
-  constructor(private readonly w: WorkerServer, private readonly call: Call, readonly req: SampleRequest) {
-    this.answer = new Answer(req, {
-      incremental: call.stream && w.incremental,
-      text: w.settings.text,
-      indexed: call.stream && call.batch,
-      weightVersion: 'default',
-      vocab: w.settings.vocab,
-    });
-    this.decoder = new Decoder(req.promptIds, req.decode, w.model);
-  }
-
-  get contextTokens(): number {
-    return this.req.promptIds.length + this.answer.completionTokens;
-  }
-
-  start(): void {
-    if (this.req.startError) {
-      this.finish({ type: 'abort', message: this.req.startError, status_code: 400, err_type: 'BadRequestError' });
-      return;
-    }
-    const prompt = this.req.promptIds;
-    // Like SGLang, at least one prompt token is always recomputed, and a logprob window must be.
-    const cached = this.w.cache.match(prompt, Math.min(prompt.length - 1, this.req.logprobStart));
-    const delayMs = ((prompt.length - cached) * this.w.prefillUsPerToken) / 1000;
-    this.w.queued++;
-    this.schedule(delayMs, () => this.prefill(cached));
-  }
-
-  private prefill(cached: number): void {
-    this.w.queued--;
-    this.prefilled = true;
-    const r = this.req;
-    if (r.returnLogprob) {
-      const lp = promptLogprobs(r.promptIds, r.logprobStart, r.topLogprobsNum, this.w.model);
-      this.answer.setPrefill(cached, lp.logprobs, lp.tops);
-    } else this.answer.setPrefill(cached, [], []);
-    this.w.cache.insertSequence(r.promptIds);
-    this.w.metrics.promptTokens.inc(r.promptIds.length);
-    this.w.metrics.cachedTokens.inc(cached);
-    this.w.whenAwake(() => this.step());
-  }
-
-  private step(): void {
-    this.timer = null;
-    if (this.ended) return;
-    if (this.decoder.finish) {
-      // A zero budget: prefill only, one final chunk with nothing generated.
-      this.finish(this.decoder.finish);
-      return;
-    }
-    const s = this.decoder.next();
-    const now = performance.now();
-    if (this.answer.completionTokens === 0) this.w.metrics.ttft.observe((now - this.arrived) / 1000);
-    else this.w.metrics.itl.observe((now - this.lastToken) / 1000);
-    this.lastToken = now;
-    this.answer.push(s);
-    this.w.metrics.generationTokens.inc();
-    const due = this.w.tokenGenerated();
-    const finish = s.finish ?? this.stopStringMatch();
-    if (finish) {
-      this.finish(finish, due);
-      return;
-    }
-    if (this.call.stream && this.answer.completionTokens % this.req.streamInterval === 0) {
-      this.w.emit(this.call, this, this.answer.render(null, null), false, due);
-    } else due?.();
-    if (this.ended) return;
-    const next = () => this.w.whenAwake(() => this.step());
-    if (this.w.backpressured(this.call)) this.call.res.once('drain', () => this.schedule(this.w.tokenIntervalMs, next));
-    else this.schedule(this.w.tokenIntervalMs, next);
-  }
-
-  /** Text mode: stop strings and stop regexes are matched against the answer's text. */
-  private stopStringMatch(): FinishReason | null {
-    const r = this.req;
-    if (r.stopStrings.length === 0 && r.stopRegex.length === 0) return null;
-    const text = this.answer.text;
-    let best: { at: number; matched: string } | null = null;
-    for (const stop of r.stopStrings) {
-      const at = text.indexOf(stop, Math.max(0, this.stopMatchFrom - stop.length));
-      if (at >= 0 && (!best || at < best.at)) best = { at, matched: stop };
-    }
-    for (const re of r.stopRegex) {
-      const m = re.exec(text);
-      if (m && (!best || m.index < best.at)) best = { at: m.index, matched: m[0] };
-    }
-    this.stopMatchFrom = text.length;
-    if (!best) return null;
-    if (!r.noStopTrim) this.answer.trimTextAt(best.at);
-    return { type: 'stop', matched: best.matched };
-  }
-
-  private schedule(ms: number, fn: () => void): void {
-    this.timer = ms >= 1 ? setTimeout(fn, ms) : setImmediate(fn);
-  }
-
-  private clearTimer(): void {
-    if (this.timer === null) return;
-    clearTimeout(this.timer as NodeJS.Timeout);
-    clearImmediate(this.timer as NodeJS.Immediate);
-    this.timer = null;
-  }
-
-  private finish(reason: FinishReason, flushed?: () => void): void {
-    if (this.ended) return flushed?.();
-    this.ended = true;
-    this.clearTimer();
-    if (!this.prefilled && !this.req.startError) this.w.queued--;
-    if (reason.type === 'abort' && reason.status_code !== null && reason.status_code >= 500) this.engineAbort = { message: reason.message, status_code: reason.status_code };
-    this.w.cache.insertSequence([...this.req.promptIds, ...this.answer.tokens]);
-    const e2e = (performance.now() - this.arrived) / 1000;
-    this.w.metrics.e2e.observe(e2e);
-    this.w.metrics.requests.inc();
-    this.w.generationEnded(this, reason.type === 'abort' ? 'aborted' : 'finished');
-    this.w.emit(this.call, this, this.answer.render(reason, e2e), true, flushed);
-  }
-
-  /** /abort_request or an engine abort: the answer ends with an abort finish reason. */
-  abort(reason: FinishReason): void {
-    this.finish(reason);
-  }
-
-  /** The client went away: stop at once, nothing more to write. */
-  disconnect(): void {
-    if (this.ended) return;
-    this.halt();
-    this.w.generationEnded(this, 'disconnected');
-  }
-
-  /** A crash, reset or shutdown took the connection: stop without a word. */
-  stop(): void {
-    if (this.ended) return;
-    this.halt();
-    this.call.done = true;
-    this.w.generationEnded(this, 'killed');
-  }
-
-  private halt(): void {
-    this.ended = true;
-    this.clearTimer();
-    if (!this.prefilled) this.w.queued--;
-  }
-}
-
-function startStream(res: ServerResponse): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  // Headers go out now, as Starlette sends them before the first body chunk.
-  res.flushHeaders();
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-/** SGLang's non-/generate error shape (FastAPI's ErrorResponse). */
-function objectError(res: ServerResponse, status: number, message: string, type = String(status)): void {
-  json(res, status, { object: 'error', message, type, param: null, code: status });
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(new BodyError('request body too large'));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

@@ -1,0 +1,196 @@
+// One sample of a /generate call: prefill, then one token per step until the model, the budget,
+// an abort or a fault ends it. The worker that hosts it owns sockets, faults and bookkeeping; a
+// generation only asks it to write, to wait out a hang, and to count.
+
+import type { ServerResponse } from 'node:http';
+import { Answer } from './answer.ts';
+import type { WorkerMetrics } from './metrics.ts';
+import { Decoder, promptLogprobs, type FinishReason, type ModelConfig } from './model.ts';
+import type { PrefixCache } from './prefix-cache.ts';
+import type { RequestSettings, SampleRequest } from './request.ts';
+
+/** One /generate call: its response and the generations (samples) it carries. */
+export interface Call {
+  res: ServerResponse;
+  stream: boolean;
+  batch: boolean;
+  gens: Generation[];
+  open: number;
+  /** Ended by us or by the client: no more writes, no more generation. */
+  done: boolean;
+}
+
+/** What a generation needs from the worker that runs it. */
+export interface GenerationHost {
+  readonly model: ModelConfig;
+  readonly settings: RequestSettings;
+  readonly incremental: boolean;
+  readonly prefillUsPerToken: number;
+  readonly tokenIntervalMs: number;
+  readonly cache: PrefixCache;
+  readonly metrics: WorkerMetrics;
+  queued: number;
+  /** Counts a token; returns faults that came due, to run once its frame is on the wire. */
+  tokenGenerated(): (() => void) | undefined;
+  /** Runs `step` now, or once a hang is lifted. */
+  whenAwake(step: () => void): void;
+  generationEnded(g: Generation, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void;
+  emit(call: Call, g: Generation, body: string, final: boolean, flushed?: () => void): void;
+  backpressured(call: Call): boolean;
+}
+
+export class Generation {
+  readonly answer: Answer;
+  private readonly decoder: Decoder;
+  private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  private ended = false;
+  private readonly arrived = performance.now();
+  private lastToken = 0;
+  private prefilled = false;
+  private stopMatchFrom = 0;
+  finalBody = '';
+  engineAbort: { message: string; status_code: number | null } | null = null;
+
+  constructor(private readonly w: GenerationHost, private readonly call: Call, readonly req: SampleRequest) {
+    this.answer = new Answer(req, {
+      incremental: call.stream && w.incremental,
+      text: w.settings.text,
+      indexed: call.stream && call.batch,
+      weightVersion: 'default',
+      vocab: w.settings.vocab,
+    });
+    this.decoder = new Decoder(req.promptIds, req.decode, w.model);
+  }
+
+  get contextTokens(): number {
+    return this.req.promptIds.length + this.answer.completionTokens;
+  }
+
+  start(): void {
+    if (this.req.startError) {
+      this.finish({ type: 'abort', message: this.req.startError, status_code: 400, err_type: 'BadRequestError' });
+      return;
+    }
+    const prompt = this.req.promptIds;
+    // Like SGLang, at least one prompt token is always recomputed, and a logprob window must be.
+    const cached = this.w.cache.match(prompt, Math.min(prompt.length - 1, this.req.logprobStart));
+    const delayMs = ((prompt.length - cached) * this.w.prefillUsPerToken) / 1000;
+    this.w.queued++;
+    this.schedule(delayMs, () => this.prefill(cached));
+  }
+
+  private prefill(cached: number): void {
+    this.w.queued--;
+    this.prefilled = true;
+    const r = this.req;
+    if (r.returnLogprob) {
+      const lp = promptLogprobs(r.promptIds, r.logprobStart, r.topLogprobsNum, this.w.model);
+      this.answer.setPrefill(cached, lp.logprobs, lp.tops);
+    } else this.answer.setPrefill(cached, [], []);
+    this.w.cache.insertSequence(r.promptIds);
+    this.w.metrics.promptTokens.inc(r.promptIds.length);
+    this.w.metrics.cachedTokens.inc(cached);
+    this.w.whenAwake(() => this.step());
+  }
+
+  private step(): void {
+    this.timer = null;
+    if (this.ended) return;
+    if (this.decoder.finish) {
+      // A zero budget: prefill only, one final chunk with nothing generated.
+      this.finish(this.decoder.finish);
+      return;
+    }
+    const s = this.decoder.next();
+    const now = performance.now();
+    if (this.answer.completionTokens === 0) this.w.metrics.ttft.observe((now - this.arrived) / 1000);
+    else this.w.metrics.itl.observe((now - this.lastToken) / 1000);
+    this.lastToken = now;
+    this.answer.push(s);
+    this.w.metrics.generationTokens.inc();
+    const due = this.w.tokenGenerated();
+    const finish = s.finish ?? this.stopStringMatch();
+    if (finish) {
+      this.finish(finish, due);
+      return;
+    }
+    if (this.call.stream && this.answer.completionTokens % this.req.streamInterval === 0) {
+      this.w.emit(this.call, this, this.answer.render(null, null), false, due);
+    } else due?.();
+    if (this.ended) return;
+    const next = () => this.w.whenAwake(() => this.step());
+    if (this.w.backpressured(this.call)) this.call.res.once('drain', () => this.schedule(this.w.tokenIntervalMs, next));
+    else this.schedule(this.w.tokenIntervalMs, next);
+  }
+
+  /** Text mode: stop strings and stop regexes are matched against the answer's text. */
+  private stopStringMatch(): FinishReason | null {
+    const r = this.req;
+    if (r.stopStrings.length === 0 && r.stopRegex.length === 0) return null;
+    const text = this.answer.text;
+    let best: { at: number; matched: string } | null = null;
+    for (const stop of r.stopStrings) {
+      const at = text.indexOf(stop, Math.max(0, this.stopMatchFrom - stop.length));
+      if (at >= 0 && (!best || at < best.at)) best = { at, matched: stop };
+    }
+    for (const re of r.stopRegex) {
+      const m = re.exec(text);
+      if (m && (!best || m.index < best.at)) best = { at: m.index, matched: m[0] };
+    }
+    this.stopMatchFrom = text.length;
+    if (!best) return null;
+    if (!r.noStopTrim) this.answer.trimTextAt(best.at);
+    return { type: 'stop', matched: best.matched };
+  }
+
+  private schedule(ms: number, fn: () => void): void {
+    this.timer = ms >= 1 ? setTimeout(fn, ms) : setImmediate(fn);
+  }
+
+  private clearTimer(): void {
+    if (this.timer === null) return;
+    clearTimeout(this.timer as NodeJS.Timeout);
+    clearImmediate(this.timer as NodeJS.Immediate);
+    this.timer = null;
+  }
+
+  private finish(reason: FinishReason, flushed?: () => void): void {
+    if (this.ended) return flushed?.();
+    this.ended = true;
+    this.clearTimer();
+    if (!this.prefilled && !this.req.startError) this.w.queued--;
+    if (reason.type === 'abort' && reason.status_code !== null && reason.status_code >= 500) this.engineAbort = { message: reason.message, status_code: reason.status_code };
+    this.w.cache.insertSequence([...this.req.promptIds, ...this.answer.tokens]);
+    const e2e = (performance.now() - this.arrived) / 1000;
+    this.w.metrics.e2e.observe(e2e);
+    this.w.metrics.requests.inc();
+    this.w.generationEnded(this, reason.type === 'abort' ? 'aborted' : 'finished');
+    this.w.emit(this.call, this, this.answer.render(reason, e2e), true, flushed);
+  }
+
+  /** /abort_request or an engine abort: the answer ends with an abort finish reason. */
+  abort(reason: FinishReason): void {
+    this.finish(reason);
+  }
+
+  /** The client went away: stop at once, nothing more to write. */
+  disconnect(): void {
+    if (this.ended) return;
+    this.halt();
+    this.w.generationEnded(this, 'disconnected');
+  }
+
+  /** A crash, reset or shutdown took the connection: stop without a word. */
+  stop(): void {
+    if (this.ended) return;
+    this.halt();
+    this.call.done = true;
+    this.w.generationEnded(this, 'killed');
+  }
+
+  private halt(): void {
+    this.ended = true;
+    this.clearTimer();
+    if (!this.prefilled) this.w.queued--;
+  }
+}
