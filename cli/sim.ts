@@ -1,5 +1,5 @@
 import { intFlag, parseFlags, UsageError } from './args.ts';
-import { startCluster, type ClusterChange } from '../sim/cluster.ts';
+import { startCluster, type ClusterChange, type SimCluster } from '../sim/cluster.ts';
 import { startControlServer } from '../sim/control.ts';
 
 const USAGE = `usage: baton sim [options]
@@ -47,7 +47,7 @@ export async function run(argv: string[]): Promise<void> {
   const port = intFlag('port', v.port, 0);
   if (port > 0 && port + workers - 1 > 65535) throw new UsageError(`--port ${port} leaves no room for ${workers} consecutive ports`);
   const preferredMax = v['preferred-max-new-tokens'];
-  const cluster = await startCluster({
+  const options = {
     workers,
     port,
     tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 0),
@@ -55,13 +55,22 @@ export async function run(argv: string[]): Promise<void> {
     incremental: v.incremental ?? false,
     text: v.text ?? false,
     preferredSamplingParams: preferredMax === undefined ? null : { max_new_tokens: intFlag('preferred-max-new-tokens', preferredMax, 0) },
-  });
+  };
+  const controlPort = v['control-port'] === undefined ? null : intFlag('control-port', v['control-port'], 0);
+  let cluster: SimCluster;
+  try {
+    cluster = await startCluster(options);
+  } catch (err) {
+    // A taken port or a worker that cannot start: one line, not a stack.
+    console.error(`baton sim: ${(err as Error).message}`);
+    process.exit(1);
+  }
   for (const w of cluster.workers()) console.log(`worker ${w.index} (pid ${w.pid}) listening on ${w.url}`);
   cluster.onChange((c: ClusterChange) => {
     if (c.alive) console.log(`worker ${c.index} (pid ${c.pid}) listening on ${c.url}`);
     else console.log(`worker ${c.index} (pid ${c.pid}) exited (${c.signal ?? `code ${c.code}`})`);
   });
-  const control = v['control-port'] === undefined ? null : await startControlServer(cluster, intFlag('control-port', v['control-port'], 0));
+  const control = controlPort === null ? null : await startControlServer(cluster, controlPort);
   if (control) console.log(`control API on ${control.url}`);
 
   // Stay up while workers are dead too (they can be restarted); only a signal ends the manager.

@@ -56,7 +56,13 @@ async function main(): Promise<void> {
     console.error(`baton sim worker: ${(err as Error).message}`);
     process.exit(2);
   }
-  const worker = await startWorker(opts);
+  let worker;
+  try {
+    worker = await startWorker(opts);
+  } catch (err) {
+    console.error(`baton sim worker: cannot listen on ${opts.host}:${opts.port}: ${(err as Error).message}`);
+    process.exit(1);
+  }
   console.log(`listening on ${worker.url}`);
   if (process.send) {
     const msg: ListeningMessage = { type: 'listening', port: worker.port, url: worker.url };
