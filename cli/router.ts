@@ -79,7 +79,6 @@ export async function run(argv: string[]): Promise<void> {
     console.log(HELP);
     return;
   }
-  if (config.workers.length === 0) console.error('baton router: no --worker given; add workers with POST /workers');
   let router;
   try {
     router = await startRouter(config);
@@ -90,6 +89,7 @@ export async function run(argv: string[]): Promise<void> {
     if (e.message?.startsWith('invalid worker URL') || e.message?.startsWith('worker URL')) throw new UsageError(e.message);
     throw err;
   }
+  if (config.workers.length === 0) console.error('warning: no --worker given; add workers with POST /workers');
   console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
   const stop = async () => {
     await router.close();

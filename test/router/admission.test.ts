@@ -1,0 +1,97 @@
+// Admission and continuation building are pure decisions over plain data.
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { admit } from '../../router/migration/admission.ts';
+import { buildContinuation, remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
+import { parseGenerateRequest, ValidationError } from '../../router/format/sglang/request.ts';
+
+const ctx = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaultMaxNewTokens: null };
+const req = (body: Record<string, unknown>) => parseGenerateRequest({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 10 }, ...body });
+
+describe('admission', () => {
+  it.each([
+    ['migration_disabled', {}, { migrationLimit: 0 }],
+    ['text_prompt', { input_ids: undefined, text: 'hello' }, {}],
+    ['input_embeds', { input_ids: undefined, input_embeds: [[0.1, 0.2]] }, {}],
+    ['batch', { input_ids: [[1, 2], [3]] }, {}],
+    ['multimodal', { image_data: 'http://x/y.png' }, {}],
+    ['n_gt_1', { sampling_params: { max_new_tokens: 10, n: 2 } }, {}],
+    ['sampling_seed', { sampling_params: { max_new_tokens: 10, sampling_seed: 1 } }, {}],
+    ['frequency_penalty', { sampling_params: { max_new_tokens: 10, frequency_penalty: 0.1 } }, {}],
+    ['presence_penalty', { sampling_params: { max_new_tokens: 10, presence_penalty: 0.1 } }, {}],
+    ['repetition_penalty', { sampling_params: { max_new_tokens: 10, repetition_penalty: 1.1 } }, {}],
+    ['grammar_json_schema', { sampling_params: { max_new_tokens: 10, json_schema: '{}' } }, {}],
+    ['grammar_ebnf', { sampling_params: { max_new_tokens: 10, ebnf: 'root ::= "a"' } }, {}],
+    ['custom_logit_processor', { custom_logit_processor: 'abc' }, {}],
+    ['stop_strings', { sampling_params: { max_new_tokens: 10, stop: ['\n'] } }, {}],
+    ['stop_regex', { sampling_params: { max_new_tokens: 10, stop_regex: 'a+' } }, {}],
+    ['unresolved_budget', { sampling_params: {} }, {}],
+    ['unbounded_budget', { sampling_params: { max_new_tokens: null } }, {}],
+    ['return_hidden_states', { return_hidden_states: true }, {}],
+    ['return_text_in_logprobs', { return_text_in_logprobs: true }, {}],
+    ['disaggregation', { bootstrap_room: 7 }, {}],
+    ['max_seq_len', {}, { migrationMaxSeqLen: 2 }],
+  ])('refuses %s', (reason, body, over) => {
+    const a = admit(req(body), { ...ctx, ...over });
+    expect(a).toMatchObject({ admitted: false, reason });
+  });
+
+  it('admits greedy token-id requests, a seed at temperature 0, and zero penalties', () => {
+    expect(admit(req({}), ctx)).toEqual({ admitted: true, reason: null, budget: 10 });
+    expect(admit(req({ sampling_params: { max_new_tokens: 5, temperature: 0, sampling_seed: 3, frequency_penalty: 0, repetition_penalty: 1, stop: [] } }), ctx).admitted).toBe(true);
+  });
+
+  it('takes a default budget the workers advertise alike', () => {
+    expect(admit(req({ sampling_params: {} }), { ...ctx, workerDefaultMaxNewTokens: 64 })).toEqual({ admitted: true, reason: null, budget: 64 });
+  });
+});
+
+describe('continuation', () => {
+  it('asks for the saturating remainder, shrinks min_new_tokens, and keeps every other field', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(32000), { minLength: 1, maxLength: 10 }), fc.nat(100), fc.nat(100), fc.array(fc.nat(32000), { maxLength: 120 }), (prompt, budget, min, replayed) => {
+        const minNew = Math.min(min, budget);
+        const r = parseGenerateRequest({ input_ids: prompt, sampling_params: { max_new_tokens: budget, min_new_tokens: minNew, top_k: 5 }, return_logprob: true, lora_path: 'x', custom: { a: 1 } });
+        const c = buildContinuation(r, prompt, replayed, budget, 'rid~m1');
+        const sp = c.sampling_params as Record<string, unknown>;
+        const rem = remainingBudget(budget, replayed.length);
+        expect(rem).toBe(Math.max(0, budget - replayed.length));
+        expect(sp.max_new_tokens).toBe(rem);
+        expect(sp.min_new_tokens).toBe(remainingMinTokens(minNew, replayed.length, rem));
+        expect(sp.min_new_tokens as number).toBeLessThanOrEqual(rem);
+        expect(sp.top_k).toBe(5);
+        expect(c.input_ids).toEqual([...prompt, ...replayed]);
+        expect(c.rid).toBe('rid~m1');
+        expect(c.stream).toBe(true);
+        expect(c.lora_path).toBe('x');
+        expect(c.custom).toEqual({ a: 1 });
+        if (replayed.length > 0) expect(c.logprob_start_len).toBe(-1);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('request validation (SGLang 400s)', () => {
+  it.each([
+    [{}, /Either text, input_ids or input_embeds/],
+    [{ input_ids: [] }, /input_ids cannot be empty/],
+    [{ input_ids: [1], text: 'a' }, /Either text, input_ids or input_embeds/],
+    [{ input_ids: [1.5] }, /token ids/],
+    [{ input_ids: [1], sampling_params: { temperature: -1 } }, /temperature must be non-negative/],
+    [{ input_ids: [1], sampling_params: { top_p: 0 } }, /top_p must be in \(0, 1\]/],
+    [{ input_ids: [1], sampling_params: { top_k: 0 } }, /top_k must be -1/],
+    [{ input_ids: [1], sampling_params: { min_p: 2 } }, /min_p/],
+    [{ input_ids: [1], sampling_params: { frequency_penalty: 3 } }, /frequency_penalty/],
+    [{ input_ids: [1], sampling_params: { repetition_penalty: 0 } }, /repetition_penalty/],
+    [{ input_ids: [1], sampling_params: { max_new_tokens: 3, min_new_tokens: 4 } }, /min_new_tokens/],
+    [{ input_ids: [1], sampling_params: { regex: 'a', json_schema: '{}' } }, /Only one of/],
+    [{ input_ids: [1], sampling_params: 'x' }, /sampling_params must be an object/],
+    [{ input_ids: [1, 2], return_logprob: true, logprob_start_len: 2 }, /logprob_start_len/],
+    [{ input_ids: [1], stream: 'yes' }, /stream must be a boolean/],
+    [[1, 2], /JSON object/],
+  ])('refuses %j', (body, msg) => {
+    expect(() => parseGenerateRequest(body)).toThrow(ValidationError);
+    expect(() => parseGenerateRequest(body)).toThrow(msg);
+  });
+});

@@ -1,0 +1,72 @@
+// The SSE splitter and frame classifier run on every token; their laws: any split of the byte
+// stream into chunks yields the same whole frames, a cut frame is never handed out, and the
+// byte scan agrees with a JSON parse on what a frame is.
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { FrameKind, SseSplitter, classifyFrame, framePayload, scanCompletionTokens } from '../../router/format/sglang/sse.ts';
+
+const chunkArb = fc.record({
+  output_ids: fc.array(fc.nat(32000), { maxLength: 8 }),
+  meta_info: fc.record({
+    id: fc.string({ maxLength: 12 }),
+    finish_reason: fc.oneof(fc.constant(null), fc.record({ type: fc.constantFrom('length', 'stop'), length: fc.nat(100) }), fc.record({ type: fc.constant('abort'), message: fc.string(), status_code: fc.constantFrom(400, 500, 503) })),
+    completion_tokens: fc.nat(5000),
+    note: fc.string({ maxLength: 20 }), // arbitrary text, including quotes and "finish_reason":
+  }),
+});
+
+function splitAt(buf: Buffer, cuts: number[]): Buffer[] {
+  const points = [...new Set(cuts.map((c) => c % (buf.length + 1)))].sort((a, b) => a - b);
+  const out: Buffer[] = [];
+  let prev = 0;
+  for (const p of points) {
+    out.push(buf.subarray(prev, p));
+    prev = p;
+  }
+  out.push(buf.subarray(prev));
+  return out;
+}
+
+describe('SseSplitter', () => {
+  it('hands out the same whole frames however the bytes are chunked', () => {
+    fc.assert(
+      fc.property(fc.array(chunkArb, { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 30 }), fc.boolean(), (chunks, cuts, cutLast) => {
+        const frames = chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`);
+        let text = frames.join('') + 'data: [DONE]\n\n';
+        if (cutLast) text = text.slice(0, -3); // a frame cut by a failure
+        const bytes = Buffer.from(text);
+        const got: string[] = [];
+        const s = new SseSplitter();
+        for (const part of splitAt(bytes, cuts)) s.push(part, (b, st, en) => got.push(b.toString('utf8', st, en)));
+        const want = [...frames, ...(cutLast ? [] : ['data: [DONE]\n\n'])];
+        expect(got).toEqual(want);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('classifyFrame', () => {
+  it('agrees with JSON.parse on running, finished and [DONE] frames', () => {
+    fc.assert(
+      fc.property(chunkArb, (c) => {
+        const buf = Buffer.from(`data: ${JSON.stringify(c)}\n\n`);
+        const kind = classifyFrame(buf, 0, buf.length);
+        expect(kind).toBe(c.meta_info.finish_reason === null ? FrameKind.Running : FrameKind.Finished);
+        expect(JSON.parse(framePayload(buf, 0, buf.length))).toEqual(c);
+        expect(scanCompletionTokens(buf, 0, buf.length)).toBe(c.meta_info.completion_tokens);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('recognises error frames, [DONE], and frames that are not data', () => {
+    const k = (s: string) => classifyFrame(Buffer.from(s), 0, Buffer.byteLength(s));
+    expect(k('data: {"error":{"message":"x"}}\n\n')).toBe(FrameKind.Error);
+    expect(k('data: { "error": {"message":"x"}}\n\n')).toBe(FrameKind.Error);
+    expect(k('data: [DONE]\n\n')).toBe(FrameKind.Done);
+    expect(k(': keep-alive\n\n')).toBe(FrameKind.Ignored);
+    expect(k('data:{"output_ids":[1],"meta_info":{"finish_reason": null}}\n\n')).toBe(FrameKind.Running);
+    expect(k('data: {"output_ids":[1],"meta_info":{}}\n\n')).toBe(FrameKind.Unknown);
+  });
+});
