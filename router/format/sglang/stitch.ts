@@ -36,6 +36,9 @@ export class AttemptOutput {
   cachedTokens: number | null = null;
   input: Partial<Record<(typeof INPUT_LISTS)[number], Json>> = {};
   sawText = false;
+  /** Text mode (a worker without --skip-tokenizer-init): the attempt's text so far. */
+  text = '';
+  textSent = 0;
 
   /** `incremental` is the worker's probed mode; null (unknown) is learnt from the chunks. */
   constructor(
@@ -55,6 +58,7 @@ export class AttemptOutput {
       else if (this.ids.length > 0) this.incremental = false;
     }
     const append = this.incremental === true;
+    if (typeof chunk.text === 'string') this.text = append ? this.text + chunk.text : chunk.text;
     if (Array.isArray(ids)) {
       if (append) for (const t of ids) this.ids.push(t as number);
       else this.ids = ids as number[];
@@ -120,6 +124,11 @@ export class LogicalOutput {
     const meta: JsonObject = { ...metaOf(chunk) };
     out.meta_info = meta;
 
+    if (typeof chunk.text === 'string') {
+      // Text is never stitched across replayed tokens (admission stops that); only re-shaped.
+      out.text = incrementalOut ? a.text.slice(a.textSent) : a.text;
+      a.textSent = a.text.length;
+    }
     if (incrementalOut) {
       out.output_ids = a.ids.slice(a.sent);
       for (const key of OUTPUT_LISTS) if (meta[key] !== undefined) meta[key] = (a.lists[key] ?? []).slice(a.sent);
