@@ -1,5 +1,142 @@
-import { UsageError } from './args.ts';
+// `baton bench`: what Baton costs next to direct calls, a bare Node proxy and nginx (issue 6).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { intFlag, parseFlags, UsageError } from './args.ts';
+import { BenchRun, type BenchOptions } from '../bench/run.ts';
+import { checks, markdown, ratios, spliceIntoDoc, summarize } from '../bench/report.ts';
+import type { TargetName } from '../bench/targets.ts';
+import type { WorkloadName } from '../bench/workloads.ts';
 
-export async function run(_argv: string[]): Promise<void> {
-  throw new UsageError('not built yet');
+const USAGE = `usage: baton bench [options]
+
+Runs each workload against each target in one run, interleaved, and reports requests/s, tokens/s,
+proxy CPU per request and per token, added latency versus direct, and memory per stream.
+
+  targets:   direct (to the workers), bare (a pass-through Node proxy), nginx (when installed), baton
+  workloads: W1 short, W2 logprob-heavy, W3 many streams, W4 migration gap (Baton only)
+
+options:
+  --quick                  about a minute: one round, shorter runs, fewer W3 streams and W4 kills
+  --workers N              simulated workers for W1, W2, W4 (default 2)
+  --w3-workers N           simulated workers for W3 (default: one per 450 streams, at least 4)
+  --streams N              W3 concurrent streams (default 2000; quick 400)
+  --token-interval-ms T    W3 token interval (default 20)
+  --rounds N               rounds of every workload x target (default 3; quick 1)
+  --duration-ms T          one measured run of W1 or W2 (default 5000; quick 2500)
+  --w3-duration-ms T       one measured run of W3 (default 8000; quick 4000)
+  --warmup-ms T            warm-up per target and workload (default 1500; quick 700)
+  --kills N                W4 worker kills (default 100; quick 15)
+  --w4-budget-ms T         most time W4 may take (default 150000; quick 25000)
+  --targets LIST           comma-separated subset of direct,bare,nginx,baton
+  --only LIST              comma-separated subset of W1,W2,W3,W4
+  --nginx PATH             nginx binary (default: looked up in the usual places)
+  --docs / --no-docs       write the table into docs/benchmarks.md (default: full runs only)
+  -h, --help               show this help`;
+
+const TARGETS: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
+const WORKLOADS: WorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
+
+function listFlag<T extends string>(name: string, value: string | undefined, allowed: T[]): T[] {
+  if (value === undefined) return allowed;
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = items.filter((s) => !(allowed as string[]).includes(s));
+  if (items.length === 0 || bad.length > 0) throw new UsageError(`--${name} takes a comma-separated subset of ${allowed.join(',')}, got '${value}'`);
+  return allowed.filter((a) => items.includes(a));
+}
+
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean }) | null {
+  const v = parseFlags(argv, {
+    quick: { type: 'boolean' },
+    workers: { type: 'string' },
+    'w3-workers': { type: 'string' },
+    streams: { type: 'string' },
+    'token-interval-ms': { type: 'string' },
+    rounds: { type: 'string' },
+    'duration-ms': { type: 'string' },
+    'w3-duration-ms': { type: 'string' },
+    'warmup-ms': { type: 'string' },
+    kills: { type: 'string' },
+    'w4-budget-ms': { type: 'string' },
+    targets: { type: 'string' },
+    only: { type: 'string' },
+    nginx: { type: 'string' },
+    docs: { type: 'boolean' },
+    'no-docs': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (v.help) return null;
+  const quick = v.quick ?? false;
+  if (v.docs && v['no-docs']) throw new UsageError('--docs and --no-docs contradict each other');
+  const streams = intFlag('streams', v.streams, quick ? 400 : 2000, 1);
+  return {
+    quick,
+    workers: intFlag('workers', v.workers, 2, 1),
+    w3Workers: intFlag('w3-workers', v['w3-workers'], Math.max(4, Math.ceil(streams / 450)), 1),
+    w3Streams: streams,
+    w3IntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20, 1),
+    rounds: intFlag('rounds', v.rounds, quick ? 1 : 3, 1),
+    durationMs: intFlag('duration-ms', v['duration-ms'], quick ? 2500 : 5000, 100),
+    w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 4000 : 8000, 100),
+    warmupMs: intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 1500, 0),
+    kills: intFlag('kills', v.kills, quick ? 15 : 100, 1),
+    w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 150_000, 2000),
+    targets: listFlag('targets', v.targets, TARGETS),
+    workloads: listFlag('only', v.only, WORKLOADS),
+    nginxPath: v.nginx,
+    docs: v.docs ?? (v['no-docs'] ? false : !quick),
+  };
+}
+
+const RESULTS_DIR = fileURLToPath(new URL('../bench/results/', import.meta.url));
+const DOC = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
+
+export async function run(argv: string[]): Promise<void> {
+  const opts = optionsFromArgv(argv);
+  if (!opts) {
+    console.log(USAGE);
+    return;
+  }
+  const bench = new BenchRun(opts, (line) => console.log(line));
+  let interrupted = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\nbaton bench: ${sig}, stopping every process it started...`);
+    void bench.cleanup().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+  process.once('exit', () => bench.killNow());
+
+  let out;
+  try {
+    out = await bench.run();
+  } catch (err) {
+    if (interrupted) return;
+    console.error(`baton bench: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  const figures = summarize(out.samples);
+  const table = markdown(out.info, figures, out.gap, out.nginxPresent);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const jsonPath = `${RESULTS_DIR}${stamp}.json`;
+  const json = { ...out, figures, ratios: ratios(figures), checks: checks(figures, out.gap, out.nginxPresent) };
+  writeFileSync(jsonPath, JSON.stringify(json, null, 1));
+  console.log(`\n${table}\n`);
+  console.log(`results: ${jsonPath}`);
+  if (opts.docs) {
+    let doc = '';
+    try {
+      doc = readFileSync(DOC, 'utf8');
+    } catch {
+      doc = '# Benchmarks\n';
+    }
+    writeFileSync(DOC, spliceIntoDoc(doc, table));
+    console.log(`table written to ${DOC}`);
+  }
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  process.off('SIGHUP', onSignal);
 }

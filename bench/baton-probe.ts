@@ -1,0 +1,99 @@
+// Preloaded into the Baton process the bench starts (`node --import tsx --import
+// bench/baton-probe.ts bin/baton.js router ...`), so W4 can time a migration from inside the
+// router without the router knowing: undici's diagnostics channels say, with a µs clock, when an
+// upstream request failed (the dead worker's connection closed under it), when the continuation's
+// request was written to the survivor's socket, and when the survivor's first chunk came back.
+// The channels are subscribed only while W4 runs: a subscriber on the per-chunk channel costs
+// a little on every chunk, and the other workloads measure Baton's CPU.
+import diagnosticsChannel from 'node:diagnostics_channel';
+
+/** One continuation, on the router's clock (µs). */
+export interface GapRecord {
+  /** The continuation's rid (`<request id>~m<n>`). */
+  rid: string;
+  /** The failed attempt's request ended with an error (its connection closed). */
+  failedUs: number | null;
+  /** The continuation's request headers were written to the survivor's socket (the body follows in the same call). */
+  sentUs: number;
+  /** The survivor's first body chunk: its first token (the simulated worker sends headers at once). */
+  firstChunkUs: number | null;
+}
+
+export type ProbeCommand = { type: 'probe'; on: boolean };
+export type ProbeReply = { type: 'probe-records'; records: GapRecord[] };
+
+interface UndiciRequest {
+  body?: unknown;
+}
+
+const RID = Buffer.from('"rid":"');
+
+/** The rid in an upstream request body, or null. */
+export function ridOf(body: unknown): string | null {
+  if (!Buffer.isBuffer(body)) return typeof body === 'string' ? ridOf(Buffer.from(body)) : null;
+  const k = body.indexOf(RID);
+  if (k < 0) return null;
+  const end = body.indexOf(0x22, k + RID.length);
+  return end < 0 ? null : body.toString('utf8', k + RID.length, end);
+}
+
+/** The rid of the attempt a continuation follows: `x~m1` follows `x`, `x~m2` follows `x~m1`. */
+export function previousRid(rid: string): string | null {
+  const m = /^(.*)~m(\d+)$/.exec(rid);
+  if (!m) return null;
+  const n = Number(m[2]);
+  return n <= 1 ? m[1]! : `${m[1]}~m${n - 1}`;
+}
+
+const nowUs = () => performance.now() * 1000;
+
+let failures = new Map<string, number>();
+let records: GapRecord[] = [];
+let waiting = new WeakMap<object, GapRecord>();
+
+function onError(msg: unknown): void {
+  const rid = ridOf((msg as { request: UndiciRequest }).request.body);
+  if (rid !== null && !failures.has(rid)) failures.set(rid, nowUs());
+}
+
+function onSendHeaders(msg: unknown): void {
+  const request = (msg as { request: UndiciRequest }).request;
+  const rid = ridOf(request.body);
+  if (rid === null || !rid.includes('~m')) return;
+  const prev = previousRid(rid);
+  const rec: GapRecord = { rid, failedUs: prev === null ? null : (failures.get(prev) ?? null), sentUs: nowUs(), firstChunkUs: null };
+  records.push(rec);
+  waiting.set(request, rec);
+}
+
+function onChunk(msg: unknown): void {
+  const request = (msg as { request: object }).request;
+  const rec = waiting.get(request);
+  if (!rec) return;
+  rec.firstChunkUs = nowUs();
+  waiting.delete(request);
+}
+
+const CHANNELS: [string, (msg: unknown) => void][] = [
+  ['undici:request:error', onError],
+  ['undici:client:sendHeaders', onSendHeaders],
+  ['undici:request:bodyChunkReceived', onChunk],
+];
+
+if (process.send) {
+  process.on('message', (msg: ProbeCommand) => {
+    if (msg?.type !== 'probe') return;
+    if (msg.on) {
+      failures = new Map();
+      records = [];
+      waiting = new WeakMap();
+      for (const [name, fn] of CHANNELS) diagnosticsChannel.subscribe(name, fn);
+      return;
+    }
+    for (const [name, fn] of CHANNELS) diagnosticsChannel.unsubscribe(name, fn);
+    const reply: ProbeReply = { type: 'probe-records', records };
+    process.send!(reply);
+  });
+  // The bench is gone (even killed): so is this router.
+  process.on('disconnect', () => process.exit(0));
+}

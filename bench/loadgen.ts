@@ -1,0 +1,265 @@
+// The load generator: its own process (so its CPU never counts against a proxy and a busy proxy
+// cannot slow the clock that times it), driven over IPC by the bench. Closed loop: `concurrency`
+// slots, each starting its next request when the last ends, until the run's time is up; then it
+// waits for the requests in flight. Requests go through undici's dispatch API with one connection
+// per slot, the cheapest client Node has, and it reports its own CPU so the bench can show that
+// it was not the bottleneck.
+import { Pool, type Dispatcher } from 'undici';
+import { Histogram, type HistogramData } from './histogram.ts';
+import { requestBody, type Workload } from './workloads.ts';
+
+export interface RunCommand {
+  type: 'run';
+  id: number;
+  /** One URL (a proxy) or several (direct: requests go round-robin over the workers). */
+  urls: string[];
+  workload: Workload;
+  durationMs: number;
+  /** Spread the first request of each slot over this many ms, so streams do not tick in step. */
+  rampMs: number;
+  ridPrefix: string;
+  /** Keep a summary per request (W4), fetched afterwards with a `records` command. */
+  record: boolean;
+}
+
+export interface RecordsCommand {
+  type: 'records';
+  id: number;
+  rids: string[];
+}
+
+/** `halt` ends the current run now (W4 runs until the kills are done); `stop` ends the process. */
+export type LoadgenCommand = RunCommand | RecordsCommand | { type: 'halt' } | { type: 'stop' };
+
+export interface RunResult {
+  type: 'result';
+  id: number;
+  wallMs: number;
+  requests: number;
+  ok: number;
+  errors: number;
+  /** A few error messages, to say what went wrong. */
+  errorSamples: string[];
+  /** Sum of meta_info.completion_tokens of the final chunks of successful requests. */
+  tokens: number;
+  bytes: number;
+  chunks: number;
+  /** Time to first body chunk, µs. */
+  ttft: HistogramData;
+  /** Time between consecutive body chunks of one response, µs. */
+  gap: HistogramData;
+  /** This process's CPU during the run, µs. */
+  cpuUs: number;
+}
+
+/** One request's view from the client (W4). Times are µs on this process's clock. */
+export interface RequestRecord {
+  rid: string;
+  ok: boolean;
+  startedUs: number;
+  ttftUs: number;
+  /** The longest wait the client had for the next chunk, counting the wait for the first. */
+  maxWaitUs: number;
+  tokens: number;
+}
+
+export interface RecordsResult {
+  type: 'records';
+  id: number;
+  records: RequestRecord[];
+}
+
+const COMPLETION_KEY = Buffer.from('"completion_tokens":');
+const MAX_ERROR_SAMPLES = 5;
+
+/** meta_info.completion_tokens of the last chunk in `buf`, or -1. */
+export function lastCompletionTokens(buf: Buffer): number {
+  const k = buf.lastIndexOf(COMPLETION_KEY);
+  if (k < 0) return -1;
+  let i = k + COMPLETION_KEY.length;
+  while (buf[i] === 0x20) i++;
+  let n = 0;
+  const from = i;
+  for (; i < buf.length && buf[i]! >= 0x30 && buf[i]! <= 0x39; i++) n = n * 10 + (buf[i]! - 0x30);
+  return i > from ? n : -1;
+}
+
+class Run {
+  readonly ttft = new Histogram();
+  readonly gap = new Histogram();
+  requests = 0;
+  ok = 0;
+  errors = 0;
+  errorSamples: string[] = [];
+  tokens = 0;
+  bytes = 0;
+  chunks = 0;
+  seq = 0;
+  readonly records = new Map<string, RequestRecord>();
+  constructor(readonly cmd: RunCommand) {}
+
+  error(message: string): void {
+    this.errors++;
+    if (this.errorSamples.length < MAX_ERROR_SAMPLES && !this.errorSamples.includes(message)) this.errorSamples.push(message);
+  }
+}
+
+/** One request as an undici dispatch handler: timestamps every body chunk, keeps only the tail. */
+class Call implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private first = true;
+  private last = 0;
+  private maxWait = 0;
+  private ttftUs = 0;
+  private prev: Buffer | null = null;
+  private tail: Buffer | null = null;
+  private readonly t0 = performance.now();
+
+  constructor(
+    private readonly run: Run,
+    private readonly rid: string,
+    private readonly done: () => void,
+  ) {}
+
+  onRequestStart(): void {}
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number): void {
+    this.status = statusCode;
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    const now = performance.now();
+    const r = this.run;
+    if (this.first) {
+      this.first = false;
+      this.ttftUs = (now - this.t0) * 1000;
+      this.maxWait = this.ttftUs;
+      r.ttft.add(this.ttftUs);
+    } else {
+      const us = (now - this.last) * 1000;
+      r.gap.add(us);
+      if (us > this.maxWait) this.maxWait = us;
+    }
+    this.last = now;
+    r.bytes += chunk.length;
+    r.chunks++;
+    this.prev = this.tail;
+    this.tail = chunk;
+  }
+
+  onResponseEnd(): void {
+    const r = this.run;
+    let tokens = -1;
+    if (this.status === 200 && this.tail) {
+      tokens = lastCompletionTokens(this.tail);
+      if (tokens < 0 && this.prev) tokens = lastCompletionTokens(Buffer.concat([this.prev, this.tail]));
+    }
+    const ok = tokens === r.cmd.workload.newTokens;
+    if (ok) {
+      r.ok++;
+      r.tokens += tokens;
+    } else if (this.status !== 200) {
+      r.error(`status ${this.status}: ${this.tail?.toString('utf8', 0, 200) ?? ''}`);
+    } else {
+      r.error(tokens < 0 ? 'no completion_tokens in the last chunk' : `completion_tokens ${tokens} != ${r.cmd.workload.newTokens}`);
+      if (tokens > 0) r.tokens += tokens;
+    }
+    this.finish(ok, Math.max(0, tokens));
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    this.run.error(`${(err as NodeJS.ErrnoException).code ?? err.name}: ${err.message}`);
+    this.finish(false, 0);
+  }
+
+  private finish(ok: boolean, tokens: number): void {
+    this.prev = this.tail = null;
+    if (this.run.cmd.record) {
+      this.run.records.set(this.rid, { rid: this.rid, ok, startedUs: this.t0 * 1000, ttftUs: this.ttftUs, maxWaitUs: this.maxWait, tokens });
+    }
+    this.done();
+  }
+}
+
+const pools = new Map<string, Pool>();
+
+function poolFor(url: string, connections: number): Pool {
+  const key = `${url}#${connections}`;
+  let p = pools.get(key);
+  if (!p) {
+    p = new Pool(url, { connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 60_000 });
+    pools.set(key, p);
+  }
+  return p;
+}
+
+let runCounter = 0;
+let haltCurrent: (() => void) | null = null;
+
+/** End the run in progress: no new requests; it resolves once those in flight are done. */
+export function halt(): void {
+  haltCurrent?.();
+}
+
+export async function execute(cmd: RunCommand): Promise<{ result: RunResult; records: Map<string, RequestRecord> }> {
+  const run = new Run(cmd);
+  const w = cmd.workload;
+  const perUrl = Math.ceil(w.concurrency / cmd.urls.length);
+  const targets = cmd.urls.map((u) => poolFor(u, perUrl));
+  const prefix = `${cmd.ridPrefix}-${++runCounter}`;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let deadline = t0 + cmd.durationMs;
+  haltCurrent = () => (deadline = 0);
+  let next = 0;
+
+  await new Promise<void>((resolve) => {
+    let open = 0;
+    const start = () => {
+      if (performance.now() >= deadline) {
+        if (open === 0) resolve();
+        return;
+      }
+      const seq = run.seq++;
+      const rid = `${prefix}-${seq}`;
+      const pool = targets[next++ % targets.length]!;
+      open++;
+      run.requests++;
+      const call = new Call(run, rid, () => {
+        open--;
+        start();
+      });
+      pool.dispatch(
+        { path: '/generate', method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody(w, seq, rid) },
+        call,
+      );
+    };
+    for (let i = 0; i < w.concurrency; i++) {
+      const delay = cmd.rampMs > 0 ? (i * cmd.rampMs) / w.concurrency : 0;
+      if (delay === 0) start();
+      else setTimeout(start, delay);
+    }
+  });
+
+  haltCurrent = null;
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return {
+    records: run.records,
+    result: {
+      type: 'result',
+      id: cmd.id,
+      wallMs,
+      requests: run.requests,
+      ok: run.ok,
+      errors: run.errors,
+      errorSamples: run.errorSamples,
+      tokens: run.tokens,
+      bytes: run.bytes,
+      chunks: run.chunks,
+      ttft: run.ttft.toJSON(),
+      gap: run.gap.toJSON(),
+      cpuUs: cpu.user + cpu.system,
+    },
+  };
+}

@@ -1,0 +1,374 @@
+// From raw runs to the figures of issue 6: per target and workload, ratios of Baton to nginx and
+// to the bare proxy, the targets met or missed, and the markdown table. Pure functions over plain
+// data, so the maths is testable without starting a process.
+import { Histogram, percentileOf, type HistogramData } from './histogram.ts';
+import type { Machine } from './proc.ts';
+import { TARGET_LABELS, type TargetName } from './targets.ts';
+import type { WorkloadName } from './workloads.ts';
+
+/** One measured run of one workload against one target. */
+export interface Sample {
+  workload: WorkloadName;
+  target: TargetName;
+  round: number;
+  wallMs: number;
+  requests: number;
+  ok: number;
+  errors: number;
+  errorSamples: string[];
+  tokens: number;
+  bytes: number;
+  chunks: number;
+  ttft: HistogramData;
+  gap: HistogramData;
+  /** The proxy's CPU (utime + stime, all its processes) during the run; null for direct. */
+  proxyCpuUs: number | null;
+  /** The proxy's RSS just before the run, and the highest seen while streams were in flight. */
+  rssIdleBytes: number | null;
+  rssPeakBytes: number | null;
+  concurrency: number;
+  workersCpuUs: number;
+  loadgenCpuUs: number;
+}
+
+export interface Figures {
+  workload: WorkloadName;
+  target: TargetName;
+  runs: number;
+  wallS: number;
+  requests: number;
+  ok: number;
+  errors: number;
+  errorSamples: string[];
+  rps: number;
+  tokensPerS: number;
+  mbPerS: number;
+  cpuUsPerRequest: number | null;
+  cpuUsPerToken: number | null;
+  /** Cores the proxy kept busy on average. */
+  proxyCores: number | null;
+  ttftMs: { p50: number; p99: number };
+  gapMs: { p50: number; p99: number };
+  /** Versus direct, same workload; null for direct itself or when direct did not run. */
+  addedTtftMs: { p50: number; p99: number } | null;
+  addedGapMs: { p50: number; p99: number } | null;
+  /**
+   * (peak RSS − idle RSS) / streams in flight, KiB; the largest over rounds, because a process
+   * keeps the heap it grew, so later rounds start from a higher "idle" and would under-report.
+   */
+  memKiBPerStream: number | null;
+  workersCores: number;
+  loadgenCores: number;
+}
+
+/** Sum the runs of one (workload, target) and merge their histograms. */
+export function figuresOf(samples: Sample[], directFigures: Figures | null): Figures {
+  const first = samples[0];
+  if (!first) throw new Error('figuresOf needs at least one sample');
+  const sum = (f: (s: Sample) => number) => samples.reduce((n, s) => n + f(s), 0);
+  const wallS = sum((s) => s.wallMs) / 1000;
+  const ok = sum((s) => s.ok);
+  const tokens = sum((s) => s.tokens);
+  const hasCpu = samples.every((s) => s.proxyCpuUs !== null);
+  const cpu = hasCpu ? sum((s) => s.proxyCpuUs!) : null;
+  const ttft = new Histogram();
+  const gap = new Histogram();
+  for (const s of samples) {
+    ttft.merge(s.ttft);
+    gap.merge(s.gap);
+  }
+  const ms = (h: Histogram, p: number) => (h.n === 0 ? NaN : h.percentile(p) / 1000);
+  const ttftMs = { p50: ms(ttft, 50), p99: ms(ttft, 99) };
+  const gapMs = { p50: ms(gap, 50), p99: ms(gap, 99) };
+  const mem = samples
+    .filter((s) => s.rssIdleBytes !== null && s.rssPeakBytes !== null && s.concurrency > 0)
+    .map((s) => (s.rssPeakBytes! - s.rssIdleBytes!) / 1024 / s.concurrency);
+  const vsDirect = first.target !== 'direct' && directFigures !== null;
+  const errorSamples = [...new Set(samples.flatMap((s) => s.errorSamples))].slice(0, 5);
+  return {
+    workload: first.workload,
+    target: first.target,
+    runs: samples.length,
+    wallS,
+    requests: sum((s) => s.requests),
+    ok,
+    errors: sum((s) => s.errors),
+    errorSamples,
+    rps: wallS > 0 ? ok / wallS : 0,
+    tokensPerS: wallS > 0 ? tokens / wallS : 0,
+    mbPerS: wallS > 0 ? sum((s) => s.bytes) / 1e6 / wallS : 0,
+    cpuUsPerRequest: cpu !== null && ok > 0 ? cpu / ok : null,
+    cpuUsPerToken: cpu !== null && tokens > 0 ? cpu / tokens : null,
+    proxyCores: cpu !== null && wallS > 0 ? cpu / 1e6 / wallS : null,
+    ttftMs,
+    gapMs,
+    addedTtftMs: vsDirect ? { p50: ttftMs.p50 - directFigures.ttftMs.p50, p99: ttftMs.p99 - directFigures.ttftMs.p99 } : null,
+    addedGapMs: vsDirect ? { p50: gapMs.p50 - directFigures.gapMs.p50, p99: gapMs.p99 - directFigures.gapMs.p99 } : null,
+    memKiBPerStream: first.target === 'direct' || mem.length === 0 ? null : Math.max(...mem),
+    workersCores: wallS > 0 ? sum((s) => s.workersCpuUs) / 1e6 / wallS : 0,
+    loadgenCores: wallS > 0 ? sum((s) => s.loadgenCpuUs) / 1e6 / wallS : 0,
+  };
+}
+
+/** Figures for every (workload, target) that ran, direct first so the others can be compared to it. */
+export function summarize(samples: Sample[]): Figures[] {
+  const out: Figures[] = [];
+  const workloadsRun = [...new Set(samples.map((s) => s.workload))];
+  const order: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
+  for (const w of workloadsRun) {
+    let directFigures: Figures | null = null;
+    for (const t of order) {
+      const mine = samples.filter((s) => s.workload === w && s.target === t);
+      if (mine.length === 0) continue;
+      const f = figuresOf(mine, directFigures);
+      if (t === 'direct') directFigures = f;
+      out.push(f);
+    }
+  }
+  return out;
+}
+
+/** W4: what a migration costs in time, from Baton's side and from the client's. */
+export interface MigrationGap {
+  kills: number;
+  /** Continuations seen by the probe. */
+  continuations: number;
+  /** Continuations whose failed attempt was seen failing (the dead worker's connection closing). */
+  matched: number;
+  /** failure seen → continuation written, µs. */
+  gapUs: { p50: number; p99: number; max: number };
+  /** continuation written → survivor's first chunk, µs. */
+  survivorTtftUs: { p50: number; p99: number };
+  /** Client's longest wait in a migrated request minus the survivor's TTFT, µs (single-migration requests). */
+  stallMinusTtftUs: { p50: number; p99: number; n: number };
+  /** Cross-check from trace rows (ms clock): failed attempt's ended_at → continuation's started_at. */
+  traceGapMs: { p50: number; p99: number; n: number } | null;
+  requests: number;
+  ok: number;
+  errors: number;
+  errorSamples: string[];
+}
+
+export interface GapInput {
+  kills: number;
+  records: { rid: string; failedUs: number | null; sentUs: number; firstChunkUs: number | null }[];
+  /** Client view per base request id. */
+  client: Map<string, { ok: boolean; maxWaitUs: number }>;
+  traceGapsMs: number[] | null;
+  requests: number;
+  ok: number;
+  errors: number;
+  errorSamples: string[];
+}
+
+export function migrationGap(input: GapInput): MigrationGap {
+  const gaps: number[] = [];
+  const ttfts: number[] = [];
+  const stalls: number[] = [];
+  const perBase = new Map<string, number>();
+  for (const r of input.records) {
+    const base = r.rid.replace(/~m\d+$/, '');
+    perBase.set(base, (perBase.get(base) ?? 0) + 1);
+  }
+  for (const r of input.records) {
+    if (r.failedUs !== null) gaps.push(r.sentUs - r.failedUs);
+    if (r.firstChunkUs === null) continue;
+    const ttft = r.firstChunkUs - r.sentUs;
+    ttfts.push(ttft);
+    const base = r.rid.replace(/~m\d+$/, '');
+    const c = input.client.get(base);
+    if (c && c.ok && perBase.get(base) === 1) stalls.push(c.maxWaitUs - ttft);
+  }
+  const p = (xs: number[], q: number) => percentileOf(xs, q);
+  const t = input.traceGapsMs;
+  return {
+    kills: input.kills,
+    continuations: input.records.length,
+    matched: gaps.length,
+    gapUs: { p50: p(gaps, 50), p99: p(gaps, 99), max: gaps.length ? Math.max(...gaps) : NaN },
+    survivorTtftUs: { p50: p(ttfts, 50), p99: p(ttfts, 99) },
+    stallMinusTtftUs: { p50: p(stalls, 50), p99: p(stalls, 99), n: stalls.length },
+    traceGapMs: t && t.length ? { p50: p(t, 50), p99: p(t, 99), n: t.length } : null,
+    requests: input.requests,
+    ok: input.ok,
+    errors: input.errors,
+    errorSamples: input.errorSamples,
+  };
+}
+
+/** Trace rows (JSON Lines) → ms from each failed attempt's end to its continuation's start. */
+export function traceGaps(jsonl: string): number[] {
+  const attempts = new Map<string, { attempt: number; started_at: number; ended_at: number; outcome: string }[]>();
+  for (const line of jsonl.split('\n')) {
+    if (!line.trim()) continue;
+    let row: { kind?: string; request_id?: string; attempt?: number; started_at?: number; ended_at?: number; outcome?: string };
+    try {
+      row = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (row.kind !== 'attempt' || typeof row.request_id !== 'string') continue;
+    const list = attempts.get(row.request_id) ?? [];
+    list.push({ attempt: row.attempt ?? 0, started_at: row.started_at ?? 0, ended_at: row.ended_at ?? 0, outcome: row.outcome ?? '' });
+    attempts.set(row.request_id, list);
+  }
+  const gaps: number[] = [];
+  for (const list of attempts.values()) {
+    list.sort((a, b) => a.attempt - b.attempt);
+    for (let i = 1; i < list.length; i++) {
+      if (list[i - 1]!.outcome === 'failed' && list[i]!.attempt === list[i - 1]!.attempt + 1) gaps.push(list[i]!.started_at - list[i - 1]!.ended_at);
+    }
+  }
+  return gaps;
+}
+
+// --- ratios and targets --------------------------------------------------------------------
+
+export interface Check {
+  workload: WorkloadName;
+  what: string;
+  limit: string;
+  value: string;
+  /** null: could not be judged (nginx absent, workload not run). */
+  met: boolean | null;
+}
+
+function find(fs: Figures[], w: WorkloadName, t: TargetName): Figures | undefined {
+  return fs.find((f) => f.workload === w && f.target === t);
+}
+
+export function ratio(a: number | null | undefined, b: number | null | undefined): number | null {
+  if (a === null || a === undefined || b === null || b === undefined || !(b > 0) || !Number.isFinite(a)) return null;
+  return a / b;
+}
+
+export interface Ratios {
+  workload: WorkloadName;
+  versus: 'nginx' | 'bare';
+  cpuPerRequest: number | null;
+  cpuPerToken: number | null;
+  rps: number | null;
+  tokensPerS: number | null;
+  memPerStream: number | null;
+}
+
+export function ratios(fs: Figures[]): Ratios[] {
+  const out: Ratios[] = [];
+  for (const w of [...new Set(fs.map((f) => f.workload))]) {
+    const b = find(fs, w, 'baton');
+    if (!b) continue;
+    for (const versus of ['nginx', 'bare'] as const) {
+      const o = find(fs, w, versus);
+      out.push({
+        workload: w,
+        versus,
+        cpuPerRequest: ratio(b.cpuUsPerRequest, o?.cpuUsPerRequest),
+        cpuPerToken: ratio(b.cpuUsPerToken, o?.cpuUsPerToken),
+        rps: ratio(b.rps, o?.rps),
+        tokensPerS: ratio(b.tokensPerS, o?.tokensPerS),
+        memPerStream: ratio(b.memKiBPerStream, o?.memKiBPerStream),
+      });
+    }
+  }
+  return out;
+}
+
+const x = (r: number | null) => (r === null ? 'n/a' : `${r.toFixed(2)}×`);
+
+export function checks(fs: Figures[], gap: MigrationGap | null, nginxPresent: boolean): Check[] {
+  const out: Check[] = [];
+  const rs = ratios(fs);
+  const r = (w: WorkloadName, v: 'nginx' | 'bare') => rs.find((q) => q.workload === w && q.versus === v);
+  const le = (v: number | null, lim: number) => (v === null ? null : v <= lim);
+  const ge = (v: number | null, lim: number) => (v === null ? null : v >= lim);
+  const absent = (v: number | null, needsNginx: boolean) => (v === null && needsNginx && !nginxPresent ? 'nginx absent' : x(v));
+
+  const w1b = r('W1', 'bare')?.cpuPerRequest ?? null;
+  const w1n = r('W1', 'nginx')?.cpuPerRequest ?? null;
+  out.push({ workload: 'W1', what: 'CPU per request, Baton / bare proxy', limit: '≤ 1.25×', value: x(w1b), met: le(w1b, 1.25) });
+  out.push({ workload: 'W1', what: 'CPU per request, Baton / nginx', limit: '≤ 2×', value: absent(w1n, true), met: le(w1n, 2) });
+  const w2b = r('W2', 'bare')?.cpuPerRequest ?? null;
+  const w2n = r('W2', 'nginx')?.tokensPerS ?? null;
+  out.push({ workload: 'W2', what: 'CPU per request, Baton / bare proxy', limit: '≤ 1.5×', value: x(w2b), met: le(w2b, 1.5) });
+  out.push({ workload: 'W2', what: 'throughput (tokens/s), Baton / nginx', limit: '≥ 0.9×', value: absent(w2n, true), met: ge(w2n, 0.9) });
+  const w3 = find(fs, 'W3', 'baton');
+  const added = w3?.addedGapMs?.p99 ?? null;
+  out.push({ workload: 'W3', what: 'added p99 inter-chunk latency vs direct', limit: '≤ 10 ms', value: added === null ? 'n/a' : `${added.toFixed(2)} ms`, met: le(added, 10) });
+  const mem = w3?.memKiBPerStream ?? null;
+  out.push({ workload: 'W3', what: 'memory per in-flight stream', limit: '≤ 32 KiB', value: mem === null ? 'n/a' : `${mem.toFixed(1)} KiB`, met: le(mem, 32) });
+  const g = gap && gap.matched > 0 ? gap.gapUs.p99 / 1000 : null;
+  out.push({ workload: 'W4', what: 'p99 gap, failure detected → continuation sent', limit: '≤ 5 ms', value: g === null ? 'n/a' : `${g.toFixed(2)} ms`, met: le(g, 5) });
+  return out;
+}
+
+// --- markdown ------------------------------------------------------------------------------
+
+export interface RunInfo {
+  date: string;
+  mode: 'full' | 'quick';
+  machine: Machine;
+  loadAverage: { start: number[]; end: number[] };
+  settings: Record<string, string | number>;
+  workloadTitles: Record<WorkloadName, string>;
+}
+
+const num = (v: number | null | undefined, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
+const signed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`);
+
+export function markdown(info: RunInfo, fs: Figures[], gap: MigrationGap | null, nginxPresent: boolean): string {
+  const m = info.machine;
+  const lines: string[] = [];
+  lines.push(`Run of ${info.date} (${info.mode}): ${m.cores} cores, ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; nginx ${m.nginx ?? 'absent'}.`);
+  lines.push(`Load average at start ${info.loadAverage.start.map((v) => v.toFixed(2)).join(' / ')}, at end ${info.loadAverage.end.map((v) => v.toFixed(2)).join(' / ')}.`);
+  lines.push(`Settings: ${Object.entries(info.settings).map(([k, v]) => `${k} ${v}`).join('; ')}.`);
+  lines.push('');
+  lines.push('| workload | target | req/s | tokens/s | MB/s | CPU µs/req | CPU µs/token | proxy cores | TTFT p50 / p99 ms | +TTFT p50 / p99 ms | inter-chunk p50 / p99 ms | +inter-chunk p50 / p99 ms | KiB/stream | errors |');
+  lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+  for (const f of fs) {
+    const added = (a: { p50: number; p99: number } | null) => (a ? `${signed(a.p50)} / ${signed(a.p99)}` : '–');
+    lines.push(
+      `| ${f.workload} ${info.workloadTitles[f.workload]} | ${TARGET_LABELS[f.target]} | ${num(f.rps)} | ${num(f.tokensPerS)} | ${num(f.mbPerS, 1)} | ${num(f.cpuUsPerRequest)} | ${num(f.cpuUsPerToken, 2)} | ${num(f.proxyCores, 2)} | ${num(f.ttftMs.p50, 2)} / ${num(f.ttftMs.p99, 2)} | ${added(f.addedTtftMs)} | ${num(f.gapMs.p50, 3)} / ${num(f.gapMs.p99, 2)} | ${added(f.addedGapMs)} | ${num(f.memKiBPerStream, 1)} | ${f.errors} |`,
+    );
+  }
+  if (!nginxPresent) lines.push('', 'nginx: absent on this machine (not installed); its rows and the ratios against it are missing.');
+  lines.push('');
+  lines.push('Ratios, Baton / other (CPU: lower is better; throughput: higher is better):');
+  lines.push('');
+  lines.push('| workload | versus | CPU/req | CPU/token | req/s | tokens/s | memory/stream |');
+  lines.push('|---|---|--:|--:|--:|--:|--:|');
+  for (const r of ratios(fs)) {
+    lines.push(`| ${r.workload} | ${r.versus === 'bare' ? 'bare Node proxy' : 'nginx'} | ${x(r.cpuPerRequest)} | ${x(r.cpuPerToken)} | ${x(r.rps)} | ${x(r.tokensPerS)} | ${x(r.memPerStream)} |`);
+  }
+  lines.push('');
+  if (gap) {
+    const ms = (us: number) => num(us / 1000, 2);
+    lines.push(`W4 migration gap (Baton, ${gap.kills} worker kills under W1 load, ${gap.continuations} continuations, ${gap.matched} matched to the failed connection):`);
+    lines.push('');
+    lines.push('| measure | p50 ms | p99 ms | max ms | n |');
+    lines.push('|---|--:|--:|--:|--:|');
+    lines.push(`| failure detected → continuation written (router clock, µs resolution) | ${ms(gap.gapUs.p50)} | ${ms(gap.gapUs.p99)} | ${ms(gap.gapUs.max)} | ${gap.matched} |`);
+    if (gap.traceGapMs) lines.push(`| same, from trace rows (ended_at → next started_at, ms resolution) | ${num(gap.traceGapMs.p50, 0)} | ${num(gap.traceGapMs.p99, 0)} | – | ${gap.traceGapMs.n} |`);
+    lines.push(`| survivor's time to first token | ${ms(gap.survivorTtftUs.p50)} | ${ms(gap.survivorTtftUs.p99)} | – | ${gap.continuations} |`);
+    lines.push(`| client-visible stall minus survivor's TTFT | ${ms(gap.stallMinusTtftUs.p50)} | ${ms(gap.stallMinusTtftUs.p99)} | – | ${gap.stallMinusTtftUs.n} |`);
+    lines.push('');
+    lines.push(`W4 client side: ${gap.requests} requests, ${gap.ok} complete with the full budget, ${gap.errors} errors${gap.errorSamples.length ? ` (${gap.errorSamples.join('; ')})` : ''}.`);
+    lines.push('');
+  }
+  lines.push('Targets:');
+  lines.push('');
+  lines.push('| workload | target | limit | measured | met |');
+  lines.push('|---|---|--:|--:|:-:|');
+  for (const c of checks(fs, gap, nginxPresent)) lines.push(`| ${c.workload} | ${c.what} | ${c.limit} | ${c.value} | ${c.met === null ? 'n/a' : c.met ? 'yes' : '**no**'} |`);
+  return lines.join('\n');
+}
+
+/** Replace the text between the bench markers in `doc` (or append a marked section). */
+export function spliceIntoDoc(doc: string, table: string): string {
+  const BEGIN = '<!-- bench:begin -->';
+  const END = '<!-- bench:end -->';
+  const block = `${BEGIN}\n${table}\n${END}`;
+  const i = doc.indexOf(BEGIN);
+  const j = doc.indexOf(END);
+  if (i >= 0 && j > i) return doc.slice(0, i) + block + doc.slice(j + END.length);
+  return `${doc.trimEnd()}\n\n${block}\n`;
+}

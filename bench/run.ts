@@ -1,0 +1,361 @@
+// The benchmark run: simulated workers, the targets, the load generator, and the order of runs.
+// Every workload runs against every target in the same run, interleaved by rounds whose target
+// order rotates, so a machine that gets busier or quieter midway shifts all targets alike.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startCluster, type SimCluster } from '../sim/cluster.ts';
+import { Histogram } from './histogram.ts';
+import type { LoadgenCommand, RecordsResult, RequestRecord, RunCommand, RunResult } from './loadgen.ts';
+import type { GapRecord, ProbeCommand, ProbeReply } from './baton-probe.ts';
+import { findNginx } from './nginx.ts';
+import { describeMachine, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
+import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
+import { migrationGap, traceGaps, type MigrationGap, type RunInfo, type Sample } from './report.ts';
+import { direct, startBare, startBaton, startNginx, TARGET_LABELS, type Target, type TargetName } from './targets.ts';
+import { workloads, type Workload, type WorkloadName } from './workloads.ts';
+
+export interface BenchOptions {
+  quick: boolean;
+  /** Worker processes of the cumulative cluster (W1, W2, W4). */
+  workers: number;
+  /** Worker processes of the incremental cluster (W3). */
+  w3Workers: number;
+  w3Streams: number;
+  w3IntervalMs: number;
+  rounds: number;
+  /** One measured run of W1 or W2. */
+  durationMs: number;
+  /** One measured run of W3. */
+  w3DurationMs: number;
+  warmupMs: number;
+  kills: number;
+  /** Time W4 may take at most, however many kills fit. */
+  w4BudgetMs: number;
+  targets: TargetName[];
+  workloads: WorkloadName[];
+  nginxPath: string | undefined;
+}
+
+export interface BenchOutput {
+  info: RunInfo;
+  samples: Sample[];
+  gap: MigrationGap | null;
+  nginxPresent: boolean;
+}
+
+type Log = (line: string) => void;
+
+/** The load generator process, driven over IPC. */
+class LoadClient {
+  private nextId = 0;
+  constructor(readonly proc: Proc) {}
+
+  async run(cmd: Omit<RunCommand, 'type' | 'id'>): Promise<RunResult> {
+    const id = ++this.nextId;
+    this.send({ type: 'run', id, ...cmd });
+    const timeout = cmd.durationMs + 120_000;
+    return waitForMessage(this.proc, (m) => ((m as RunResult)?.type === 'result' && (m as RunResult).id === id ? (m as RunResult) : undefined), timeout);
+  }
+
+  async records(rids: string[]): Promise<RequestRecord[]> {
+    const id = ++this.nextId;
+    this.send({ type: 'records', id, rids });
+    const r = await waitForMessage(this.proc, (m) => ((m as RecordsResult)?.type === 'records' && (m as RecordsResult).id === id ? (m as RecordsResult) : undefined));
+    return r.records;
+  }
+
+  halt(): void {
+    this.send({ type: 'halt' });
+  }
+
+  private send(m: LoadgenCommand): void {
+    this.proc.child.send(m);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class BenchRun {
+  private readonly group = new ProcessGroup();
+  private readonly clusters = new Set<SimCluster>();
+  private readonly tempDirs: string[] = [];
+  private readonly t0 = Date.now();
+  private readonly samples: Sample[] = [];
+  private cleaned: Promise<void> | null = null;
+
+  constructor(
+    private readonly o: BenchOptions,
+    private readonly log: Log,
+  ) {}
+
+  private say(line: string): void {
+    const s = Math.round((Date.now() - this.t0) / 1000);
+    this.log(`[${String(s).padStart(4)}s] ${line}`);
+  }
+
+  /** Stops every process the bench started; safe to call more than once and from a signal. */
+  cleanup(): Promise<void> {
+    this.cleaned ??= (async () => {
+      await Promise.allSettled([this.group.stopAll(), ...[...this.clusters].map((c) => c.stop())]);
+      for (const d of this.tempDirs) rmSync(d, { recursive: true, force: true });
+    })();
+    return this.cleaned;
+  }
+
+  /** Last resort on process exit: no awaiting possible. */
+  killNow(): void {
+    this.group.killAllNow();
+  }
+
+  async run(): Promise<BenchOutput> {
+    try {
+      return await this.runAll();
+    } finally {
+      await this.cleanup();
+    }
+  }
+
+  private async runAll(): Promise<BenchOutput> {
+    const o = this.o;
+    const start = loadavg();
+    const nginx = o.targets.includes('nginx') ? findNginx(o.nginxPath) : null;
+    const machine = describeMachine(nginx?.version ?? null);
+    if (!procAvailable()) this.say('warning: /proc is not available; CPU and memory figures will be missing');
+    this.say(`machine: ${machine.cores} cores, ${machine.cpu}, ${machine.memoryGiB} GiB, Node ${machine.node}; load average ${start.map((v) => v.toFixed(2)).join(' ')}`);
+    if (start[0]! > machine.cores * 0.5) this.say(`warning: the machine is busy (load ${start[0]!.toFixed(1)} on ${machine.cores} cores): throughput and latency will be noisy; CPU per request less so`);
+    if (o.targets.includes('nginx') && !nginx) this.say('nginx: absent (not installed); its rows will be missing');
+    const targetsRun = o.targets.filter((t) => t !== 'nginx' || nginx !== null);
+
+    const lgProc = this.group.spawnNode('load generator', join(BENCH_DIR, 'loadgen-main.ts'), []);
+    await waitForMessage(lgProc, (m) => ((m as { type?: string })?.type === 'ready' ? true : undefined));
+    const lg = new LoadClient(lgProc);
+    this.say(`load generator: separate process (pid ${lgProc.pid}), undici dispatch, one connection per concurrent stream`);
+
+    const W = workloads({ streams: o.w3Streams, w3IntervalMs: o.w3IntervalMs });
+    let gap: MigrationGap | null = null;
+
+    const cumulative = o.workloads.filter((w) => w === 'W1' || w === 'W2');
+    if (cumulative.length > 0 || o.workloads.includes('W4')) {
+      const cluster = await this.cluster(o.workers, 0, false);
+      const urls = cluster.workers().map((w) => w.url);
+      if (cumulative.length > 0) {
+        const targets = await this.startTargets(targetsRun, urls, nginx?.path, 4096);
+        await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), o.durationMs, 0);
+        await Promise.all(targets.map((t) => t.stop()));
+      }
+      if (o.workloads.includes('W4')) gap = await this.migrationGap(lg, cluster, W.W4);
+      await this.stopCluster(cluster);
+    }
+    if (o.workloads.includes('W3')) {
+      const cluster = await this.cluster(o.w3Workers, o.w3IntervalMs, true);
+      const urls = cluster.workers().map((w) => w.url);
+      const targets = await this.startTargets(targetsRun, urls, nginx?.path, o.w3Streams * 2 + 1024);
+      await this.interleave(lg, cluster, targets, [W.W3], o.w3DurationMs, Math.min(1000, o.w3DurationMs / 4));
+      await Promise.all(targets.map((t) => t.stop()));
+      await this.stopCluster(cluster);
+    }
+
+    const info: RunInfo = {
+      date: new Date().toISOString(),
+      mode: o.quick ? 'quick' : 'full',
+      machine,
+      loadAverage: { start, end: loadavg() },
+      settings: {
+        'workers (W1 W2 W4)': o.workers,
+        'workers (W3)': o.w3Workers,
+        rounds: o.rounds,
+        'run (W1 W2)': `${o.durationMs} ms`,
+        'run (W3)': `${o.w3DurationMs} ms`,
+        'W3 streams': o.w3Streams,
+        'W3 token interval': `${o.w3IntervalMs} ms`,
+        'load generator': 'separate process, undici',
+        'nginx worker_processes': 1,
+      },
+      workloadTitles: { W1: W.W1.title, W2: W.W2.title, W3: W.W3.title, W4: W.W4.title },
+    };
+    return { info, samples: this.samples, gap, nginxPresent: nginx !== null };
+  }
+
+  private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean): Promise<SimCluster> {
+    const c = await startCluster({ workers, port: 0, tokenIntervalMs, incremental });
+    this.clusters.add(c);
+    this.say(`${workers} simulated workers (${incremental ? 'incremental' : 'cumulative'} chunks, token interval ${tokenIntervalMs} ms): ${c.workers().map((w) => w.pid).join(', ')}`);
+    return c;
+  }
+
+  private async stopCluster(c: SimCluster): Promise<void> {
+    await c.stop();
+    this.clusters.delete(c);
+  }
+
+  private async startTargets(names: TargetName[], urls: string[], nginxPath: string | undefined, connections: number): Promise<Target[]> {
+    const out: Target[] = [];
+    for (const name of names) {
+      if (name === 'direct') out.push(direct(urls));
+      else if (name === 'bare') out.push(await startBare(this.group, urls));
+      else if (name === 'nginx') out.push(await startNginx(this.group, nginxPath!, urls, connections));
+      else out.push(await startBaton(this.group, urls));
+      const t = out[out.length - 1]!;
+      this.say(`target ${TARGET_LABELS[name]}: ${t.urls.length === 1 ? t.urls[0] : `${t.urls.length} workers`}${t.proc ? ` (pid ${t.proc.pid})` : ''}`);
+    }
+    return out;
+  }
+
+  /** Warm every target up, then rounds of every workload × target, the target order rotating. */
+  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], durationMs: number, rampMs: number): Promise<void> {
+    const o = this.o;
+    for (const w of ws) {
+      // Warm-up: the JIT and the connection pools of every target, at a tenth of W3's streams.
+      const warm = w.name === 'W3' ? { ...w, concurrency: Math.max(16, Math.round(w.concurrency / 10)) } : w;
+      for (const t of targets) await lg.run({ urls: t.urls, workload: warm, durationMs: o.warmupMs, rampMs: 0, ridPrefix: `warm-${t.name}`, record: false });
+    }
+    this.say(`warmed up ${targets.map((t) => t.name).join(', ')} on ${ws.map((w) => w.name).join(', ')}`);
+    for (let round = 1; round <= o.rounds; round++) {
+      for (const w of ws) {
+        const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!);
+        for (const t of order) {
+          const s = await this.measure(lg, cluster, t, w, round, durationMs, rampMs);
+          this.samples.push(s);
+          this.progress(s);
+        }
+      }
+    }
+  }
+
+  private progress(s: Sample): void {
+    const sec = s.wallMs / 1000;
+    const ttft = Histogram.from(s.ttft);
+    const gap = Histogram.from(s.gap);
+    const cpu = s.proxyCpuUs === null || s.ok === 0 ? '' : `  CPU ${Math.round(s.proxyCpuUs / s.ok)} µs/req`;
+    const mem = s.rssPeakBytes !== null && s.rssIdleBytes !== null ? `  +${Math.round((s.rssPeakBytes - s.rssIdleBytes) / 1024 / s.concurrency)} KiB/stream` : '';
+    this.say(
+      `${s.workload} round ${s.round}/${this.o.rounds} ${TARGET_LABELS[s.target].padEnd(15)} ${Math.round(s.ok / sec)} req/s  ${Math.round(s.tokens / sec)} tok/s${cpu}` +
+        `  TTFT p50 ${(ttft.percentile(50) / 1000).toFixed(2)} ms  gap p99 ${(gap.percentile(99) / 1000).toFixed(2)} ms${mem}  errors ${s.errors}` +
+        `${s.errorSamples.length ? ` (${s.errorSamples[0]})` : ''}`,
+    );
+  }
+
+  private async measure(lg: LoadClient, cluster: SimCluster, t: Target, w: Workload, round: number, durationMs: number, rampMs: number): Promise<Sample> {
+    const pid = t.proc?.pid ?? null;
+    const workerPids = cluster.workers().map((x) => x.pid);
+    const workersCpu = () => workerPids.reduce((n, p) => n + treeCpuMicros(p), 0);
+    const rssIdle = pid === null ? null : treeRssBytes(pid);
+    let rssPeak = rssIdle;
+    const sampler = pid === null ? null : setInterval(() => (rssPeak = Math.max(rssPeak ?? 0, treeRssBytes(pid))), 100);
+    const cpu0 = pid === null ? null : treeCpuMicros(pid);
+    const w0 = workersCpu();
+    let r: RunResult;
+    try {
+      r = await lg.run({ urls: t.urls, workload: w, durationMs, rampMs, ridPrefix: `${w.name}-${t.name}-${round}`, record: false });
+    } finally {
+      if (sampler) clearInterval(sampler);
+    }
+    const cpu1 = pid === null ? null : treeCpuMicros(pid);
+    return {
+      workload: w.name,
+      target: t.name,
+      round,
+      wallMs: r.wallMs,
+      requests: r.requests,
+      ok: r.ok,
+      errors: r.errors,
+      errorSamples: r.errorSamples,
+      tokens: r.tokens,
+      bytes: r.bytes,
+      chunks: r.chunks,
+      ttft: r.ttft,
+      gap: r.gap,
+      proxyCpuUs: cpu0 === null || cpu1 === null ? null : cpu1 - cpu0,
+      rssIdleBytes: rssIdle,
+      rssPeakBytes: rssPeak,
+      concurrency: w.concurrency,
+      workersCpuUs: workersCpu() - w0,
+      loadgenCpuUs: r.cpuUs,
+    };
+  }
+
+  /**
+   * W4: W1's load on Baton while workers are killed one after another (each restarted and back
+   * in the pool before the next kill). Baton runs with a short health interval and bench time so
+   * a restarted worker rejoins within a few hundred ms; the probe inside it times each migration.
+   */
+  private async migrationGap(lg: LoadClient, cluster: SimCluster, w: Workload): Promise<MigrationGap> {
+    const o = this.o;
+    const urls = cluster.workers().map((x) => x.url);
+    const dir = mkdtempSync(join(tmpdir(), 'baton-bench-w4-'));
+    this.tempDirs.push(dir);
+    const traceFile = join(dir, 'traces.jsonl');
+    const baton = await startBaton(this.group, urls, {
+      flags: ['--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile, '--trace-ring-size', '1000'],
+      env: { BATON_CIRCUIT_OPEN_MS: '200', BATON_HEALTH_TIMEOUT_MS: '500' },
+    });
+    this.say(`W4: Baton with fast recovery settings (pid ${baton.proc!.pid}), ${o.kills} kills or ${Math.round(o.w4BudgetMs / 1000)} s, whichever comes first`);
+    await lg.run({ urls: baton.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: 'warm-w4', record: false });
+
+    const probe = baton.proc!;
+    const send = (m: ProbeCommand) => probe.child.send(m);
+    send({ type: 'probe', on: true });
+    const deadline = Date.now() + o.w4BudgetMs;
+    const load = lg.run({ urls: baton.urls, workload: w, durationMs: o.w4BudgetMs + 60_000, rampMs: 0, ridPrefix: 'W4', record: true });
+    let kills = 0;
+    try {
+      await sleep(300);
+      while (kills < o.kills && Date.now() < deadline - 1000) {
+        const i = kills % urls.length;
+        await cluster.kill(i);
+        kills++;
+        await cluster.restart(i);
+        await this.waitHealthy(baton.urls[0]!, urls[i]!);
+        await sleep(100);
+        if (kills % 10 === 0 || kills === o.kills) this.say(`W4: ${kills} kills`);
+      }
+    } finally {
+      lg.halt();
+    }
+    const result = await load;
+    send({ type: 'probe', on: false });
+    const reply = await waitForMessage(probe, (m) => ((m as ProbeReply)?.type === 'probe-records' ? (m as ProbeReply) : undefined));
+    const records: GapRecord[] = reply.records;
+    const bases = [...new Set(records.map((r) => r.rid.replace(/~m\d+$/, '')))];
+    const client = new Map((await lg.records(bases)).map((r) => [r.rid, { ok: r.ok, maxWaitUs: r.maxWaitUs }]));
+    await baton.stop();
+    let traceText = '';
+    try {
+      traceText = readFileSync(traceFile, 'utf8');
+    } catch {
+      // No trace file: the cross-check is left out.
+    }
+    const g = migrationGap({
+      kills,
+      records,
+      client,
+      traceGapsMs: traceText ? traceGaps(traceText) : null,
+      requests: result.requests,
+      ok: result.ok,
+      errors: result.errors,
+      errorSamples: result.errorSamples,
+    });
+    this.say(
+      `W4: ${kills} kills, ${g.continuations} continuations; failure → continuation p50 ${(g.gapUs.p50 / 1000).toFixed(2)} ms p99 ${(g.gapUs.p99 / 1000).toFixed(2)} ms; ` +
+        `stall − survivor TTFT p99 ${(g.stallMinusTtftUs.p99 / 1000).toFixed(2)} ms; client errors ${g.errors}`,
+    );
+    return g;
+  }
+
+  /** Until Baton lists `worker` as healthy again (it rejoins after its bench time and a health check). */
+  private async waitHealthy(router: string, worker: string): Promise<void> {
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      try {
+        const res = await fetch(`${router}/workers`);
+        const body = (await res.json()) as { workers: { url: string; health: string }[] };
+        if (body.workers.find((w) => w.url === worker)?.health === 'healthy') return;
+      } catch {
+        // The router is busy; ask again.
+      }
+      await sleep(25);
+    }
+    throw new Error(`W4: Baton did not see ${worker} healthy again within 15 s of its restart`);
+  }
+}

@@ -1,0 +1,249 @@
+// The bench harness's pure parts: percentile maths, the figures and ratios built from runs, the
+// nginx config it generates, and the readings it takes from /proc. No timing is asserted here.
+import { describe, expect, it } from 'vitest';
+import { Histogram, bucketOf, bucketValue, percentileOf } from '../../bench/histogram.ts';
+import { nginxConfig } from '../../bench/nginx.ts';
+import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
+import { checks, figuresOf, migrationGap, ratio, spliceIntoDoc, summarize, traceGaps, type Sample } from '../../bench/report.ts';
+import { lastCompletionTokens } from '../../bench/loadgen.ts';
+import { previousRid, ridOf } from '../../bench/baton-probe.ts';
+import { promptIds, requestBody, workloads } from '../../bench/workloads.ts';
+
+describe('histogram', () => {
+  it('reports every percentile within 1 % above the exact nearest-rank value', () => {
+    const samples = Array.from({ length: 10_000 }, (_, i) => 1 + ((i * 7919) % 100_000) / 7);
+    const h = new Histogram();
+    for (const s of samples) h.add(s);
+    for (const p of [1, 10, 50, 90, 99, 99.9]) {
+      const exact = percentileOf(samples, p);
+      const got = h.percentile(p);
+      expect(got).toBeGreaterThanOrEqual(exact);
+      expect(got).toBeLessThanOrEqual(exact * 1.0101);
+    }
+  });
+
+  it('gives the exact extremes at p0 and p100, and NaN when empty', () => {
+    const h = new Histogram();
+    expect(h.percentile(50)).toBeNaN();
+    for (const v of [3, 1000, 0.2, 42]) h.add(v);
+    expect(h.percentile(0)).toBe(0.2);
+    expect(h.percentile(100)).toBe(1000);
+    expect(h.n).toBe(4);
+    expect(h.mean()).toBeCloseTo((3 + 1000 + 0.2 + 42) / 4);
+  });
+
+  it('merging equals recording everything in one histogram, also through its JSON form', () => {
+    const a = new Histogram();
+    const b = new Histogram();
+    const all = new Histogram();
+    for (let i = 1; i < 500; i++) {
+      (i % 3 ? a : b).add(i * 1.7);
+      all.add(i * 1.7);
+    }
+    const merged = Histogram.from(JSON.parse(JSON.stringify(a.toJSON()))).merge(b.toJSON());
+    for (const p of [5, 50, 95, 99]) expect(merged.percentile(p)).toBe(all.percentile(p));
+    const { sum, ...rest } = merged.toJSON();
+    const { sum: allSum, ...allRest } = all.toJSON();
+    expect(rest).toEqual(allRest);
+    expect(sum).toBeCloseTo(allSum);
+  });
+
+  it('puts a value in the bucket whose upper bound is the first at or above it', () => {
+    for (const v of [1.5, 10, 999.9, 123_456]) {
+      const b = bucketOf(v);
+      expect(bucketValue(b)).toBeGreaterThanOrEqual(v * (1 - 1e-9));
+      expect(bucketValue(b - 1)).toBeLessThan(v);
+    }
+    expect(bucketOf(0)).toBe(0);
+    expect(bucketOf(0.5)).toBe(0);
+  });
+
+  it('nearest-rank percentile of plain samples', () => {
+    expect(percentileOf([5, 1, 4, 2, 3], 50)).toBe(3);
+    expect(percentileOf([5, 1, 4, 2, 3], 99)).toBe(5);
+    expect(percentileOf([5, 1, 4, 2, 3], 20)).toBe(1);
+    expect(percentileOf([], 50)).toBeNaN();
+  });
+});
+
+function sample(over: Partial<Sample>): Sample {
+  const h = new Histogram();
+  h.add(1000);
+  return {
+    workload: 'W1',
+    target: 'direct',
+    round: 1,
+    wallMs: 1000,
+    requests: 100,
+    ok: 100,
+    errors: 0,
+    errorSamples: [],
+    tokens: 3200,
+    bytes: 1e6,
+    chunks: 3300,
+    ttft: h.toJSON(),
+    gap: h.toJSON(),
+    proxyCpuUs: null,
+    rssIdleBytes: null,
+    rssPeakBytes: null,
+    concurrency: 64,
+    workersCpuUs: 1e6,
+    loadgenCpuUs: 2e5,
+    ...over,
+  };
+}
+
+describe('figures and ratios', () => {
+  it('CPU per request and per token come from the summed runs', () => {
+    const f = figuresOf([sample({ target: 'baton', proxyCpuUs: 50_000 }), sample({ target: 'baton', round: 2, proxyCpuUs: 30_000, ok: 60, tokens: 1920 })], null);
+    expect(f.cpuUsPerRequest).toBeCloseTo(80_000 / 160);
+    expect(f.cpuUsPerToken).toBeCloseTo(80_000 / 5120);
+    expect(f.rps).toBeCloseTo(160 / 2);
+    expect(f.proxyCores).toBeCloseTo(0.04);
+  });
+
+  it('added latency is measured against direct on the same workload', () => {
+    const slow = new Histogram();
+    slow.add(3000);
+    const fs = summarize([sample({}), sample({ target: 'nginx', proxyCpuUs: 1, ttft: slow.toJSON(), gap: slow.toJSON() })]);
+    const nginx = fs.find((f) => f.target === 'nginx')!;
+    expect(nginx.addedTtftMs!.p50).toBeCloseTo(3 - 1, 1);
+    expect(nginx.addedGapMs!.p99).toBeCloseTo(3 - 1, 1);
+    expect(fs.find((f) => f.target === 'direct')!.addedTtftMs).toBeNull();
+  });
+
+  it('memory per stream is the largest RSS growth over rounds, divided by the streams', () => {
+    const f = figuresOf(
+      [
+        sample({ target: 'baton', proxyCpuUs: 1, rssIdleBytes: 100 << 20, rssPeakBytes: (100 << 20) + 64 * 20 * 1024 }),
+        sample({ target: 'baton', proxyCpuUs: 1, rssIdleBytes: 120 << 20, rssPeakBytes: (120 << 20) + 64 * 5 * 1024 }),
+      ],
+      null,
+    );
+    expect(f.memKiBPerStream).toBeCloseTo(20);
+  });
+
+  it('ratio is null when either side is missing or zero', () => {
+    expect(ratio(2, 4)).toBe(0.5);
+    expect(ratio(2, 0)).toBeNull();
+    expect(ratio(null, 4)).toBeNull();
+    expect(ratio(2, undefined)).toBeNull();
+  });
+
+  it('targets without nginx are reported as not judged, not as met', () => {
+    const fs = summarize([sample({ target: 'bare', proxyCpuUs: 10_000 }), sample({ target: 'baton', proxyCpuUs: 12_000 })]);
+    const cs = checks(fs, null, false);
+    expect(cs.find((c) => c.what.includes('bare') && c.workload === 'W1')!.met).toBe(true);
+    const vsNginx = cs.find((c) => c.what.includes('nginx') && c.workload === 'W1')!;
+    expect(vsNginx.met).toBeNull();
+    expect(vsNginx.value).toBe('nginx absent');
+  });
+});
+
+describe('W4 migration gap', () => {
+  it('pairs each continuation with its failed attempt and the client view of its request', () => {
+    const g = migrationGap({
+      kills: 1,
+      records: [
+        { rid: 'a~m1', failedUs: 1000, sentUs: 1400, firstChunkUs: 3400 },
+        { rid: 'b~m1', failedUs: 1000, sentUs: 1900, firstChunkUs: 3900 },
+        { rid: 'c~m1', failedUs: null, sentUs: 1000, firstChunkUs: null },
+      ],
+      client: new Map([
+        ['a', { ok: true, maxWaitUs: 3000 }],
+        ['b', { ok: true, maxWaitUs: 2600 }],
+      ]),
+      traceGapsMs: [0, 1],
+      requests: 10,
+      ok: 10,
+      errors: 0,
+      errorSamples: [],
+    });
+    expect(g.continuations).toBe(3);
+    expect(g.matched).toBe(2);
+    expect(g.gapUs.p50).toBe(400);
+    expect(g.gapUs.p99).toBe(900);
+    expect(g.survivorTtftUs.p50).toBe(2000);
+    expect(g.stallMinusTtftUs).toEqual({ p50: 600, p99: 1000, n: 2 });
+    expect(g.traceGapMs).toEqual({ p50: 0, p99: 1, n: 2 });
+  });
+
+  it('reads the failed-attempt → continuation gap from trace rows', () => {
+    const rows = [
+      { kind: 'attempt', request_id: 'x', attempt: 1, started_at: 105, ended_at: 200, outcome: 'finished' },
+      { kind: 'attempt', request_id: 'x', attempt: 0, started_at: 90, ended_at: 103, outcome: 'failed' },
+      { kind: 'request', request_id: 'x' },
+      { kind: 'attempt', request_id: 'y', attempt: 0, started_at: 90, ended_at: 103, outcome: 'finished' },
+    ];
+    expect(traceGaps(rows.map((r) => JSON.stringify(r)).join('\n'))).toEqual([2]);
+  });
+
+  it('finds the rid in an upstream body and the attempt a continuation follows', () => {
+    expect(ridOf(Buffer.from('{"rid":"W4-1-7~m1","input_ids":[1]}'))).toBe('W4-1-7~m1');
+    expect(ridOf('{"input_ids":[1]}')).toBeNull();
+    expect(previousRid('r~m1')).toBe('r');
+    expect(previousRid('r~m3')).toBe('r~m2');
+    expect(previousRid('r')).toBeNull();
+  });
+});
+
+describe('load generator parsing', () => {
+  it('reads completion_tokens from the last chunk of a stream', () => {
+    const tail = Buffer.from('data: {"output_ids":[1],"meta_info":{"completion_tokens":31}}\n\ndata: {"meta_info":{"completion_tokens": 32,"x":1}}\n\ndata: [DONE]\n\n');
+    expect(lastCompletionTokens(tail)).toBe(32);
+    expect(lastCompletionTokens(Buffer.from('data: [DONE]\n\n'))).toBe(-1);
+  });
+
+  it('builds bodies with the budget, ignore_eos and, for W2, every logprob option', () => {
+    const W = workloads({ streams: 10, w3IntervalMs: 20 });
+    const w2 = JSON.parse(requestBody(W.W2, 3, 'r'));
+    expect(w2).toMatchObject({ rid: 'r', stream: true, return_logprob: true, logprob_start_len: 0, top_logprobs_num: 5, sampling_params: { max_new_tokens: 256, ignore_eos: true } });
+    expect(w2.input_ids).toHaveLength(512);
+    const w1 = JSON.parse(requestBody(W.W1, 3, 'r'));
+    expect(w1.return_logprob).toBeUndefined();
+    expect(w1.input_ids).toHaveLength(64);
+    expect(promptIds(1, 8)).not.toEqual(promptIds(2, 8));
+    expect(promptIds(1, 64).every((t) => t >= 3 && t < 32000)).toBe(true);
+  });
+});
+
+describe('nginx config', () => {
+  const conf = nginxConfig({ dir: '/tmp/x', port: 8123, upstreams: ['http://127.0.0.1:9001', 'http://127.0.0.1:9002'], workerConnections: 5000 });
+
+  it('streams: buffering off, HTTP/1.1 keep-alive to the workers', () => {
+    expect(conf).toMatch(/proxy_buffering off;/);
+    expect(conf).toMatch(/proxy_http_version 1\.1;/);
+    expect(conf).toMatch(/proxy_set_header Connection "";/);
+    expect(conf).toMatch(/keepalive \d+;/);
+  });
+
+  it('runs in the foreground on loopback, one worker process, everything under its temp dir', () => {
+    expect(conf).toMatch(/daemon off;/);
+    expect(conf).toMatch(/worker_processes 1;/);
+    expect(conf).toMatch(/listen 127\.0\.0\.1:8123;/);
+    expect(conf).toMatch(/server 127\.0\.0\.1:9001 max_fails=0;/);
+    expect(conf).toMatch(/server 127\.0\.0\.1:9002 max_fails=0;/);
+    expect(conf).toMatch(/worker_connections 5000;/);
+    for (const line of conf.split('\n').filter((l) => /_path |pid |error_log /.test(l))) expect(line).toContain('/tmp/x/');
+  });
+
+  it('refuses an empty upstream list', () => {
+    expect(() => nginxConfig({ dir: '/tmp/x', port: 1, upstreams: [], workerConnections: 10 })).toThrow();
+  });
+});
+
+describe('/proc readings and the docs splice', () => {
+  it('parses utime + stime, even with spaces and parens in the command name', () => {
+    const stat = '1234 (node (x) y) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1';
+    expect(parseStatCpu(stat)).toBe((250 + 50) * 10_000);
+    expect(parseStatusRss('Name:\tnode\nVmRSS:\t  2048 kB\n')).toBe(2048 * 1024);
+    expect(parseStatusRss('Name:\tzombie\n')).toBeNull();
+  });
+
+  it('replaces only the marked section of docs/benchmarks.md', () => {
+    const doc = '# B\n\nprose\n\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n\nmore prose\n';
+    const out = spliceIntoDoc(doc, 'new table');
+    expect(out).toBe('# B\n\nprose\n\n<!-- bench:begin -->\nnew table\n<!-- bench:end -->\n\nmore prose\n');
+    expect(spliceIntoDoc('# B\n', 't')).toBe('# B\n\n<!-- bench:begin -->\nt\n<!-- bench:end -->\n');
+  });
+});
