@@ -3,6 +3,8 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EventListener, RouterHandle } from '../router/api.ts';
+import type { RouterConfig as FullRouterConfig } from '../router/config.ts';
+import type { ClusterOptions } from '../sim/cluster.ts';
 import { createActions } from './actions.ts';
 import type { HostActions, TrafficSettings } from './contract.ts';
 import { addHostRoutes } from './http-api.ts';
@@ -13,19 +15,8 @@ import { TrafficGenerator } from './traffic.ts';
 export const DEFAULT_SIM_WORKERS = 3;
 export const RENDERER_DIST = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/renderer');
 
-export interface RouterConfig {
-  host?: string;
-  port?: number;
-  workers?: string[];
-  migrationLimit?: number;
-  policy?: string;
-}
-
-export interface ClusterConfig {
-  workers: number;
-  port?: number;
-  tokenIntervalMs?: number;
-}
+export type RouterConfig = Partial<FullRouterConfig>;
+export type ClusterConfig = ClusterOptions;
 
 export interface AppDeps {
   startRouter(config: RouterConfig): Promise<RouterHandle> | RouterHandle;
@@ -33,6 +24,7 @@ export interface AppDeps {
 }
 
 export interface AppOptions {
+  /** The router's port (it also serves the dashboard in browser mode); 0 picks a free one. */
   port?: number;
   host?: string;
   /** Dev-cluster worker URLs. With none, a simulated cluster starts (unless sim is 0). */
@@ -62,14 +54,8 @@ export interface AppHandle {
 
 // Loaded lazily, so that a host given fakes (the tests) never loads the router or the simulator.
 const defaultDeps: AppDeps = {
-  async startRouter(config) {
-    const mod = (await import(new URL('../router/index.ts', import.meta.url).href)) as { startRouter: AppDeps['startRouter'] };
-    return mod.startRouter(config);
-  },
-  async startCluster(config) {
-    const mod = (await import(new URL('../sim/cluster.ts', import.meta.url).href)) as { startCluster: AppDeps['startCluster'] };
-    return mod.startCluster(config);
-  },
+  startRouter: async (config) => (await import('../router/index.ts')).startRouter(config),
+  startCluster: async (config) => (await import('../sim/cluster.ts')).startCluster(config),
 };
 
 export function resolveAppOptions(opts: AppOptions): { sim: number; traffic: boolean } {
@@ -98,7 +84,8 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
     }
     const router = await deps.startRouter({
       host: opts.host ?? '127.0.0.1',
-      port: opts.port ?? 0,
+      // Without a port the router's default applies (30080), so scripts can find it.
+      ...(opts.port !== undefined ? { port: opts.port } : {}),
       workers: opts.workers ?? [],
       ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
       ...(opts.policy !== undefined ? { policy: opts.policy } : {}),

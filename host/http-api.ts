@@ -70,9 +70,12 @@ export function addHostRoutes(router: RouterHandle, actions: HostActions, static
 
   if (staticRoot !== null) {
     const page = (path: string): RouteHandler => (req, res) => serveStatic(staticRoot, path, res, req.method === 'HEAD');
-    router.addRoute('GET', '/', page('/index.html'));
-    router.addRoute('GET', '/index.html', page('/index.html'));
-    router.addRoute('GET', '/assets/:file', (req, res, params) =>
-      serveStatic(staticRoot, `/assets/${encodeURIComponent(params.file ?? '')}`, res, req.method === 'HEAD'));
+    const asset: RouteHandler = (req, res, params) =>
+      serveStatic(staticRoot, `/assets/${encodeURIComponent(params.file ?? '')}`, res, req.method === 'HEAD');
+    for (const method of ['GET', 'HEAD']) {
+      router.addRoute(method, '/', page('/index.html'));
+      router.addRoute(method, '/index.html', page('/index.html'));
+      router.addRoute(method, '/assets/:file', asset);
+    }
   }
 }

@@ -5,13 +5,14 @@ import type { TrafficSettings } from './contract.ts';
 export interface GeneratedRequest {
   body: {
     input_ids: number[];
-    sampling_params: Record<string, number>;
+    sampling_params: Record<string, number | boolean>;
     stream: boolean;
   };
   migratable: boolean;
 }
 
 const VOCAB = 32000;
+const IGNORE_EOS_SHARE = 0.75;
 
 function uniformInt(random: () => number, min: number, max: number): number {
   return min + Math.floor(random() * (max - min + 1));
@@ -25,10 +26,13 @@ export function generateRequest(settings: TrafficSettings, random: () => number)
   const migratable = !(random() < settings.nonMigratableShare);
   // Non-migratable traffic uses stateful sampling that token-only workers still accept (a text
   // prompt or stop strings would be refused with a 400 by a --skip-tokenizer-init worker).
-  const sampling_params: Record<string, number> = migratable
+  const sampling_params: Record<string, number | boolean> = migratable
     ? { max_new_tokens, temperature: 0 }
     : random() < 0.5
       ? { max_new_tokens, temperature: 0.7, sampling_seed: uniformInt(random, 1, 1_000_000) }
       : { max_new_tokens, temperature: 0, frequency_penalty: 0.5 };
+  // Most requests run to their budget, so budget bars fill and a kill lands mid-stream; the
+  // rest may stop at EOS like real traffic.
+  if (random() < IGNORE_EOS_SHARE) sampling_params.ignore_eos = true;
   return { body: { input_ids, sampling_params, stream }, migratable };
 }

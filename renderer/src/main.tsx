@@ -1,4 +1,10 @@
+// Start-up: pick the host (Electron's bridge or HTTP), make the store, render.
 import { createRoot } from 'react-dom/client';
+import { pickHost } from './host/pick.ts';
+import { createDashStore } from './store/store.ts';
+import { App } from './views/App.tsx';
+import './styles.css';
 
-// Placeholder until the dashboard lands; keeps the Vite build in `npm test` honest.
-createRoot(document.getElementById('root')!).render(<h1>Baton</h1>);
+const root = document.getElementById('root');
+if (!root) throw new Error('#root missing from index.html');
+createRoot(root).render(<App host={pickHost()} store={createDashStore()} />);

@@ -37,7 +37,7 @@ describe('generated requests', () => {
       if (!migratable) {
         refused++;
         // What makes it non-migratable must be stateful sampling that admission refuses.
-        const p = body.sampling_params;
+        const p = body.sampling_params as Record<string, number>;
         expect((p.sampling_seed !== undefined && (p.temperature ?? 0) > 0) || (p.frequency_penalty ?? 0) !== 0).toBe(true);
       }
     }

@@ -16,7 +16,7 @@ describe('Series', () => {
     feed(series, requestEvents('b', 10_000, 5, [{ worker: 'w1', tokens: 5, fails: true }]));
     const [p] = series.points(11_000, 1, 1);
     expect(p!.tokensPerSec).toEqual({ w0: 10, w1: 35 });
-    expect(p!.migrationsPerMin).toBe(60);
+    expect(p!.migrationsPerMin).toBe(1); // over the trailing minute
     expect(p!.failures).toEqual({ stream_broken: 1 });
     expect(p!.requestsPerSec).toBe(2);
     expect(series.totals).toEqual({ migrations: 1, failures: 1, finished: 2 });
@@ -29,6 +29,12 @@ describe('Series', () => {
     const points = series.points(10_000, 10, 5);
     expect(points.map((p) => p.tokensPerSec.w0)).toEqual([100, 100]);
     expect(series.workerSparkline(10_000, 'w0', 3)).toEqual([100, 100, 100]);
+  });
+
+  it('spreads a snapshot row\'s tokens over the attempt\'s life instead of its last second', () => {
+    const series = new Series();
+    series.add(14_000, { tokens: { worker: 'w0', delta: 400, since: 10_000 } });
+    expect(series.points(14_000, 4, 1).map((p) => p.tokensPerSec.w0)).toEqual([100, 100, 100, 100]);
   });
 
   it('forgets buckets older than 15 minutes', () => {

@@ -16,7 +16,8 @@ export const DEFAULT_LIMITS: BookLimits = { maxFinished: 2000, maxTotal: 6000 };
 
 /** What one event meant for the aggregates (charts, strip): token deltas, ends, migrations. */
 export interface EventEffect {
-  tokens?: { worker: string; delta: number };
+  /** Tokens a worker produced; with `since`, spread evenly from then to the event's time. */
+  tokens?: { worker: string; delta: number; since?: number };
   started?: boolean;
   finished?: RequestRow;
   /** For a failed request: the error kind of its last attempt. */
@@ -153,6 +154,8 @@ export class RequestBook {
     const r = this.edit(row.request_id, row.started_at);
     const a = this.attempt(r, row.attempt, row.worker, row.started_at);
     const delta = row.tokens - a.tokens;
+    // Rows from a snapshot carry a whole attempt's tokens at once: chart them over its life.
+    const since = a.tokens === 0 ? row.started_at + (row.ttft_ms ?? 0) : undefined;
     Object.assign(a, {
       rid: row.rid, worker: row.worker, startedAt: row.started_at, endedAt: row.ended_at, ttftMs: row.ttft_ms,
       replayed: row.replayed_tokens, tokens: row.tokens, budgetBefore: row.budget_before, budgetAfter: row.budget_after,
@@ -160,7 +163,8 @@ export class RequestBook {
     } satisfies Partial<AttemptView>);
     r.startedAt = Math.min(r.startedAt, row.started_at);
     r.completionTokens = Math.max(r.completionTokens, row.replayed_tokens + row.tokens);
-    return delta > 0 ? { tokens: { worker: row.worker, delta } } : {};
+    if (delta <= 0) return {};
+    return { tokens: since !== undefined && since < row.ended_at ? { worker: row.worker, delta, since } : { worker: row.worker, delta } };
   }
 
   private migrated(e: Event<'migrated'>): EventEffect {

@@ -49,10 +49,7 @@ export class Series {
   }
 
   add(tMs: number, effect: EventEffect): void {
-    if (effect.tokens) {
-      const b = this.bucket(tMs);
-      b.tokensByWorker.set(effect.tokens.worker, (b.tokensByWorker.get(effect.tokens.worker) ?? 0) + effect.tokens.delta);
-    }
+    if (effect.tokens) this.addTokens(effect.tokens.worker, effect.tokens.delta, effect.tokens.since ?? tMs, tMs);
     if (effect.started) this.bucket(tMs).started++;
     if (effect.migrated) {
       this.bucket(tMs).migrations++;
@@ -73,6 +70,20 @@ export class Series {
         const kind = effect.failureKind ?? 'failed';
         b.failuresByKind.set(kind, (b.failuresByKind.get(kind) ?? 0) + 1);
       }
+    }
+  }
+
+  /** Adds tokens produced over [from, to], shared among the seconds in proportion to overlap. */
+  private addTokens(worker: string, delta: number, from: number, to: number): void {
+    const add = (t: number, n: number) => {
+      const b = this.bucket(t);
+      b.tokensByWorker.set(worker, (b.tokensByWorker.get(worker) ?? 0) + n);
+    };
+    const start = Math.max(from, to - RING_SECONDS * 1000);
+    if (to - start < 1) return add(to, delta);
+    for (let s = Math.floor(start / 1000); s * 1000 < to; s++) {
+      const overlap = Math.min(to, (s + 1) * 1000) - Math.max(start, s * 1000);
+      if (overlap > 0) add(s * 1000, (delta * overlap) / (to - start));
     }
   }
 
@@ -101,7 +112,6 @@ export class Series {
       const tokens: Record<string, number> = {};
       const failures: Record<string, number> = {};
       let started = 0;
-      let migrations = 0;
       const ttft: number[] = [];
       for (let s = start; s < start + stepSec; s++) {
         const b = this.ring.get(s);
@@ -109,7 +119,6 @@ export class Series {
         for (const [w, n] of b.tokensByWorker) tokens[w] = (tokens[w] ?? 0) + n;
         for (const [k, n] of b.failuresByKind) failures[k] = (failures[k] ?? 0) + n;
         started += b.started;
-        migrations += b.migrations;
         ttft.push(...b.ttft);
       }
       for (const w of Object.keys(tokens)) tokens[w] = tokens[w]! / stepSec;
@@ -118,7 +127,8 @@ export class Series {
         t: start * 1000,
         tokensPerSec: tokens,
         requestsPerSec: started / stepSec,
-        migrationsPerMin: (migrations * 60) / stepSec,
+        // A trailing minute at every point: an honest "per minute" even with one-second points.
+        migrationsPerMin: this.rate((start + stepSec) * 1000, 60, (b) => b.migrations) * 60,
         ttftP50: quantile(ttft, 0.5),
         ttftP99: quantile(ttft, 0.99),
         failures,
