@@ -10,7 +10,8 @@ export function parseFlags<O extends Options>(argv: string[], options: O) {
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    // node:util explains some mistakes over several lines; the first says what is wrong.
+    throw new UsageError((err as Error).message.split('\n')[0]!.trim());
   }
 }
 

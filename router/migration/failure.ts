@@ -23,6 +23,7 @@ export const MIGRATES: Record<ErrorKind, boolean> = {
   protocol: true,
   http_4xx: false,
   validation: false,
+  worker_abort: false,
   client_cancel: false,
   no_worker: false,
 };
@@ -37,6 +38,7 @@ export const BLAMES_WORKER: Record<ErrorKind, boolean> = {
   protocol: false,
   http_4xx: false,
   validation: false,
+  worker_abort: false,
   client_cancel: false,
   no_worker: false,
 };
@@ -64,10 +66,15 @@ export function classifyInBandError(error: unknown): Failure {
     : { kind: 'engine_abort', message, status: 500 };
 }
 
-/** A chunk whose finish_reason is an abort: 5xx (or none) is the engine's failure, 4xx the request's. */
+/**
+ * A chunk whose finish_reason is an abort: 5xx is the engine's failure (migrate), 4xx the
+ * request's. No status at all is what SGLang writes when someone called /abort_request on the
+ * worker: a deliberate stop, passed to the client as written, not undone by a migration.
+ */
 export function classifyAbort(finishReason: Record<string, unknown>): Failure {
-  const status = typeof finishReason.status_code === 'number' ? finishReason.status_code : 500;
   const message = typeof finishReason.message === 'string' ? finishReason.message : 'request aborted by the engine';
+  if (typeof finishReason.status_code !== 'number') return { kind: 'worker_abort', message, status: 499 };
+  const status = finishReason.status_code;
   return status >= 500 ? { kind: 'engine_abort', message, status } : { kind: 'validation', message, status };
 }
 

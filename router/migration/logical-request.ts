@@ -327,9 +327,13 @@ export class LogicalRequest implements ProgressSource {
     const finish = finishReasonOf(chunk);
     if (finish && finish.type === 'abort') {
       const failure = classifyAbort(finish);
-      a.passThroughFrame = buf.subarray(start, end);
-      a.call.abort({ kind: 'failed', failure });
-      return;
+      // A deliberate abort at the worker (no status) ends the answer as SGLang wrote it: it
+      // falls through to the finish path below, like any other finish reason.
+      if (failure.kind !== 'worker_abort') {
+        a.passThroughFrame = buf.subarray(start, end);
+        a.call.abort({ kind: 'failed', failure });
+        return;
+      }
     }
     // Everything before this frame is superseded (cumulative) or already absorbed (incremental).
     a.lastRaw = null;

@@ -13,6 +13,7 @@ export type ErrorKind =
   | 'stalled'          // no chunk within the inter-token timeout
   | 'engine_abort'     // in-band abort with a 5xx status_code, or an in-band non-validation error
   | 'validation'       // in-band validation error: passed through, never migrated
+  | 'worker_abort'     // aborted at the worker without an error status (/abort_request): passed through
   | 'client_cancel'    // the client went away
   | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
   | 'no_worker';       // no eligible worker was left to try

@@ -87,7 +87,7 @@ describe.each([
   it('unary: a unary request migrates mid-generation too', async () => {
     const c = await cluster(2, { incremental, tokenIntervalMs: 10 });
     const r = await router(c.workers().map((w) => w.url));
-    const pending = fetch(r.url + '/generate', { method: 'POST', body: JSON.stringify({ ...BODY, rid: `unary-${incremental}` }) });
+    const pending = fetch(r.url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...BODY, rid: `unary-${incremental}` }) });
     const victim = await busyWorker(r, c);
     await new Promise((res) => setTimeout(res, 150)); // some tokens in
     await c.kill(victim);
@@ -114,7 +114,7 @@ describe('mixed streaming modes', () => {
     const r = await router([first.workers()[0]!.url]);
     const a = await stream(r.url, { ...BODY, rid: 'mixed' }, async (n) => {
       if (n === 8) {
-        await fetch(r.url + '/workers', { method: 'POST', body: JSON.stringify({ url: second.workers()[0]!.url }) });
+        await fetch(r.url + '/workers', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: second.workers()[0]!.url }) });
         await first.kill(0);
       }
     });
@@ -168,7 +168,7 @@ describe('where migration stops', () => {
     expect(a.error).toMatch(/no worker left|exhausted/);
     expect(a.done).toBe(true);
     await waitUntil(async () => (await fetch(r.url + '/health')).status === 503, 10_000, '/health to report 503');
-    const res = await fetch(r.url + '/generate', { method: 'POST', body: JSON.stringify({ ...BODY, stream: true }) });
+    const res = await fetch(r.url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...BODY, stream: true }) });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/no healthy worker/);
   });

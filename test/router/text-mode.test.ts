@@ -19,8 +19,8 @@ describe.each([false, true])('text worker, incremental=%s', (incremental) => {
 
   it.each([false, true])('stream=%s: same text and ids as the worker alone', async (stream) => {
     const body = { text: 'the quick brown fox', sampling_params: { max_new_tokens: 12, ignore_eos: true }, stream };
-    const viaRouter = await fetch(r.url + '/generate', { method: 'POST', body: JSON.stringify({ ...body, rid: `t-${stream}` }) });
-    const direct = await fetch(w.url + '/generate', { method: 'POST', body: JSON.stringify({ ...body, rid: `d-${stream}` }) });
+    const viaRouter = await fetch(r.url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, rid: `t-${stream}` }) });
+    const direct = await fetch(w.url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, rid: `d-${stream}` }) });
     const a = foldText(viaRouter.status, viaRouter.headers, await viaRouter.text(), stream, incremental);
     const b = foldText(direct.status, direct.headers, await direct.text(), stream, incremental);
     expect(a.error).toBeNull();
