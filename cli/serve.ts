@@ -1,9 +1,8 @@
 // `baton serve`: the router with the dashboard in browser mode, and by default a simulated
 // cluster with traffic, all in this process (the simulated workers are child processes).
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { intFlag, parseFlags, UsageError } from './args.ts';
-import { RENDERER_DIST, resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
+import { resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
+import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
 
 const HELP = `usage: baton serve [options]
 
@@ -33,19 +32,6 @@ const OPTIONS = {
   'token-interval-ms': { type: 'string' },
 } as const;
 
-/** Builds the dashboard when there is no build yet (a fresh clone): `vite build`, in process. */
-async function ensureRendererBuilt(): Promise<void> {
-  if (existsSync(join(RENDERER_DIST, 'index.html'))) return;
-  console.log('baton serve: building the dashboard (vite build)…');
-  let vite: typeof import('vite');
-  try {
-    vite = await import('vite');
-  } catch {
-    throw new UsageError(`no dashboard build in ${RENDERER_DIST} and vite is not installed to make one: run 'npm install' then 'npm run build'`);
-  }
-  await vite.build({ configFile: join(RENDERER_DIST, '../../vite.config.ts'), logLevel: 'warn' });
-}
-
 export async function run(argv: string[]): Promise<void> {
   const v = parseFlags(argv, OPTIONS);
   if (v.help) {
@@ -64,7 +50,12 @@ export async function run(argv: string[]): Promise<void> {
     ...(v['token-interval-ms'] !== undefined ? { simTokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20) } : {}),
   };
   const { sim, traffic } = resolveAppOptions(opts);
-  await ensureRendererBuilt();
+  try {
+    await ensureRendererBuilt();
+  } catch (err) {
+    if (err instanceof RendererBuildError) throw new UsageError(err.message);
+    throw err;
+  }
 
   let app: AppHandle;
   try {
@@ -76,13 +67,15 @@ export async function run(argv: string[]): Promise<void> {
     throw err;
   }
 
-  let stopping = false;
+  let stoppingSince = 0;
   const stop = async (signal: string) => {
-    if (stopping) {
-      // A second Ctrl-C: the user does not want to wait for a clean stop.
-      process.exit(130);
+    if (stoppingSince > 0) {
+      // Ctrl-C reaches both `npm start` and this process, which forwards it: a repeat within a
+      // second is that echo. A later one means the user will not wait for a clean stop.
+      if (Date.now() - stoppingSince > 1000) process.exit(130);
+      return;
     }
-    stopping = true;
+    stoppingSince = Date.now();
     console.log(`baton serve: ${signal}, stopping`);
     await app.close();
     process.exit(0);

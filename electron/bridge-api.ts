@@ -8,6 +8,8 @@ import type {
 export interface BatonBridge {
   /** Event batches from the main process, a few per second; returns unsubscribe. */
   onEvents(listener: (events: BatonEvent[]) => void): () => void;
+  /** The main process dropped a backlog of events: re-read the snapshot. Returns unsubscribe. */
+  onResync(listener: () => void): () => void;
   snapshot(): Promise<Snapshot>;
   simWorkers(): Promise<SimWorkerState[] | null>;
   simAction(index: number, action: SimAction): Promise<SimWorkerState[]>;

@@ -1,5 +1,6 @@
-// The `/traces` query for an export, and the suggested file name; shared by both hosts.
-import type { ExportFormat, TraceFilter } from '../../../host/contract.ts';
+// The `/traces` query for an export, and the suggested file name: shared by the browser host
+// (renderer) and Electron's main process. Pure, no Node or DOM imports.
+import type { ExportFormat, TraceFilter } from './contract.ts';
 
 export function traceQuery(format: ExportFormat, filter: TraceFilter): string {
   const q = new URLSearchParams({ format });

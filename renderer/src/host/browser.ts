@@ -5,7 +5,7 @@ import type {
   ExportFormat, ExportResult, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
 } from '../../../host/contract.ts';
 import { CatchUp } from './catch-up.ts';
-import { traceQuery, exportFileName } from './export-query.ts';
+import { traceQuery, exportFileName } from '../../../host/export-query.ts';
 import type { DashboardHost, FeedHandlers } from './types.ts';
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {

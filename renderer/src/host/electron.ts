@@ -29,9 +29,12 @@ export class ElectronHost implements DashboardHost {
     handlers.onStatus({ status: 'connecting', message: null });
     const catchUp = new CatchUp(handlers);
     const off = this.api.onEvents((events) => catchUp.events(events));
+    // Events were dropped in the main process: catch up again from a fresh snapshot.
+    const offResync = this.api.onResync(() => void catchUp.begin(() => this.api.snapshot()));
     this.unsubscribe = () => {
       catchUp.cancel();
       off();
+      offResync();
     };
     void catchUp.begin(() => this.api.snapshot());
   }

@@ -1,0 +1,119 @@
+// The Electron main process, kept thin: it starts the same host as `baton serve` (router,
+// simulated cluster, traffic), opens one locked-down window on the Vite build, and bridges the
+// router's events to it in batches. Everything worth testing lives in Electron-free modules.
+import { createWriteStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { RENDERER_DIST, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
+import { exportFileName, traceQuery } from '../host/export-query.ts';
+import { ensureRendererBuilt } from '../host/renderer-build.ts';
+import type { ExportResult } from '../host/contract.ts';
+import type { BrowserWindowLike, ElectronLike } from './electron-types.ts';
+import { EventBatcher } from './event-batcher.ts';
+import { ipcHandlers, type Exporter } from './ipc-handlers.ts';
+import {
+  CSP, EVENT_CHANNEL, INVOKE_CHANNELS, RESYNC_CHANNEL, checkInvokeArgs, isAllowedNavigation, isTrustedSender, windowOptions,
+} from './policy.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const INDEX_HTML = join(RENDERER_DIST, 'index.html');
+const PRELOAD = join(HERE, 'preload.cjs');
+const DEFAULT_PORT = 30080;
+
+/** Options from the environment: BATON_PORT, BATON_WORKERS (comma-separated URLs), BATON_SIM. */
+export function optionsFromEnv(env: NodeJS.ProcessEnv): AppOptions {
+  const workers = (env.BATON_WORKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return {
+    ...(env.BATON_PORT !== undefined ? { port: Number(env.BATON_PORT) } : {}),
+    workers,
+    ...(env.BATON_SIM !== undefined ? { sim: Number(env.BATON_SIM) } : {}),
+    staticRoot: null,
+  };
+}
+
+/** The router's usual port when free, else any: a second window must not fail to start. */
+async function startHost(opts: AppOptions): Promise<AppHandle> {
+  if (opts.port !== undefined) return startApp(opts);
+  try {
+    return await startApp({ ...opts, port: DEFAULT_PORT });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    return startApp({ ...opts, port: 0 });
+  }
+}
+
+function exporter(electron: ElectronLike, host: AppHandle, window: () => BrowserWindowLike | null): Exporter {
+  return async (format, filter): Promise<ExportResult> => {
+    const win = window();
+    if (!win) return { saved: null, bytes: 0 };
+    const { canceled, filePath } = await electron.dialog.showSaveDialog(win, {
+      defaultPath: join(electron.app.getPath('downloads'), exportFileName(format, new Date())),
+      filters: [{ name: format === 'csv' ? 'CSV' : 'JSON Lines', extensions: [format] }],
+    });
+    if (canceled || !filePath) return { saved: null, bytes: 0 };
+    const res = await fetch(`${host.router.url}/traces?${traceQuery(format, filter)}`);
+    if (!res.ok || !res.body) throw new Error(`export failed: ${res.status} ${res.statusText}`);
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream), createWriteStream(filePath));
+    return { saved: filePath, bytes: (await stat(filePath)).size };
+  };
+}
+
+export async function runElectronApp(electron: ElectronLike): Promise<void> {
+  const { app, BrowserWindow, ipcMain, session } = electron;
+
+  // Every web contents, present and future: no navigation away, no new windows, no webviews.
+  app.on('web-contents-created', (_event, contents) => {
+    const guard = (event: { preventDefault(): void }, url: string) => {
+      if (!isAllowedNavigation(url, INDEX_HTML)) event.preventDefault();
+    };
+    contents.on('will-navigate', guard);
+    contents.on('will-redirect', guard);
+    contents.on('will-attach-webview', (event) => event.preventDefault());
+    contents.setWindowOpenHandler(() => ({ action: 'deny' }));
+  });
+
+  await app.whenReady();
+  session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false));
+  session.defaultSession.webRequest.onHeadersReceived((details, callback) =>
+    callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } }));
+
+  await ensureRendererBuilt();
+  const host = await startHost(optionsFromEnv(process.env));
+  console.log(`baton: router listening on ${host.router.url}`);
+
+  let win: BrowserWindowLike | null = new BrowserWindow(windowOptions(PRELOAD));
+  const send = (channel: string, payload: unknown) => {
+    if (win && !win.isDestroyed() && !win.webContents.isDestroyed()) win.webContents.send(channel, payload);
+  };
+  const batcher = new EventBatcher((events) => send(EVENT_CHANNEL, events), () => send(RESYNC_CHANNEL, null));
+  const unsubscribe = host.subscribe((event) => batcher.push(event));
+  batcher.start();
+
+  const handlers = ipcHandlers(host.actions, exporter(electron, host, () => win));
+  for (const channel of INVOKE_CHANNELS) {
+    ipcMain.handle(channel, async (event, ...args) => {
+      if (!isTrustedSender(event.senderFrame?.url, INDEX_HTML)) throw new Error('IPC refused: untrusted sender');
+      return handlers[channel](...checkInvokeArgs(channel, args));
+    });
+  }
+
+  win.once('ready-to-show', () => win?.show());
+  win.on('closed', () => (win = null));
+  await win.loadFile(INDEX_HTML);
+
+  let stopped = false;
+  app.on('window-all-closed', () => app.quit());
+  app.on('before-quit', (event) => {
+    if (stopped) return;
+    // Stop the router, the traffic and the simulated workers before Electron exits.
+    event.preventDefault();
+    stopped = true;
+    batcher.stop();
+    unsubscribe();
+    void host.close().finally(() => app.exit(0));
+  });
+}

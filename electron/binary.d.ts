@@ -1,0 +1,1 @@
+export function findElectron(env?: NodeJS.ProcessEnv): { path: string | null; reason: string };

@@ -1,0 +1,20 @@
+// What each allowlisted IPC channel does, over the host's actions. No Electron import: app.ts
+// registers these with ipcMain after checking the sender and the arguments (policy.ts).
+import type { ExportFormat, ExportResult, HostActions, SimAction, TraceFilter, TrafficSettings } from '../host/contract.ts';
+import type { InvokeChannel } from './policy.ts';
+
+export type Exporter = (format: ExportFormat, filter: TraceFilter) => Promise<ExportResult>;
+
+export function ipcHandlers(actions: HostActions, exportTraces: Exporter): Record<InvokeChannel, (...args: unknown[]) => unknown> {
+  return {
+    'baton:snapshot': () => actions.snapshot(),
+    'baton:sim-workers': () => actions.simWorkers(),
+    'baton:sim-action': (index, action) => actions.simAction(index as number, action as SimAction),
+    'baton:add-worker': (url) => actions.addWorker(url as string),
+    'baton:remove-worker': (id) => actions.removeWorker(id as string),
+    'baton:drain-worker': (id, draining) => actions.drainWorker(id as string, draining as boolean),
+    'baton:traffic': () => actions.traffic(),
+    'baton:set-traffic': (patch) => actions.setTraffic(patch as Partial<TrafficSettings>),
+    'baton:export-traces': (format, filter) => exportTraces(format as ExportFormat, filter as TraceFilter),
+  };
+}

@@ -1,0 +1,55 @@
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { findElectron } from '../../electron/binary.js';
+import { ipcHandlers } from '../../electron/ipc-handlers.ts';
+import { INVOKE_CHANNELS } from '../../electron/policy.ts';
+import { optionsFromEnv } from '../../electron/app.ts';
+import type { HostActions } from '../../host/contract.ts';
+
+const root = join(import.meta.dirname, '../..');
+
+describe('Electron main process under Node', () => {
+  it('has a handler for every allowlisted channel and no other', () => {
+    const calls: string[] = [];
+    const actions = new Proxy({}, { get: (_t, name) => (...args: unknown[]) => calls.push(`${String(name)}(${args.join(',')})`) }) as HostActions;
+    const handlers = ipcHandlers(actions, async () => ({ saved: null, bytes: 0 }));
+    expect(Object.keys(handlers).sort()).toEqual([...INVOKE_CHANNELS].sort());
+    handlers['baton:sim-action'](2, 'kill');
+    handlers['baton:drain-worker']('w1', true);
+    expect(calls).toEqual(['simAction(2,kill)', 'drainWorker(w1,true)']);
+  });
+
+  it('imports Electron only at the entry point, through a guarded dynamic import', () => {
+    for (const file of ['app.ts', 'policy.ts', 'event-batcher.ts', 'ipc-handlers.ts']) {
+      expect(readFileSync(join(root, 'electron', file), 'utf8')).not.toMatch(/from ['"]electron['"]|require\(['"]electron['"]\)/);
+    }
+    expect(readFileSync(join(root, 'electron/main.js'), 'utf8')).toContain("await import('electron')");
+  });
+
+  it('says so and exits when main.js is started by plain Node', () => {
+    const r = spawnSync(process.execPath, [join(root, 'electron/main.js')], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/runs inside Electron/);
+  });
+
+  it('reads its options from the environment', () => {
+    expect(optionsFromEnv({ BATON_PORT: '0', BATON_WORKERS: 'http://a:1, http://b:2', BATON_SIM: '2' })).toEqual({
+      port: 0, workers: ['http://a:1', 'http://b:2'], sim: 2, staticRoot: null,
+    });
+    expect(optionsFromEnv({})).toEqual({ workers: [], staticRoot: null });
+  });
+
+  it('finds the Electron binary through ELECTRON_OVERRIDE_DIST_PATH, or says why not', () => {
+    const dist = mkdtempSync(join(tmpdir(), 'electron-dist-'));
+    expect(findElectron({ ELECTRON_OVERRIDE_DIST_PATH: dist })).toMatchObject({ path: null, reason: expect.stringContaining('does not exist') });
+    if (process.platform === 'linux') {
+      mkdirSync(dist, { recursive: true });
+      writeFileSync(join(dist, 'electron'), '');
+      expect(findElectron({ ELECTRON_OVERRIDE_DIST_PATH: dist }).path).toBe(join(dist, 'electron'));
+    }
+    expect(typeof findElectron({}).reason).toBe('string');
+  });
+});
