@@ -62,6 +62,14 @@ export class RouterMetrics {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
   }
 
+  /**
+   * The exposition for GET /metrics. prom-client writes NaN as `Nan` (the event-loop lag before
+   * its first sample); the text format spells it `NaN`, and strict parsers reject anything else.
+   */
+  async exposition(): Promise<string> {
+    return (await this.registry.metrics()).replace(/ Nan$/gm, ' NaN');
+  }
+
   /** Read the pool and the trace store at each scrape. */
   observe(sources: ScrapeSources): void {
     this.sources = sources;
