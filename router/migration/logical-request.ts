@@ -71,6 +71,13 @@ class AttemptState {
   }
 }
 
+interface LoopEnd {
+  outcome: RequestOutcome;
+  finishReason: string | null;
+  lastFailure: Failure | null;
+  exhausted: boolean;
+}
+
 export class LogicalRequest implements ProgressSource {
   private readonly startedAt = Date.now();
   private readonly out: LogicalOutput;
@@ -134,6 +141,43 @@ export class LogicalRequest implements ProgressSource {
       prompt_tokens: this.req.promptLength ?? 0,
       max_new_tokens: this.out.info.budget,
     });
+    let end: LoopEnd;
+    try {
+      end = await this.attemptLoop();
+    } catch (err) {
+      // A bug must still end the request once: the client gets an error, the row is written.
+      this.current?.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'internal error', status: 500 } });
+      const lastFailure: Failure = { kind: 'protocol', message: `internal error: ${(err as Error).message}`, status: 500 };
+      this.sink.fail(500, lastFailure.message, 'internal_error');
+      end = { outcome: 'failed', finishReason: null, lastFailure, exhausted: false };
+    }
+    const { outcome, finishReason, lastFailure, exhausted } = end;
+
+    const ended = Date.now();
+    telemetry.requestFinished(this, {
+      kind: 'request',
+      request_id: this.id,
+      attempts: this.attempts,
+      migrations: Math.max(0, this.attempts - 1),
+      admitted: this.admission.admitted,
+      admission_reason: this.admission.reason,
+      prompt_tokens: this.req.promptLength ?? 0,
+      completion_tokens: this.out.ids.length,
+      cached_tokens: this.out.cachedTokens === null ? null : Math.min(this.out.cachedTokens, this.req.promptLength ?? 0),
+      finish_reason: outcome === 'finished' ? finishReason : null,
+      outcome,
+      duration_ms: ended - this.startedAt,
+      started_at: this.startedAt,
+      ended_at: ended,
+      stream: this.req.stream,
+      max_new_tokens: this.out.info.budget,
+      error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
+    }, this.firstFailureAt, exhausted);
+  }
+
+  /** Attempts until one finishes, the client leaves, or migration may not go on. */
+  private async attemptLoop(): Promise<LoopEnd> {
+    const { telemetry } = this.ctx;
     let lastFailure: Failure | null = null;
     let outcome: RequestOutcome = 'failed';
     let finishReason: string | null = null;
@@ -223,27 +267,7 @@ export class LogicalRequest implements ProgressSource {
       // Counted when the continuation starts, so the event can name where it went.
       pending = { from: worker.url, kind: failure.kind, ongoing: this.out.ids.length > 0 };
     }
-
-    const ended = Date.now();
-    telemetry.requestFinished(this, {
-      kind: 'request',
-      request_id: this.id,
-      attempts: this.attempts,
-      migrations: Math.max(0, this.attempts - 1),
-      admitted: this.admission.admitted,
-      admission_reason: this.admission.reason,
-      prompt_tokens: this.req.promptLength ?? 0,
-      completion_tokens: this.out.ids.length,
-      cached_tokens: this.out.cachedTokens === null ? null : Math.min(this.out.cachedTokens, this.req.promptLength ?? 0),
-      finish_reason: outcome === 'finished' ? finishReason : null,
-      outcome,
-      duration_ms: ended - this.startedAt,
-      started_at: this.startedAt,
-      ended_at: ended,
-      stream: this.req.stream,
-      max_new_tokens: this.out.info.budget,
-      error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
-    }, this.firstFailureAt, exhausted);
+    return { outcome, finishReason, lastFailure, exhausted };
   }
 
   /** Why the request may not continue after a migratable failure, or null when it may. */
@@ -290,6 +314,15 @@ export class LogicalRequest implements ProgressSource {
   // --- the per-frame path ---------------------------------------------------------------
 
   private onFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
+    try {
+      this.handleFrame(a, buf, start, end);
+    } catch (err) {
+      // A frame the router cannot handle must neither crash the process nor hang the request.
+      a.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: `router could not handle a frame: ${(err as Error).message}`, status: 502 } });
+    }
+  }
+
+  private handleFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
     if (a.call.ended) return;
     const kind = classifyFrame(buf, start, end);
     if (kind === FrameKind.Ignored) return;
