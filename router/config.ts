@@ -27,6 +27,8 @@ export interface RouterConfig {
   traceFile: string | null;
   maxBodyBytes: number;
   bodyTimeoutMs: number;
+  /** A client must send its request headers within this long (slowloris). */
+  headersTimeoutMs: number;
   maxConcurrentRequests: number;
   /** Required to expose the admin surfaces (workers, traces, events) on a non-loopback host. */
   adminToken: string | null;
@@ -52,6 +54,7 @@ export const DEFAULTS: RouterConfig = {
   traceFile: null,
   maxBodyBytes: 16 * 1024 * 1024,
   bodyTimeoutMs: 30_000,
+  headersTimeoutMs: 30_000,
   maxConcurrentRequests: 10_000,
   adminToken: null,
 };

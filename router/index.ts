@@ -14,6 +14,7 @@ import { createPolicy } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
 import { BodyError, readBody } from './http/body.ts';
+import { MAX_JSON_DEPTH, bearerMatches, crossSiteRefusal, isGenerateContentType, isHeaderSafe, jsonDepthExceeds } from './http/guards.ts';
 import { serveEvents } from './http/events-endpoint.ts';
 import { TraceQueryError, parseTraceQuery, streamTraces } from './http/traces-endpoint.ts';
 import { ValidationError, parseGenerateRequest, type GenerateRequest } from './format/sglang/request.ts';
@@ -79,6 +80,14 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
 
   // --- /generate ---------------------------------------------------------------------
   async function generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A form, multipart, XML or binary body is not a generate request (FastAPI, so SGLang,
+    // refuses them too); see isGenerateContentType for the one leniency.
+    const contentType = req.headers['content-type'];
+    if (!isGenerateContentType(contentType)) {
+      req.resume();
+      generateError(res, 415, `content-type must be application/json, got '${String(contentType).slice(0, 100)}'`);
+      return;
+    }
     let raw: Buffer;
     try {
       raw = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
@@ -91,6 +100,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     try {
       const text = raw.toString('utf8');
       if (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) throw new ValidationError('The request body is not valid UTF-8.');
+      // Before parsing: JSON.parse takes any depth, but forwarding re-serialises the body and
+      // JSON.stringify overflows the stack on deep nesting (see jsonDepthExceeds).
+      if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw new ValidationError(`The request body is nested deeper than ${MAX_JSON_DEPTH} levels.`);
       let json: unknown;
       try {
         json = JSON.parse(text);
@@ -105,7 +117,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
     const headerId = REQUEST_ID_HEADERS.map((h) => req.headers[h]).find((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256);
     const id = parsed.rid ?? headerId ?? randomUUID().replace(/-/g, '');
-    const idHeaders = { 'x-request-id': id };
+    // The id goes out as a header only if it can: a rid with CR/LF or non-Latin-1 characters is
+    // valid for SGLang, and it still comes back in meta_info.id.
+    const idHeaders: Record<string, string> = isHeaderSafe(id) ? { 'x-request-id': id } : {};
 
     if (parsed.prompt.kind === 'batch' || (typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1)) {
       await serveUnstitchable(parsed, id, res, idHeaders);
@@ -234,7 +248,15 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
 
   // --- server ------------------------------------------------------------------------
-  const server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 65_000 }, (req, res) => {
+  // headersTimeout ends slowloris on the headers; Node enforces it on a sweep every
+  // connectionsCheckingInterval, so that interval follows the timeout (else a short timeout
+  // would only take effect after the default 30 s sweep).
+  const server = createServer({
+    requestTimeout: 0,
+    headersTimeout: config.headersTimeoutMs,
+    connectionsCheckingInterval: config.headersTimeoutMs > 0 ? Math.max(50, Math.min(30_000, Math.floor(config.headersTimeoutMs / 4))) : 30_000,
+    keepAliveTimeout: 65_000,
+  }, (req, res) => {
     void handle(req, res);
   });
   server.maxHeadersCount = 100;
@@ -257,11 +279,17 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       return httpError(res, 405, `method ${req.method} not allowed on ${pathname}`, 'MethodNotAllowed');
     }
     if (m.route.admin && config.adminToken) {
-      const auth = req.headers.authorization;
-      if (auth !== `Bearer ${config.adminToken}`) {
+      if (!bearerMatches(req.headers.authorization, config.adminToken)) {
         req.resume();
         res.setHeader('www-authenticate', 'Bearer');
         return httpError(res, 401, 'this endpoint needs the admin token (Authorization: Bearer ...)', 'Unauthorized');
+      }
+    } else if (m.route.admin) {
+      // No token means loopback only, and loopback must also hold against web pages in a browser.
+      const refusal = crossSiteRefusal(req);
+      if (refusal) {
+        req.resume();
+        return httpError(res, refusal.status, refusal.message, 'Forbidden');
       }
     }
     try {

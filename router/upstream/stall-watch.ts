@@ -16,6 +16,7 @@ export class StallWatch {
   private readonly active = new Set<Watched>();
   private timer: NodeJS.Timeout | null = null;
   private readonly tickMs: number;
+  private lastSweepAt = 0;
 
   constructor(private readonly timeoutMs: number) {
     this.tickMs = Math.max(10, Math.min(1000, Math.floor(timeoutMs / 4)));
@@ -37,11 +38,18 @@ export class StallWatch {
     if (this.active.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = null;
+      this.lastSweepAt = 0;
     }
   }
 
   private sweep(): void {
     const now = Date.now();
+    // When the sweep itself runs late, the router's own event loop was blocked (GC, a CPU-starved
+    // host): data may be waiting unread in the socket, and the silence is ours, not the worker's.
+    // Give every attempt the lost time back instead of declaring stalls the router caused.
+    const lag = this.lastSweepAt === 0 ? 0 : now - this.lastSweepAt - this.tickMs;
+    this.lastSweepAt = now;
+    if (lag > this.tickMs) for (const w of this.active) w.lastMovedAt += lag;
     for (const w of this.active) {
       if (w.chunks !== w.seenChunks || w.paused) {
         w.seenChunks = w.chunks;

@@ -49,9 +49,12 @@ function num(sp: JsonObject, key: string): number | undefined {
   return v;
 }
 
+// Integers must be safe integers: beyond 2^53 a JSON number is no longer the one the client
+// wrote (1e20 and 100000000000000000001 parse alike), and the router re-serialises the body it
+// forwards, so it would silently send the worker a different value. No budget or count is that big.
 function int(sp: JsonObject, key: string): number | undefined {
   const v = num(sp, key);
-  if (v !== undefined && !Number.isInteger(v)) throw new ValidationError(`sampling_params.${key} must be an integer, got ${v}.`);
+  if (v !== undefined && !Number.isSafeInteger(v)) throw new ValidationError(`sampling_params.${key} must be an integer of at most 2^53 - 1 in size, got ${v}.`);
   return v;
 }
 
@@ -101,7 +104,7 @@ function validateSampling(sp: JsonObject): { max: number | null | undefined; min
 function optionalInt(body: JsonObject, key: string, fallback: number): number {
   const v = body[key];
   if (v === undefined || v === null) return fallback;
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new ValidationError(`${key} must be an integer, got ${JSON.stringify(v)}.`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new ValidationError(`${key} must be an integer of at most 2^53 - 1 in size, got ${JSON.stringify(v)}.`);
   return v;
 }
 

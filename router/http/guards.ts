@@ -1,0 +1,111 @@
+// Checks that keep hostile HTTP input out, each a pure function of the request's bytes and
+// headers. They sit in front of /generate and the admin routes (router/index.ts); each names the
+// attack it stops, because none of them is needed by a well-behaved client.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { validateHeaderValue, type IncomingMessage } from 'node:http';
+import { isLoopback } from '../config.ts';
+
+/**
+ * FastAPI's rule for a JSON body: no content type, or application/json, or application/*+json.
+ * text/plain and forms are what a web page may POST cross-site without a CORS preflight.
+ */
+export function isJsonContentType(header: string | undefined): boolean {
+  if (header === undefined || header.trim() === '') return true;
+  const type = header.split(';')[0]!.trim().toLowerCase();
+  if (!type.startsWith('application/')) return false;
+  const sub = type.slice('application/'.length);
+  return sub === 'json' || sub.endsWith('+json');
+}
+
+/**
+ * Content types /generate reads as JSON: FastAPI's, plus text/plain, which is what fetch() sends
+ * for a string body when the caller sets none (scripts and tests do this all the time; SGLang
+ * itself would answer 422). Forms, multipart, XML, binary and the rest get a 415.
+ */
+export function isGenerateContentType(header: string | undefined): boolean {
+  return isJsonContentType(header) || header!.split(';')[0]!.trim().toLowerCase() === 'text/plain';
+}
+
+/** Deeper than any real request; far below where JSON.stringify overflows the stack (~10,000). */
+export const MAX_JSON_DEPTH = 512;
+
+/**
+ * Whether JSON text nests deeper than `max`. V8's JSON.parse accepts a million levels, but
+ * JSON.stringify recurses and throws past about ten thousand: a small valid body with a deep
+ * opaque field would parse, be admitted, and blow up when forwarded. A scan of the bytes, not a
+ * walk of the parsed value, so the check itself cannot recurse.
+ */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Whether a value can go out as a header as it is. A client's rid is echoed in x-request-id;
+ * Node throws on CR, LF and characters above U+00FF, and a throw on the token path would be taken
+ * for a worker failure (blaming a healthy worker) or leave a request half-finished.
+ */
+export function isHeaderSafe(value: string): boolean {
+  try {
+    validateHeaderValue('x-request-id', value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `Authorization: Bearer <token>`, compared in constant time (hashes: equal lengths always). */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  if (typeof header !== 'string' || !header.startsWith('Bearer ')) return false;
+  const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+  return timingSafeEqual(digest(header.slice('Bearer '.length)), digest(token));
+}
+
+function hostName(hostHeader: string): string | null {
+  try {
+    return new URL(`http://${hostHeader}`).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Why an admin request on a tokenless loopback router must be refused, or null. Loopback stops
+ * other machines, not the browser on this one: a web page can POST text/plain or a form to
+ * 127.0.0.1 without a preflight (so a POST must say JSON, which needs one; PUT and DELETE always
+ * need one), it sends its Origin (which must be this router), and a DNS name rebound to
+ * 127.0.0.1 arrives with a foreign Host (which must be a loopback name).
+ */
+export function crossSiteRefusal(req: IncomingMessage): { status: number; message: string } | null {
+  const host = req.headers.host;
+  const name = host === undefined ? null : hostName(host);
+  if (name === null || !isLoopback(name)) {
+    return { status: 403, message: 'admin endpoints answer only requests addressed to a loopback name (localhost, 127.0.0.1, [::1]); set --admin-token to reach them otherwise' };
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined) {
+    let originHost: string | null = null;
+    try {
+      originHost = new URL(origin).host;
+    } catch {
+      // an unparsable Origin is foreign
+    }
+    if (originHost !== host) return { status: 403, message: 'cross-origin request to an admin endpoint refused' };
+  }
+  const type = req.headers['content-type'];
+  if (req.method === 'POST' && (type === undefined || !isJsonContentType(type))) {
+    return { status: 415, message: 'POST to an admin endpoint must be content-type application/json' };
+  }
+  return null;
+}
