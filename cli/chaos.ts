@@ -1,5 +1,63 @@
-import { UsageError } from './args.ts';
+// `baton chaos`: a chaos campaign against a simulated cluster (see chaos/campaign.ts and
+// docs/reliability.md). Exits 1 on any violation, so CI can run it as a gate.
+import { intFlag, parseFlags, UsageError } from './args.ts';
 
-export async function run(_argv: string[]): Promise<void> {
-  throw new UsageError('not built yet');
+const HELP = `usage: baton chaos [options]
+
+Starts simulated workers (half cumulative, half incremental) and the router in its own process,
+sends seeded traffic while a seeded schedule injects faults (kill -9 and restart, self-crash
+mid-stream, hang, connection reset, 503 reject, slow tokens, engine abort), then checks every
+answer against the fault-free reference, the trace rows, in-flight counts and router memory.
+
+options:
+  --duration S           seconds of traffic (default 60)
+  --workers N            simulated workers (default 3)
+  --concurrency C        requests in flight (default 16)
+  --seed X               replay a campaign: same seed, same traffic and fault schedule
+                         (default: a random seed, printed)
+  --fault-rate R         mean faults per second (default 0.2)
+  --token-interval-ms T  pause between a worker's tokens (default 10)
+  --max-new-tokens M     largest budget a request asks for (default 128)
+  --json                 print the report as JSON instead of the table
+  --verbose              also log every fault and every worker state change
+  --keep-dir DIR         keep the trace rows, client records and fault log in DIR
+  -h, --help             show this help
+
+Progress goes to stderr, the summary to stdout; the exit code is 1 when any violation was found.`;
+
+export async function run(argv: string[]): Promise<void> {
+  const v = parseFlags(argv, {
+    duration: { type: 'string' },
+    workers: { type: 'string' },
+    concurrency: { type: 'string' },
+    seed: { type: 'string' },
+    'fault-rate': { type: 'string' },
+    'token-interval-ms': { type: 'string' },
+    'max-new-tokens': { type: 'string' },
+    json: { type: 'boolean' },
+    verbose: { type: 'boolean' },
+    'keep-dir': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (v.help) {
+    console.log(HELP);
+    return;
+  }
+  const faultRate = v['fault-rate'] === undefined ? 0.2 : Number(v['fault-rate']);
+  if (!Number.isFinite(faultRate) || faultRate < 0) throw new UsageError(`--fault-rate must be a number >= 0, got '${v['fault-rate']}'`);
+  const opts = {
+    durationS: intFlag('duration', v.duration, 60, 1),
+    workers: intFlag('workers', v.workers, 3, 1),
+    concurrency: intFlag('concurrency', v.concurrency, 16, 1),
+    seed: intFlag('seed', v.seed, Math.floor(Math.random() * 2 ** 31)),
+    faultRate,
+    tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 10),
+    maxNewTokens: intFlag('max-new-tokens', v['max-new-tokens'], 128, 1),
+  };
+  // Loaded here so that `baton chaos --help` and option errors need not load the simulator.
+  const { runCampaign } = await import('../chaos/campaign.ts');
+  const { formatSummary } = await import('../chaos/summary.ts');
+  const report = await runCampaign({ ...opts, verbose: v.verbose ?? false, keepDir: v['keep-dir'], log: (line) => console.error(`[chaos] ${line}`) });
+  console.log(v.json ? JSON.stringify(report, null, 2) : formatSummary(report));
+  if (report.violationCount > 0) process.exitCode = 1;
 }

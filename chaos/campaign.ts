@@ -1,0 +1,432 @@
+// A chaos campaign: simulated workers (half cumulative, half incremental, so that one request's
+// attempts can land on workers of both modes), the router in its own process, seeded traffic
+// and a seeded fault schedule over a duration; then the verdict: every answer against the
+// fault-free reference, every failure against the rules, the trace rows, in-flight counts and
+// the router's memory.
+
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { startCluster, type SimCluster } from '../sim/cluster.ts';
+import type { RouterConfig } from '../router/config.ts';
+import type { AttemptRow, TraceRow } from '../router/trace/row.ts';
+import { sendRequest } from './client.ts';
+import { FaultInjector, sleep, type WorkerRef } from './faults.ts';
+import { referenceAnswer } from './reference.ts';
+import { startRouterProcess, type MemorySample, type RouterProcess } from './router-proc.ts';
+import { FAULT_KINDS, planFaults, type FaultKind, type PlannedFault } from './schedule.ts';
+import { planRequest, type TrafficKind } from './traffic.ts';
+import { groupRows, judgeClient, judgeTrace, outages, type RequestRecord } from './verify.ts';
+
+export interface CampaignOptions {
+  durationS: number;
+  workers: number;
+  concurrency: number;
+  seed: number;
+  /** Mean faults per second. */
+  faultRate: number;
+  tokenIntervalMs: number;
+  maxNewTokens?: number;
+  nonMigratableShare?: number;
+  cancelShare?: number;
+  /** Progress lines; silent when absent. */
+  log?: (line: string) => void;
+  progressEveryMs?: number;
+  /** Log every change of a worker's state as the router sees it, and each fault as it is applied. */
+  verbose?: boolean;
+  /** Keep the trace file (and a JSON Lines file of client records) in this directory. */
+  keepDir?: string;
+}
+
+/** The router settings of a campaign: short timers, so that a 20 s campaign sees faults resolve. */
+export function campaignRouterConfig(workers: string[], traceFile: string, adminToken: string): Partial<RouterConfig> {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    workers,
+    migrationLimit: 3,
+    // Long enough that a CPU-starved shared machine does not pass for a hung worker, short
+    // enough that a hang resolves several times within a CI-sized campaign.
+    interTokenTimeoutMs: 2000,
+    connectTimeoutMs: 1000,
+    benchMs: 2000,
+    healthIntervalMs: 500,
+    healthTimeoutMs: 1000,
+    healthFailureThreshold: 2,
+    circuitFailureThreshold: 5,
+    circuitOpenMs: 3000,
+    circuitSuccessThreshold: 2,
+    // The verifier reads every row from the file; the ring stays small, so a full ring does not
+    // pass for memory growth.
+    traceRingSize: 1000,
+    traceFile,
+    adminToken,
+  };
+}
+
+export interface MemoryVerdict {
+  samples: number;
+  earlyHeapMB: number;
+  lateHeapMB: number;
+  heapRatio: number;
+  earlyRssMB: number;
+  lateRssMB: number;
+  rssRatio: number;
+}
+
+export interface CampaignReport {
+  options: Required<Omit<CampaignOptions, 'log' | 'progressEveryMs' | 'verbose' | 'keepDir'>>;
+  routerConfig: Partial<RouterConfig>;
+  workerModes: string[];
+  elapsedS: number;
+  requests: number;
+  admitted: number;
+  notAdmitted: Partial<Record<TrafficKind, number>>;
+  answered: number;
+  tokenExact: number;
+  /** Admitted answers, and how many of them were token-exact. */
+  admittedAnswered: number;
+  admittedExact: number;
+  failedCleanly: { admitted: number; notAdmitted: number };
+  cancelled: number;
+  migratedRequests: number;
+  migrations: number;
+  migrationsOngoing: number;
+  migrationsNewRequest: number;
+  maxAttempts: number;
+  faults: Record<FaultKind, number>;
+  faultsTotal: number;
+  faultsNotFired: number;
+  faultsSkipped: number;
+  faultsPlanned: number;
+  traceRows: { attempts: number; attemptsStarted: number; requests: number };
+  inFlightAtEnd: { router: number; routerWorkers: number; simWorkers: number };
+  memory: MemoryVerdict | null;
+  /** The clear errors clients got, by message (numbers blanked), most frequent first. */
+  errorMessages: [string, number][];
+  violationCount: number;
+  violationsByKind: Record<string, number>;
+  violations: string[];
+}
+
+/** Thresholds of the memory check: late vs early median, after a forced GC in the router. */
+export const MEMORY_LIMIT_RATIO = 1.5;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor(s.length / 2)]!;
+};
+const mb = (b: number) => Math.round((b / 1048576) * 10) / 10;
+
+export function judgeMemory(samples: readonly MemorySample[], t0: number, t1: number): MemoryVerdict | null {
+  const span = t1 - t0;
+  // Early: after warm-up (connection pools, JIT, rings filled); late: the last fifth.
+  const early = samples.filter((s) => s.t >= t0 + span * 0.2 && s.t <= t0 + span * 0.45);
+  const late = samples.filter((s) => s.t >= t0 + span * 0.8);
+  if (early.length === 0 || late.length === 0) return null;
+  const eh = median(early.map((s) => s.heapUsed));
+  const lh = median(late.map((s) => s.heapUsed));
+  const er = median(early.map((s) => s.rss));
+  const lr = median(late.map((s) => s.rss));
+  return {
+    samples: samples.length,
+    earlyHeapMB: mb(eh),
+    lateHeapMB: mb(lh),
+    heapRatio: Math.round((lh / eh) * 100) / 100,
+    earlyRssMB: mb(er),
+    lateRssMB: mb(lr),
+    rssRatio: Math.round((lr / er) * 100) / 100,
+  };
+}
+
+async function adminJson(url: string, path: string, token: string): Promise<unknown> {
+  const res = await fetch(url + path, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  return res.json();
+}
+
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url + '/metrics', { signal: AbortSignal.timeout(5000) })).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(name + ' ') || line.startsWith(name + '{')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return sum;
+}
+
+async function waitFor(what: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await what()) return true;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
+}
+
+function countMessages(records: readonly RequestRecord[]): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const r of records) {
+    if (r.errorMessage === null) continue;
+    const key = `${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').slice(0, 160)}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
+}
+
+export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport> {
+  const o = {
+    durationS: opts.durationS,
+    workers: opts.workers,
+    concurrency: opts.concurrency,
+    seed: opts.seed,
+    faultRate: opts.faultRate,
+    tokenIntervalMs: opts.tokenIntervalMs,
+    maxNewTokens: opts.maxNewTokens ?? 128,
+    nonMigratableShare: opts.nonMigratableShare ?? 0.15,
+    cancelShare: opts.cancelShare ?? 0.03,
+  };
+  const log = opts.log ?? (() => undefined);
+  const durationMs = o.durationS * 1000;
+  const dir = mkdtempSync(join(tmpdir(), 'baton-chaos-'));
+  const traceFile = join(dir, 'traces.jsonl');
+  const adminToken = randomBytes(24).toString('hex');
+  const clusters: SimCluster[] = [];
+  let router: RouterProcess | null = null;
+  let client: Pool | null = null;
+  const violations: string[] = [];
+  const byKind: Record<string, number> = {};
+  const violate = (kind: string, message: string) => {
+    byKind[kind] = (byKind[kind] ?? 0) + 1;
+    if (violations.length < 50) violations.push(message);
+  };
+
+  try {
+    // --- workers: cumulative and incremental side by side ------------------------------------
+    const nInc = Math.floor(o.workers / 2);
+    const nCum = o.workers - nInc;
+    const refs: WorkerRef[] = [];
+    for (const [n, incremental] of [[nCum, false], [nInc, true]] as const) {
+      if (n === 0) continue;
+      const c = await startCluster({ workers: n, port: 0, tokenIntervalMs: o.tokenIntervalMs, incremental });
+      clusters.push(c);
+      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental });
+    }
+    const workerUrls = refs.map((r) => r.url);
+    const incrementalByUrl = new Map(refs.map((r) => [r.url, r.incremental]));
+
+    // --- router ------------------------------------------------------------------------------
+    const routerConfig = campaignRouterConfig(workerUrls, traceFile, adminToken);
+    router = await startRouterProcess(routerConfig);
+    const url = router.url;
+    const ready = await waitFor(async () => {
+      const body = (await adminJson(url, '/workers', adminToken)) as { workers: { health: string; incremental: boolean | null }[] };
+      return body.workers.length === o.workers && body.workers.every((w) => w.health === 'healthy' && w.incremental !== null);
+    }, 20_000);
+    if (!ready) throw new Error('the router did not see every worker healthy and probed within 20 s');
+    log(`router ${url} (pid ${router.pid}); workers ${refs.map((r) => `${r.url} ${r.incremental ? 'incremental' : 'cumulative'}`).join(', ')}`);
+
+    // --- schedule ----------------------------------------------------------------------------
+    const plan: PlannedFault[] = planFaults({ seed: o.seed, durationMs, workers: o.workers, faultRate: o.faultRate, interTokenTimeoutMs: routerConfig.interTokenTimeoutMs! });
+    log(`seed ${o.seed}: ${plan.length} faults planned over ${o.durationS} s, concurrency ${o.concurrency}`);
+    const injector = new FaultInjector(refs);
+    client = new Pool(url, { connections: o.concurrency + 8, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+
+    const records: RequestRecord[] = [];
+    const memory: MemorySample[] = [];
+    const t0 = Date.now();
+    const tEnd = t0 + durationMs;
+    injector.start(plan, t0);
+    let next = 0;
+    let inFlight = 0;
+    let routerDied = false;
+
+    const sampleEvery = Math.max(500, Math.min(2000, durationMs / 40));
+    const sampler = setInterval(() => {
+      if (!router!.alive()) return;
+      router!.memory().then((m) => memory.push(m), () => undefined);
+    }, sampleEvery);
+
+    let watcher: NodeJS.Timeout | null = null;
+    if (opts.verbose) {
+      const seen = new Map<string, string>();
+      watcher = setInterval(() => {
+        adminJson(url, '/workers', adminToken).then((body) => {
+          for (const w of (body as { workers: { url: string; health: string; circuit: string; in_flight: number }[] }).workers) {
+            const state = `${w.health}/${w.circuit}`;
+            if (seen.get(w.url) !== state) log(`t=${((Date.now() - t0) / 1000).toFixed(1)}s worker ${w.url} ${seen.get(w.url) ?? '?'} -> ${state} (in flight ${w.in_flight})`);
+            seen.set(w.url, state);
+          }
+        }, () => undefined);
+      }, 100);
+      injector.onApply = (f, phase) => log(`t=${((Date.now() - t0) / 1000).toFixed(1)}s fault ${f.kind} worker ${f.worker} (${refs[f.worker]!.url}) ${phase}`);
+    }
+    const progressEvery = opts.progressEveryMs ?? 5000;
+    let lastMigrations = 0;
+    const progress = setInterval(() => {
+      void metric(url, 'baton_migrations_total').then((m) => (lastMigrations = m), () => undefined).finally(() => {
+        const done = records.length;
+        const exact = records.filter((r) => r.exact).length;
+        const bad = records.reduce((n, r) => n + r.violations.length, 0);
+        log(`t=${Math.round((Date.now() - t0) / 1000)}s requests ${done + inFlight} (in flight ${inFlight}) answered ${records.filter((r) => r.result === 'answer').length} exact ${exact} migrations ${lastMigrations} faults ${injector.total} violations ${bad}`);
+      });
+    }, progressEvery);
+
+    const trafficOpts = { seed: o.seed, nonMigratableShare: o.nonMigratableShare, maxNewTokens: o.maxNewTokens, cancelShare: o.cancelShare };
+    const loop = async () => {
+      while (Date.now() < tEnd && !routerDied) {
+        const spec = planRequest(trafficOpts, next++);
+        const ref = referenceAnswer(spec);
+        const inputs: Record<string, string> = {};
+        if (ref.input_token_logprobs) inputs.input_token_logprobs = JSON.stringify(ref.input_token_logprobs);
+        if (ref.input_top_logprobs) inputs.input_top_logprobs = JSON.stringify(ref.input_top_logprobs);
+        inFlight++;
+        const r = await sendRequest(spec, { dispatcher: client!, routerUrl: url, timeoutMs: 60_000, inputs, cancelAfterChunks: spec.cancelAfterChunks });
+        inFlight--;
+        records.push(judgeClient(r, ref));
+        if (!router!.alive()) routerDied = true;
+      }
+    };
+    await Promise.all(Array.from({ length: o.concurrency }, loop));
+    const tTrafficEnd = Date.now();
+    clearInterval(sampler);
+    clearInterval(progress);
+    if (watcher) clearInterval(watcher);
+    if (routerDied || !router.alive()) violate('router_crashed', `the router process died: ${JSON.stringify(router.exitInfo())}\n${router.output().slice(-2000)}`);
+
+    // --- settle: every fault cleared, every worker back, nothing left in flight -----------------
+    await injector.finish();
+    for (const e of injector.errors) log(`fault injection: ${e}`);
+    let routerInFlight = -1;
+    let routerWorkersInFlight = -1;
+    let simInFlight = -1;
+    if (router.alive()) {
+      await waitFor(async () => (routerInFlight = await metric(url, 'baton_requests_in_flight')) === 0, 10_000);
+      await waitFor(async () => {
+        const body = (await adminJson(url, '/workers', adminToken)) as { workers: { in_flight: number }[] };
+        routerWorkersInFlight = body.workers.reduce((n, w) => n + w.in_flight, 0);
+        return routerWorkersInFlight === 0;
+      }, 10_000);
+    }
+    await waitFor(async () => {
+      let n = 0;
+      for (const r of refs) n += (await r.cluster.stats(r.local)).inFlight;
+      simInFlight = n;
+      return n === 0;
+    }, 10_000);
+    if (routerInFlight !== 0) violate('in_flight', `router in-flight gauge is ${routerInFlight} after the campaign`);
+    if (routerWorkersInFlight !== 0) violate('in_flight', `router counts ${routerWorkersInFlight} attempts in flight on workers after the campaign`);
+    if (simInFlight !== 0) violate('in_flight', `workers still run ${simInFlight} generations after the campaign (upstream attempts leaked)`);
+
+    // --- memory ------------------------------------------------------------------------------
+    const mem = judgeMemory(memory, t0, tTrafficEnd);
+    if (mem && (mem.heapRatio > MEMORY_LIMIT_RATIO || mem.rssRatio > MEMORY_LIMIT_RATIO)) {
+      violate('memory', `router memory grew: heap ${mem.earlyHeapMB} → ${mem.lateHeapMB} MB (x${mem.heapRatio}), rss ${mem.earlyRssMB} → ${mem.lateRssMB} MB (x${mem.rssRatio})`);
+    }
+
+    // --- trace rows --------------------------------------------------------------------------
+    const attemptsStarted = router.alive() ? await metric(url, 'baton_attempts_started_total') : NaN;
+    const csvExport = router.alive() ? await (await fetch(url + '/traces?format=csv', { headers: { authorization: `Bearer ${adminToken}` } })).text() : '';
+    await router.stop();
+    const fileText = readFileSync(traceFile, 'utf8');
+    if (opts.keepDir) {
+      mkdirSync(opts.keepDir, { recursive: true });
+      copyFileSync(traceFile, join(opts.keepDir, 'traces.jsonl'));
+      writeFileSync(join(opts.keepDir, 'requests.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0 }, null, 1));
+    }
+    const rows: TraceRow[] = fileText.split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceRow);
+    const attemptRows = rows.filter((r) => r.kind === 'attempt').length;
+    const requestRows = rows.length - attemptRows;
+    if (attemptRows !== attemptsStarted) violate('trace', `trace: ${attemptRows} attempt rows but ${attemptsStarted} attempts started`);
+    if (requestRows !== records.length) violate('trace', `trace: ${requestRows} request rows for ${records.length} requests`);
+    // Secrets: the admin token must not leak into anything the router writes.
+    for (const [where, text] of [['router stdout/stderr', router.output()], ['trace file', fileText], ['CSV export', csvExport]] as const) {
+      if (text.includes(adminToken)) violate('secret', `the admin token appears in the ${where}`);
+    }
+
+    const grouped = groupRows(rows);
+    // A worker's time out lasts past its cause: the bench, an opened breaker, and health checks
+    // (threshold x interval, each up to its timeout) before a returning worker is taken back.
+    const graceMs = routerConfig.circuitOpenMs! + routerConfig.healthFailureThreshold! * (routerConfig.healthIntervalMs! + routerConfig.healthTimeoutMs!) + 1000;
+    const ctx = {
+      migrationLimit: routerConfig.migrationLimit!,
+      workers: o.workers,
+      incrementalByUrl,
+      workerUrls,
+      workerOut: outages(
+        rows.filter((r): r is AttemptRow => r.kind === 'attempt'),
+        injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end })),
+        routerConfig.benchMs!,
+        graceMs,
+      ),
+    };
+    let migrations = 0;
+    let ongoing = 0;
+    let migrated = 0;
+    let maxAttempts = 0;
+    for (const rec of records) {
+      const g = grouped.get(rec.id);
+      for (const m of rec.violations) violate(m.split(':')[0]!, `${rec.id}: ${m}`);
+      for (const m of judgeTrace(rec, g, ctx)) violate(m.split(':')[0]!.split(' (')[0]!, `${rec.id}: ${m}`);
+      const row = g?.requests[0];
+      if (row) {
+        maxAttempts = Math.max(maxAttempts, row.attempts);
+        migrations += row.migrations;
+        if (row.migrations > 0 && rec.exact) migrated++;
+      }
+      for (const a of g?.attempts ?? []) if (a.attempt > 0 && a.replayed_tokens > 0) ongoing++;
+    }
+    const known = new Set(records.map((r) => r.id));
+    const strangers = [...grouped.keys()].filter((id) => !known.has(id));
+    if (strangers.length > 0) violate('trace', `trace: rows for ${strangers.length} requests the campaign never sent (e.g. ${strangers[0]})`);
+
+    const notAdmitted: Partial<Record<TrafficKind, number>> = {};
+    for (const r of records) if (!r.admitted) notAdmitted[r.kind] = (notAdmitted[r.kind] ?? 0) + 1;
+    const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, injector.injected[k]])) as Record<FaultKind, number>;
+    const answeredAdmitted = records.filter((r) => r.admitted && r.result === 'answer');
+    return {
+      options: o,
+      routerConfig: { ...routerConfig, adminToken: '(set, redacted)', traceFile: '(temporary file)', workers: workerUrls },
+      workerModes: refs.map((r) => (r.incremental ? 'incremental' : 'cumulative')),
+      elapsedS: Math.round((Date.now() - t0) / 100) / 10,
+      requests: records.length,
+      admitted: records.filter((r) => r.admitted).length,
+      notAdmitted,
+      answered: records.filter((r) => r.result === 'answer').length,
+      tokenExact: records.filter((r) => r.exact).length,
+      admittedAnswered: answeredAdmitted.length,
+      admittedExact: answeredAdmitted.filter((r) => r.exact).length,
+      failedCleanly: {
+        admitted: records.filter((r) => r.admitted && r.result === 'error').length,
+        notAdmitted: records.filter((r) => !r.admitted && r.result === 'error').length,
+      },
+      cancelled: records.filter((r) => r.result === 'cancelled').length,
+      migratedRequests: migrated,
+      migrations,
+      migrationsOngoing: ongoing,
+      migrationsNewRequest: migrations - ongoing,
+      maxAttempts,
+      faults,
+      faultsTotal: injector.total,
+      faultsNotFired: injector.notFired,
+      faultsSkipped: injector.skipped,
+      faultsPlanned: plan.length,
+      traceRows: { attempts: attemptRows, attemptsStarted, requests: requestRows },
+      inFlightAtEnd: { router: routerInFlight, routerWorkers: routerWorkersInFlight, simWorkers: simInFlight },
+      memory: mem,
+      errorMessages: countMessages(records),
+      violationCount: Object.values(byKind).reduce((a, b) => a + b, 0),
+      violationsByKind: byKind,
+      violations,
+    };
+  } finally {
+    await client?.destroy().catch(() => undefined);
+    await router?.stop().catch(() => undefined);
+    await Promise.all(clusters.map((c) => c.stop().catch(() => undefined)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

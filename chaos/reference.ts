@@ -1,0 +1,40 @@
+// The fault-free answer of a campaign request, from the simulated model alone (no worker, no
+// router): what the client must receive, field for field, whatever failed on the way.
+
+import { promptLogprobs, runModel, type FinishReason } from '../sim/model.ts';
+import type { RequestSpec } from './traffic.ts';
+
+type Triple = [number | null, number, null];
+
+export interface Reference {
+  output_ids: number[];
+  finish_reason: FinishReason;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Present exactly when the request asked for logprobs. */
+  output_token_logprobs?: Triple[];
+  output_top_logprobs?: Triple[][];
+  input_token_logprobs?: Triple[];
+  input_top_logprobs?: (Triple[] | null)[];
+}
+
+export function referenceAnswer(spec: RequestSpec): Reference {
+  const run = runModel(spec.prompt, spec.decode);
+  const ref: Reference = {
+    output_ids: run.output_ids,
+    finish_reason: run.finish_reason,
+    prompt_tokens: spec.prompt.length,
+    completion_tokens: run.output_ids.length,
+  };
+  if (spec.returnLogprob) {
+    ref.output_token_logprobs = run.output_ids.map((id, i) => [run.output_logprobs[i]!, id, null]);
+    const start = spec.logprobStartLen < 0 ? spec.prompt.length - 1 : spec.logprobStartLen;
+    const input = promptLogprobs(spec.prompt, start, spec.topLogprobsNum);
+    ref.input_token_logprobs = input.logprobs.map((lp, i) => [lp, spec.prompt[start + i]!, null]);
+    if (spec.topLogprobsNum > 0) {
+      ref.output_top_logprobs = run.output_top_logprobs.map((top) => top.map(([lp, id]) => [lp, id, null] as Triple));
+      ref.input_top_logprobs = input.tops.map((t) => (t === null ? null : t.map(([lp, id]) => [lp, id, null] as Triple)));
+    }
+  }
+  return ref;
+}

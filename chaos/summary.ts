@@ -1,0 +1,40 @@
+// The campaign's summary table, as printed by `baton chaos` and quoted in docs/reliability.md.
+
+import type { CampaignReport } from './campaign.ts';
+
+export function formatSummary(r: CampaignReport): string {
+  const o = r.options;
+  const rows: [string, string][] = [];
+  const add = (label: string, value: string | number, note = '') => rows.push([label, `${value}${note ? `  ${note}` : ''}`]);
+  const list = (rec: Record<string, number>) => Object.entries(rec).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ');
+
+  add('requests', r.requests, `(${r.elapsedS} s, ${Math.round(r.requests / Math.max(1, o.durationS))}/s)`);
+  add('  admitted', r.admitted);
+  add('  not admitted', r.requests - r.admitted, r.requests > r.admitted ? `(${list(r.notAdmitted)})` : '');
+  add('answers', r.answered);
+  add('  token-exact', r.tokenExact, `(admitted: ${r.admittedExact} of ${r.admittedAnswered})`);
+  add('failed with a clear error', r.failedCleanly.admitted + r.failedCleanly.notAdmitted, `(admitted ${r.failedCleanly.admitted}, not admitted ${r.failedCleanly.notAdmitted})`);
+  add('client cancels', r.cancelled);
+  add('migrated requests', r.migratedRequests, '(answered token-exact after >= 1 migration)');
+  add('migrations', r.migrations, `(ongoing ${r.migrationsOngoing}, new-request ${r.migrationsNewRequest}; most attempts for one request ${r.maxAttempts})`);
+  add('faults injected', r.faultsTotal, `(${list(r.faults)}${r.faultsNotFired ? `; ${r.faultsNotFired} armed but not reached` : ''}${r.faultsSkipped ? `; ${r.faultsSkipped} skipped, worker busy` : ''})`);
+  add('trace rows', `${r.traceRows.attempts} attempt + ${r.traceRows.requests} request`, `(attempts started ${r.traceRows.attemptsStarted})`);
+  add('in flight at end', `router ${r.inFlightAtEnd.router}, on workers ${r.inFlightAtEnd.routerWorkers}, sim ${r.inFlightAtEnd.simWorkers}`);
+  if (r.memory) {
+    const m = r.memory;
+    add('router memory', `heap ${m.earlyHeapMB} -> ${m.lateHeapMB} MB (x${m.heapRatio})`, `rss ${m.earlyRssMB} -> ${m.lateRssMB} MB (x${m.rssRatio}), ${m.samples} samples`);
+  } else add('router memory', 'too few samples to compare');
+  add('violations', r.violationCount, r.violationCount ? `(${list(r.violationsByKind)})` : '');
+
+  const width = Math.max(...rows.map(([l]) => l.length));
+  const head = `Baton chaos campaign: seed ${o.seed}, ${o.durationS} s, ${o.workers} workers (${r.workerModes.join(', ')}), concurrency ${o.concurrency}, fault rate ${o.faultRate}/s, token interval ${o.tokenIntervalMs} ms`;
+  const lines = [head, '-'.repeat(Math.min(100, head.length)), ...rows.map(([l, v]) => `${l.padEnd(width)}  ${v}`)];
+  if (r.errorMessages.length > 0) {
+    lines.push('', 'clear errors clients got (most frequent):', ...r.errorMessages.map(([m, n]) => `  ${String(n).padStart(5)}  ${m}`));
+  }
+  if (r.violations.length > 0) {
+    lines.push('', `first ${r.violations.length} violations:`, ...r.violations.map((v) => `  - ${v}`));
+  }
+  lines.push('', r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,217 @@
+// Locked-down admin surfaces. The worker API, trace export, event stream and the dashboard's
+// simulated-worker controls are loopback-only by default; a non-loopback bind needs an admin
+// token; with a token set, every admin route answers 401 without `Authorization: Bearer <token>`
+// (tested with the router on 127.0.0.1, where the token is optional, to show it is enforced
+// wherever it is set). Loopback alone is not a wall against a browser: a web page can POST
+// text/plain to 127.0.0.1 (no preflight) and a rebound DNS name can read it, so without a token
+// the admin routes refuse foreign Origin and Host headers. The token never appears in logs,
+// trace rows or exports.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startRouter, type RouterHandle } from '../../router/index.ts';
+import { ConfigError, DEFAULTS, isLoopback } from '../../router/config.ts';
+import { startWorker, type SimWorker } from '../../sim/worker.ts';
+import { startCluster } from '../../sim/cluster.ts';
+import { startControlServer } from '../../sim/control.ts';
+import { addHostRoutes } from '../../host/http-api.ts';
+import type { HostActions } from '../../host/contract.ts';
+import { waitUntil } from './helpers.ts';
+
+const TOKEN = 'tok-' + 'b3f1c9a27d'.repeat(4);
+
+/** Every admin route: the router's own and those the dashboard host adds. */
+const ADMIN_ROUTES: [string, string, string?][] = [
+  ['GET', '/workers'],
+  ['POST', '/workers', JSON.stringify({ url: 'http://127.0.0.1:9' })],
+  ['GET', '/workers/w0'],
+  ['PUT', '/workers/w0', JSON.stringify({ draining: true })],
+  ['DELETE', '/workers/w0'],
+  ['GET', '/traces'],
+  ['GET', '/traces?format=csv'],
+  ['GET', '/events'],
+  ['GET', '/api/snapshot'],
+  ['GET', '/api/sim'],
+  ['POST', '/api/sim/0/kill', '{}'],
+  ['POST', '/api/workers', JSON.stringify({ url: 'http://127.0.0.1:9' })],
+  ['PUT', '/api/traffic', JSON.stringify({ rate: 1000 })],
+];
+
+function fakeActions(calls: string[]): HostActions {
+  const rec = <T>(name: string, v: T) => {
+    calls.push(name);
+    return v;
+  };
+  return {
+    snapshot: () => rec('snapshot', { routerUrl: '', t: 0, workers: [], rows: [], inflight: [], sim: [], traffic: null }),
+    simWorkers: () => rec('simWorkers', []),
+    simAction: async () => rec('simAction', []),
+    addWorker: async () => rec('addWorker', { id: 'w9', url: 'http://127.0.0.1:9', health: 'healthy', circuit: 'closed', token_only: true, incremental: false, in_flight: 0, simulated: false, sim_index: null, draining: false }),
+    removeWorker: () => rec('removeWorker', true),
+    drainWorker: () => rec('drainWorker', true),
+    traffic: () => rec('traffic', null),
+    setTraffic: () => rec('setTraffic', { settings: {} as never, inFlight: 0, sent: 0, ok: 0, failed: 0 }),
+  };
+}
+
+async function call(url: string, method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) {
+  const ac = new AbortController();
+  const res = await request(url + path, {
+    method: method as 'GET',
+    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    body,
+    signal: ac.signal,
+  });
+  // /events never ends by itself: read what it says first, then hang up.
+  const text = res.headers['content-type']?.toString().includes('text/event-stream') ? '' : await res.body.text();
+  ac.abort();
+  res.body.on('error', () => undefined);
+  return { status: res.statusCode, headers: res.headers, text };
+}
+
+describe('where the admin surfaces listen by default', () => {
+  it('the router binds loopback by default and refuses a non-loopback host without a token', async () => {
+    expect(isLoopback(DEFAULTS.host)).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.0.2.1', 'example.com']) {
+      await expect(startRouter({ host, port: 0 })).rejects.toBeInstanceOf(ConfigError);
+      await expect(startRouter({ host, port: 0 })).rejects.toThrow(/--admin-token/);
+    }
+  });
+
+  it('the simulated cluster and its control API bind loopback by default', async () => {
+    const cluster = await startCluster({ workers: 1 });
+    try {
+      for (const w of cluster.workers()) expect(isLoopback(new URL(w.url).hostname)).toBe(true);
+      const control = await startControlServer(cluster, 0);
+      try {
+        expect(isLoopback(new URL(control.url).hostname)).toBe(true);
+      } finally {
+        await control.close();
+      }
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
+
+describe('with an admin token set (router on 127.0.0.1)', () => {
+  let worker: SimWorker;
+  let router: RouterHandle;
+  const calls: string[] = [];
+  beforeAll(async () => {
+    worker = await startWorker({ tokenIntervalMs: 0 });
+    router = await startRouter({ port: 0, workers: [worker.url], adminToken: TOKEN, healthIntervalMs: 0 });
+    addHostRoutes(router, fakeActions(calls), null);
+  });
+  afterAll(async () => {
+    await router.close();
+    await worker.close();
+  });
+
+  it('answers 401 to every admin route without the bearer token, or with a wrong one, and does nothing', async () => {
+    const wrong = [undefined, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, TOKEN, `Basic ${Buffer.from(`admin:${TOKEN}`).toString('base64')}`, 'Bearer '];
+    for (const [method, path, body] of ADMIN_ROUTES) {
+      for (const auth of wrong) {
+        const r = await call(router.url, method, path, body, auth === undefined ? {} : { authorization: auth });
+        expect(r.status, `${method} ${path} with ${auth ?? 'no authorization'}`).toBe(401);
+        expect(r.headers['www-authenticate']).toBe('Bearer');
+        expect(r.text).not.toContain(TOKEN);
+      }
+    }
+    expect(calls).toEqual([]);
+    expect(router.workers().map((w) => [w.url, w.draining])).toEqual([[worker.url, false]]);
+  });
+
+  it('serves them with the token, while the data plane needs none', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect((await call(router.url, 'GET', '/workers', undefined, auth)).status).toBe(200);
+    expect((await call(router.url, 'GET', '/traces', undefined, auth)).status).toBe(200);
+    expect((await call(router.url, 'GET', '/events', undefined, auth)).status).toBe(200);
+    expect((await call(router.url, 'GET', '/api/sim', undefined, auth)).status).toBe(200);
+    expect((await call(router.url, 'POST', '/api/sim/0/kill', '{}', auth)).status).toBe(200);
+    expect(calls).toEqual(['simWorkers', 'simAction']);
+    const gen = await call(router.url, 'POST', '/generate', JSON.stringify({ input_ids: [1, 2], sampling_params: { max_new_tokens: 2 } }));
+    expect(gen.status).toBe(200);
+    expect((await call(router.url, 'GET', '/health', undefined)).status).toBe(200);
+  });
+});
+
+describe('without a token, on loopback: no way in for a web page', () => {
+  let worker: SimWorker;
+  let router: RouterHandle;
+  beforeAll(async () => {
+    worker = await startWorker({ tokenIntervalMs: 0 });
+    router = await startRouter({ port: 0, workers: [worker.url], healthIntervalMs: 0 });
+  });
+  afterAll(async () => {
+    await router.close();
+    await worker.close();
+  });
+
+  it('refuses a cross-site form post (text/plain, foreign Origin) to the worker API', async () => {
+    const evil = await call(router.url, 'POST', '/workers', JSON.stringify({ url: 'http://127.0.0.1:9' }), { 'content-type': 'text/plain', origin: 'https://evil.example' });
+    expect(evil.status).toBe(403);
+    const plain = await call(router.url, 'POST', '/workers', JSON.stringify({ url: 'http://127.0.0.1:9' }), { 'content-type': 'text/plain' });
+    expect(plain.status).toBe(415);
+    expect(router.workers().map((w) => w.url)).toEqual([worker.url]);
+    // The same request from a local script (JSON, no Origin) is the API working as meant.
+    const ok = await call(router.url, 'GET', '/workers', undefined);
+    expect(ok.status).toBe(200);
+  });
+
+  it('refuses a request that arrives under a foreign Host name (DNS rebinding)', async () => {
+    for (const [method, path] of [['GET', '/traces'], ['GET', '/workers'], ['GET', '/events']] as const) {
+      const r = await call(router.url, method, path, undefined, { host: `rebind.evil.example:${router.port}` });
+      expect(r.status, `${method} ${path}`).toBe(403);
+    }
+    for (const host of [`127.0.0.1:${router.port}`, `localhost:${router.port}`, `[::1]:${router.port}`]) {
+      expect((await call(router.url, 'GET', '/workers', undefined, { host })).status, host).toBe(200);
+    }
+  });
+});
+
+describe('the admin token never appears in logs, trace rows or exports', () => {
+  it('baton router with --admin-token: stdout, stderr, the trace file and both exports are free of it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-secret-'));
+    const traceFile = join(dir, 'rows.jsonl');
+    const worker = await startWorker({ tokenIntervalMs: 0 });
+    const child = spawn(process.execPath, ['bin/baton.js', 'router', '--port', '0', '--worker', worker.url, '--admin-token', TOKEN, '--trace-file', traceFile, '--migration-limit', '2'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    try {
+      const url = await waitUntil(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], 30_000, 'the router to listen');
+      const auth = { authorization: `Bearer ${TOKEN}` };
+      // Successes, failures and refusals alike: a request that fails, unauthorised calls that
+      // echo a wrong token, a bad worker URL that is logged.
+      await call(url, 'POST', '/generate', JSON.stringify({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 3 }, stream: true }));
+      await call(url, 'POST', '/generate', JSON.stringify({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 'x' } }));
+      await call(url, 'GET', '/traces', undefined, { authorization: `Bearer ${TOKEN}-wrong` });
+      await call(url, 'POST', '/workers', JSON.stringify({ url: `http://admin:${TOKEN}@127.0.0.1:9` }), auth);
+      worker.fault({ kind: 'reject' });
+      await call(url, 'POST', '/generate', JSON.stringify({ input_ids: [4, 5], sampling_params: { max_new_tokens: 3 } }));
+      worker.fault({ kind: 'clear' });
+      const jsonl = (await call(url, 'GET', '/traces?format=jsonl', undefined, auth)).text;
+      const csv = (await call(url, 'GET', '/traces?format=csv', undefined, auth)).text;
+      const workers = (await call(url, 'GET', '/workers', undefined, auth)).text;
+      expect(jsonl.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(4);
+      expect(csv.split('\n').length).toBeGreaterThanOrEqual(5);
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      const file = readFileSync(traceFile, 'utf8');
+      for (const [where, text] of [['stdout/stderr', out], ['trace file', file], ['JSONL export', jsonl], ['CSV export', csv], ['worker list', workers]] as const) {
+        expect(text.includes(TOKEN), `${where} contains the token`).toBe(false);
+        expect(text.includes(TOKEN.slice(4, 24)), `${where} contains part of the token`).toBe(false);
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await worker.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
