@@ -24,13 +24,23 @@ const INDEX_HTML = join(RENDERER_DIST, 'index.html');
 const PRELOAD = join(HERE, 'preload.cjs');
 const DEFAULT_PORT = 30080;
 
-/** Options from the environment: BATON_PORT, BATON_WORKERS (comma-separated URLs), BATON_SIM. */
-export function optionsFromEnv(env: NodeJS.ProcessEnv): AppOptions {
-  const workers = (env.BATON_WORKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+/**
+ * Options from the command line (`npm start -- --worker URL --port P --sim N`, the same flags as
+ * `baton serve`) and the environment (BATON_PORT, BATON_WORKERS comma-separated, BATON_SIM).
+ * Electron and Chromium add switches of their own to argv: anything unknown is ignored.
+ */
+export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): AppOptions {
+  const flag = (name: string): string[] => argv.flatMap((a, i) => {
+    if (a === `--${name}`) return argv[i + 1] !== undefined ? [argv[i + 1]!] : [];
+    return a.startsWith(`--${name}=`) ? [a.slice(name.length + 3)] : [];
+  });
+  const workers = [...flag('worker'), ...(env.BATON_WORKERS ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
+  const port = flag('port')[0] ?? env.BATON_PORT;
+  const sim = flag('sim')[0] ?? env.BATON_SIM;
   return {
-    ...(env.BATON_PORT !== undefined ? { port: Number(env.BATON_PORT) } : {}),
+    ...(port !== undefined ? { port: Number(port) } : {}),
     workers,
-    ...(env.BATON_SIM !== undefined ? { sim: Number(env.BATON_SIM) } : {}),
+    ...(sim !== undefined ? { sim: Number(sim) } : {}),
     staticRoot: null,
   };
 }
@@ -82,7 +92,7 @@ export async function runElectronApp(electron: ElectronLike): Promise<void> {
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } }));
 
   await ensureRendererBuilt();
-  const host = await startHost(optionsFromEnv(process.env));
+  const host = await startHost(appOptions(process.argv.slice(1), process.env));
   console.log(`baton: router listening on ${host.router.url}`);
 
   let win: BrowserWindowLike | null = new BrowserWindow(windowOptions(PRELOAD));

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { findElectron } from '../../electron/binary.js';
 import { ipcHandlers } from '../../electron/ipc-handlers.ts';
 import { INVOKE_CHANNELS } from '../../electron/policy.ts';
-import { optionsFromEnv } from '../../electron/app.ts';
+import { appOptions } from '../../electron/app.ts';
 import type { HostActions } from '../../host/contract.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -35,11 +35,14 @@ describe('Electron main process under Node', () => {
     expect(r.stderr).toMatch(/runs inside Electron/);
   });
 
-  it('reads its options from the environment', () => {
-    expect(optionsFromEnv({ BATON_PORT: '0', BATON_WORKERS: 'http://a:1, http://b:2', BATON_SIM: '2' })).toEqual({
+  it('reads its options from the command line and the environment, ignoring Chromium switches', () => {
+    expect(appOptions([], { BATON_PORT: '0', BATON_WORKERS: 'http://a:1, http://b:2', BATON_SIM: '2' })).toEqual({
       port: 0, workers: ['http://a:1', 'http://b:2'], sim: 2, staticRoot: null,
     });
-    expect(optionsFromEnv({})).toEqual({ workers: [], staticRoot: null });
+    expect(appOptions(['--no-sandbox', '/opt/baton', '--worker', 'http://gpu-a:30000', '--port=9000', '--enable-logging'], {})).toEqual({
+      port: 9000, workers: ['http://gpu-a:30000'], staticRoot: null,
+    });
+    expect(appOptions([], {})).toEqual({ workers: [], staticRoot: null });
   });
 
   it('finds the Electron binary through ELECTRON_OVERRIDE_DIST_PATH, or says why not', () => {

@@ -1,5 +1,5 @@
 // The dashboard: header, banner, strip of figures, the current view, and the request panel.
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import type { DashboardHost } from '../host/types.ts';
 import type { DashStore } from '../store/store.ts';
 import { DashContext, useDash, useStoreApi } from './context.ts';
@@ -10,10 +10,12 @@ import { TopStrip } from './TopStrip.tsx';
 import { RequestsView } from './RequestsView.tsx';
 import { RequestDetail } from './RequestDetail.tsx';
 import { WorkersView } from './WorkersView.tsx';
-import { ChartsView } from './ChartsView.tsx';
 import { TracesView } from './TracesView.tsx';
 import { TrafficView } from './TrafficView.tsx';
 import { Toast } from './toast.tsx';
+
+// recharts is most of the bundle: load it when the Charts view is first opened.
+const ChartsView = lazy(() => import('./ChartsView.tsx').then((m) => ({ default: m.ChartsView })));
 
 function useGlobalKeys(): void {
   const store = useStoreApi();
@@ -46,7 +48,7 @@ function Shell() {
       <div className="body">
         {view === 'live' && <RequestsView />}
         {view === 'workers' && <WorkersView />}
-        {view === 'charts' && <ChartsView />}
+        {view === 'charts' && <Suspense fallback={<div className="main"><div className="empty">Loading charts…</div></div>}><ChartsView /></Suspense>}
         {view === 'traces' && <TracesView />}
         {view === 'traffic' && <TrafficView />}
         {selected && <RequestDetail id={selected} />}
