@@ -92,3 +92,21 @@ test('a killed worker\'s requests migrate, the detail adds up, and the trace exp
   ]);
   expect(mine.filter((r) => r.kind === 'request')).toEqual([expect.objectContaining({ migrations: 1, completion_tokens: total, outcome: 'finished' })]);
 });
+
+test('a lost host shows a banner with Retry, and the last picture stays', async ({ page }) => {
+  test.setTimeout(120_000);
+  const lone = await startServe(['--port', '0', '--sim', '1', '--no-traffic']);
+  try {
+    await page.goto(lone.url);
+    await page.getByTestId('nav-workers').click();
+    await expect(page.getByTestId('worker-card')).toHaveCount(1);
+    await lone.stop();
+    await expect(page.getByTestId('banner-connection')).toBeVisible({ timeout: 30_000 });
+    await expect(page.getByTestId('worker-card')).toHaveCount(1);
+    await page.getByTestId('banner-retry').click();
+    await expect(page.getByTestId('banner-connection')).toBeVisible({ timeout: 30_000 });
+    await shot(page, '6-host-lost-banner');
+  } finally {
+    await lone.stop();
+  }
+});
