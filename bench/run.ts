@@ -288,7 +288,7 @@ export class BenchRun {
     const traceFile = join(dir, 'traces.jsonl');
     const baton = await startBaton(this.group, urls, {
       flags: ['--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile, '--trace-ring-size', '1000'],
-      env: { BATON_CIRCUIT_OPEN_MS: '200', BATON_HEALTH_TIMEOUT_MS: '500' },
+      env: { BATON_CIRCUIT_OPEN_MS: '200' },
     });
     this.say(`W4: Baton with fast recovery settings (pid ${baton.proc!.pid}), ${o.kills} kills or ${Math.round(o.w4BudgetMs / 1000)} s, whichever comes first`);
     await lg.run({ urls: baton.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: 'warm-w4', record: false });
