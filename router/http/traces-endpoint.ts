@@ -64,9 +64,12 @@ export function parseTraceQuery(params: URLSearchParams): { format: TraceFormat;
 /** Both formats render these the same way, so that they parse back to the same rows. */
 const CSV_OPTIONS = {
   columns: TRACE_COLUMNS as unknown as string[],
-  cast: { boolean: (b: boolean) => (b ? 'true' : 'false') },
-  // An unquoted empty cell is null (or a field of the other row kind); a quoted one is ''.
-  quoted_empty: true,
+  cast: {
+    boolean: (b: boolean) => (b ? 'true' : 'false'),
+    // An unquoted empty cell is null (or a field of the other row kind); a quoted one is ''.
+    // (The global quoted_empty option would quote nulls too and erase the difference.)
+    string: (s: string) => (s === '' ? { value: '', quoted_empty: true } : s),
+  },
 };
 
 /** The export as text chunks of about CHUNK_BYTES, rendered lazily as the consumer pulls. */

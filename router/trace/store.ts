@@ -37,14 +37,18 @@ export class TraceStore {
   }
 
   /**
-   * Rows oldest first, filtered: the rows present when iteration starts, minus any that newer
-   * rows push out of the ring while a slow export is still reading. Without the sequence check a
-   * full ring would hand a long export some rows written after it started, out of order, in
-   * place of the ones they overwrote.
+   * Rows oldest first, filtered: the rows present at this call, minus any that newer rows push
+   * out of the ring while a slow export is still reading. Without the sequence check a full ring
+   * would hand a long export some rows written after it started, out of order, in place of the
+   * ones they overwrote.
    */
-  *rows(filter: TraceFilter = {}): Generator<TraceRow> {
+  rows(filter: TraceFilter = {}): Generator<TraceRow> {
+    // Taken now, not at the generator's first step: that may come later (a stream's first read).
+    return this.iterate(this.written, filter);
+  }
+
+  private *iterate(end: number, filter: TraceFilter): Generator<TraceRow> {
     const n = this.ring.length;
-    const end = this.written;
     for (let seq = Math.max(0, end - n); seq < end; seq++) {
       if (seq < this.written - n) {
         seq = this.written - n - 1; // overwritten while we were paused: skip to the oldest kept
