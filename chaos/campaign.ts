@@ -354,7 +354,6 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const graceMs = routerConfig.circuitOpenMs! + routerConfig.healthFailureThreshold! * (routerConfig.healthIntervalMs! + routerConfig.healthTimeoutMs!) + 1000;
     const ctx = {
       migrationLimit: routerConfig.migrationLimit!,
-      workers: o.workers,
       incrementalByUrl,
       workerUrls,
       workerOut: outages(

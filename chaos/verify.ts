@@ -109,7 +109,6 @@ export function judgeClient(r: ClientResult, ref: Reference): RequestRecord {
 
 export interface TraceContext {
   migrationLimit: number;
-  workers: number;
   /** Streaming mode per worker URL (true: incremental). */
   incrementalByUrl: ReadonlyMap<string, boolean>;
   /** Every worker URL of the campaign. */

@@ -151,7 +151,7 @@ describe('the answer check', () => {
 });
 
 describe('the trace check', () => {
-  const ctx: TraceContext = { migrationLimit: 3, workers: 3, workerUrls: ['w0', 'w1', 'w2'], incrementalByUrl: new Map([['w0', false], ['w1', true]]), workerOut: () => false };
+  const ctx: TraceContext = { migrationLimit: 3, workerUrls: ['w0', 'w1', 'w2'], incrementalByUrl: new Map([['w0', false], ['w1', true]]), workerOut: () => false };
   const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
     id: 'r', index: 0, kind: 'greedy', admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
     result: 'answer', exact: true, errorMessage: null, errorType: null, mode: 'cumulative', violations: [], ...over,

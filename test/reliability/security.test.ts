@@ -215,3 +215,65 @@ describe('the admin token never appears in logs, trace rows or exports', () => {
     }
   }, 90_000);
 });
+
+describe('the Electron window (electron/policy.ts, the settings electron/app.ts applies)', () => {
+  // The policy module is plain data and pure checks, importable without Electron. These are an
+  // attacker's cases against it; the shell's own tests cover its wiring.
+  const INDEX = '/opt/baton/dist/renderer/index.html';
+
+  it('isolates and sandboxes the page: no Node, no webviews, no insecure content', async () => {
+    const { windowOptions } = await import('../../electron/policy.ts');
+    const p = windowOptions('/opt/baton/electron/preload.cjs').webPreferences as Record<string, unknown>;
+    for (const [key, want] of Object.entries({ contextIsolation: true, sandbox: true, nodeIntegration: false, nodeIntegrationInWorker: false, nodeIntegrationInSubFrames: false, webSecurity: true, allowRunningInsecureContent: false, webviewTag: false })) {
+      expect(p[key], key).toBe(want);
+    }
+  });
+
+  it('has a CSP that allows no inline or remote script, no eval, no plugins, and talks only to itself', async () => {
+    const { CSP } = await import('../../electron/policy.ts');
+    const d = Object.fromEntries(CSP.split(';').map((x) => x.trim().split(/\s+/)).map(([k, ...v]) => [k!, v]));
+    expect(d['default-src']).toEqual(["'self'"]);
+    expect(d['script-src']).toEqual(["'self'"]);
+    expect(d['object-src']).toEqual(["'none'"]);
+    expect(d['connect-src']).toEqual(["'self'"]);
+    expect(d['base-uri']).toEqual(["'none'"]);
+    expect(CSP).not.toMatch(/unsafe-eval|\*|https?:|wasm-unsafe/);
+  });
+
+  it('blocks navigation anywhere but the dashboard page itself', async () => {
+    const { isAllowedNavigation, isTrustedSender } = await import('../../electron/policy.ts');
+    expect(isAllowedNavigation(`file://${INDEX}`, INDEX)).toBe(true);
+    for (const target of [
+      'https://evil.example/', 'http://127.0.0.1:30080/', 'javascript:alert(1)', 'data:text/html,<script>1</script>',
+      'file:///etc/passwd', 'file:///opt/baton/dist/renderer/other.html', 'file:///opt/baton/dist/index.html',
+      'file:///opt/baton/dist/renderer/sub/../../../../etc/passwd', 'about:blank', 'not a url', '',
+    ]) {
+      expect(isAllowedNavigation(target, INDEX), target).toBe(false);
+      expect(isTrustedSender(target, INDEX), target).toBe(false);
+    }
+    expect(isTrustedSender(undefined, INDEX)).toBe(false);
+  });
+
+  it('handles only the allowlisted IPC channels, and checks their arguments before anything runs', async () => {
+    const { INVOKE_CHANNELS, isInvokeChannel, checkInvokeArgs, IpcArgumentError } = await import('../../electron/policy.ts');
+    expect(INVOKE_CHANNELS.every((c) => c.startsWith('baton:'))).toBe(true);
+    for (const c of ['baton:eval', 'baton:exec', 'toString', '__proto__', 'constructor', 'baton:snapshot ', 'BATON:SNAPSHOT', '']) {
+      expect(isInvokeChannel(c), c).toBe(false);
+    }
+    const refused: [Parameters<typeof checkInvokeArgs>[0], unknown[]][] = [
+      ['baton:sim-action', [-1, 'kill']],
+      ['baton:sim-action', [0.5, 'kill']],
+      ['baton:sim-action', ['0', 'kill']],
+      ['baton:sim-action', [0, 'rm -rf']],
+      ['baton:add-worker', ['x'.repeat(10_000)]],
+      ['baton:add-worker', [{ toString: () => 'http://evil' }]],
+      ['baton:drain-worker', ['w0', 'yes']],
+      ['baton:set-traffic', [[1, 2]]],
+      ['baton:export-traces', ['../../etc/passwd', {}]],
+      ['baton:export-traces', ['csv', { since: 'yesterday' }]],
+    ];
+    for (const [channel, args] of refused) expect(() => checkInvokeArgs(channel, args), `${channel} ${JSON.stringify(args)}`).toThrow(IpcArgumentError);
+    // Extra arguments never reach a handler.
+    expect(checkInvokeArgs('baton:snapshot', ['surprise'])).toEqual([]);
+  });
+});
