@@ -3,6 +3,7 @@
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
+import { ConfigError } from '../router/config.ts';
 
 const HELP = `usage: baton serve [options]
 
@@ -63,7 +64,7 @@ export async function run(argv: string[]): Promise<void> {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') throw new UsageError(`port ${opts.port ?? 30080} is already in use (try --port 0)`);
-    if (e.constructor?.name === 'ConfigError' || /worker URL/.test(e.message ?? '')) throw new UsageError(e.message);
+    if (err instanceof ConfigError || /worker URL/.test(e.message ?? '')) throw new UsageError(e.message);
     throw err;
   }
 

@@ -56,10 +56,11 @@ describe('TrafficGenerator', () => {
     cleanup.push(() => gen.stop(), () => server.close());
     await sleep(1000);
     const { sent, ok, failed } = gen.status();
-    expect(sent).toBeGreaterThan(20);
+    // Open loop at 40/s for a second; bounds leave room for a busy machine's timers.
+    expect(sent).toBeGreaterThan(15);
     expect(sent).toBeLessThan(60);
     expect(failed).toBe(0);
-    expect(ok).toBeGreaterThan(15);
+    expect(ok).toBeGreaterThan(5);
     for (const body of server.bodies) {
       expect(Array.isArray(body.input_ids)).toBe(true);
       expect((body.input_ids as number[]).every(Number.isInteger)).toBe(true);
@@ -71,7 +72,8 @@ describe('TrafficGenerator', () => {
     const server = await tinyServer(Infinity);
     const gen = new TrafficGenerator({ url: server.url, settings: { rate: 200, concurrency: 4 }, tickMs: 10 });
     cleanup.push(() => gen.stop(), () => server.close());
-    await sleep(400);
+    await expect.poll(() => server.open, { timeout: 10_000 }).toBe(4);
+    await sleep(300);
     expect(gen.status().inFlight).toBe(4);
     expect(server.maxOpen).toBe(4);
   });
@@ -87,16 +89,14 @@ describe('TrafficGenerator', () => {
     await sleep(300);
     expect(gen.status().sent).toBe(sent);
     gen.update({ running: true, rate: 100 });
-    await sleep(300);
-    expect(gen.status().sent).toBeGreaterThan(sent + 10);
+    await expect.poll(() => gen.status().sent, { timeout: 10_000 }).toBeGreaterThan(sent + 10);
   });
 
   it('counts non-200 answers as failures', async () => {
     const server = await tinyServer(1, 503);
     const gen = new TrafficGenerator({ url: server.url, settings: { rate: 50 }, tickMs: 10 });
     cleanup.push(() => gen.stop(), () => server.close());
-    await sleep(300);
-    expect(gen.status().failed).toBeGreaterThan(3);
+    await expect.poll(() => gen.status().failed, { timeout: 10_000 }).toBeGreaterThan(3);
     expect(gen.status().ok).toBe(0);
   });
 
@@ -104,14 +104,13 @@ describe('TrafficGenerator', () => {
     const server = await tinyServer(Infinity);
     const gen = new TrafficGenerator({ url: server.url, settings: { rate: 100, concurrency: 8 }, tickMs: 10 });
     cleanup.push(() => server.close());
-    await sleep(200);
-    expect(server.open).toBe(8);
+    await expect.poll(() => server.open, { timeout: 10_000 }).toBe(8);
     await gen.stop();
     expect(gen.status().inFlight).toBe(0);
     const seen = server.bodies.length;
     await sleep(200);
     expect(server.bodies.length).toBe(seen);
-    expect(server.open).toBe(0);
+    await expect.poll(() => server.open, { timeout: 5_000 }).toBe(0);
     await gen.stop(); // idempotent
   });
 });
