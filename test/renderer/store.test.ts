@@ -43,6 +43,11 @@ describe('dashboard store', () => {
     expect(r.attempts.map((a) => a.tokens)).toEqual([7, 13]);
     expect(model.book.get('live')).toMatchObject({ status: 'running', completionTokens: 4 });
     expect(model.series.totals.migrations).toBe(1);
+    // A request known only from its rows is charted when it started, with its first token's TTFT.
+    const second1 = model.series.points(3000, 2, 1)[0]!;
+    expect(second1.t).toBe(1000);
+    expect(second1.ttftP50).toBe(5);
+    expect(second1.requestsPerSec).toBe(1);
     // The live stream repeating what the snapshot held changes no counter.
     store.getState().ingest([...done, ...live], 3100);
     expect(model.series.totals).toEqual({ migrations: 1, failures: 0, finished: 1 });

@@ -19,11 +19,15 @@ export interface EventEffect {
   /** Tokens a worker produced; with `since`, spread evenly from then to the event's time. */
   tokens?: { worker: string; delta: number; since?: number };
   started?: boolean;
+  /** When a request first seen through its summary row (a snapshot) actually started. */
+  startedAt?: number;
   finished?: RequestRow;
   /** For a failed request: the error kind of its last attempt. */
   failureKind?: string;
   migrated?: boolean;
   ttftMs?: number;
+  /** When that first token came, for TTFTs learnt late from an attempt row. */
+  ttftAt?: number;
 }
 
 type Event<T extends BatonEvent['type']> = Extract<BatonEvent, { type: T }>;
@@ -154,6 +158,7 @@ export class RequestBook {
     const r = this.edit(row.request_id, row.started_at);
     const a = this.attempt(r, row.attempt, row.worker, row.started_at);
     const delta = row.tokens - a.tokens;
+    const lateTtft = row.attempt === 0 && a.ttftMs === null && row.ttft_ms !== null;
     // Rows from a snapshot carry a whole attempt's tokens at once: chart them over its life.
     const since = a.tokens === 0 ? row.started_at + (row.ttft_ms ?? 0) : undefined;
     Object.assign(a, {
@@ -163,8 +168,9 @@ export class RequestBook {
     } satisfies Partial<AttemptView>);
     r.startedAt = Math.min(r.startedAt, row.started_at);
     r.completionTokens = Math.max(r.completionTokens, row.replayed_tokens + row.tokens);
-    if (delta <= 0) return {};
-    return { tokens: since !== undefined && since < row.ended_at ? { worker: row.worker, delta, since } : { worker: row.worker, delta } };
+    const effect: EventEffect = lateTtft ? { ttftMs: row.ttft_ms!, ttftAt: row.started_at + row.ttft_ms! } : {};
+    if (delta > 0) effect.tokens = since !== undefined && since < row.ended_at ? { worker: row.worker, delta, since } : { worker: row.worker, delta };
+    return effect;
   }
 
   private migrated(e: Event<'migrated'>): EventEffect {
@@ -175,6 +181,7 @@ export class RequestBook {
   }
 
   private finished(row: RequestRow): EventEffect {
+    const unseen = !this.byId.has(row.request_id) || this.byId.get(row.request_id)!.admitted === null;
     const r = this.edit(row.request_id, row.started_at);
     const wasRunning = r.status === 'running';
     r.summary = row;
@@ -190,9 +197,9 @@ export class RequestBook {
     r.error = row.error;
     if (!wasRunning) return {};
     this.finishedCount++;
-    if (row.outcome !== 'failed') return { finished: row };
-    const last = r.attempts[r.attempts.length - 1];
-    return { finished: row, failureKind: last?.errorKind ?? 'no_worker' };
+    const effect: EventEffect = unseen ? { finished: row, started: true, startedAt: row.started_at } : { finished: row };
+    if (row.outcome === 'failed') effect.failureKind = r.attempts[r.attempts.length - 1]?.errorKind ?? 'no_worker';
+    return effect;
   }
 
   /** Drops the oldest finished requests beyond maxFinished, then the oldest of all beyond maxTotal. */

@@ -50,13 +50,13 @@ export class Series {
 
   add(tMs: number, effect: EventEffect): void {
     if (effect.tokens) this.addTokens(effect.tokens.worker, effect.tokens.delta, effect.tokens.since ?? tMs, tMs);
-    if (effect.started) this.bucket(tMs).started++;
+    if (effect.started) this.bucket(effect.startedAt ?? tMs).started++;
     if (effect.migrated) {
       this.bucket(tMs).migrations++;
       this.totals.migrations++;
     }
     if (effect.ttftMs !== undefined) {
-      const b = this.bucket(tMs);
+      const b = this.bucket(effect.ttftAt ?? tMs);
       if (b.ttft.length < TTFT_SAMPLES) b.ttft.push(effect.ttftMs);
     }
     if (effect.finished) {
