@@ -63,6 +63,23 @@ export class EventQueue {
   }
 }
 
+/**
+ * Every consumer is sent the same event objects, so each is serialised once however many
+ * dashboards are open; the cache forgets an event when the last queue lets go of it.
+ */
+const serialized = new WeakMap<BatonEvent, string>();
+
+export function batchJson(events: BatonEvent[]): string {
+  let out = '[';
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    let text = serialized.get(e);
+    if (text === undefined) serialized.set(e, (text = JSON.stringify(e)));
+    out += i === 0 ? text : ',' + text;
+  }
+  return out + ']';
+}
+
 export function serveEvents(bus: EventBus, _req: IncomingMessage, res: ServerResponse, opts: EventsEndpointOptions): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   res.write(': baton events\n\n');
@@ -85,7 +102,7 @@ export function serveEvents(bus: EventBus, _req: IncomingMessage, res: ServerRes
   };
   const flush = () => {
     if (closed || blocked) return;
-    if (pending.size > 0) write(`data: ${JSON.stringify(pending.take())}\n\n`);
+    if (pending.size > 0) write(`data: ${batchJson(pending.take())}\n\n`);
     else if (Date.now() - lastWrite >= (opts.heartbeatMs ?? 15_000)) write(': keep-alive\n\n');
   };
   const timer = setInterval(flush, opts.flushMs);

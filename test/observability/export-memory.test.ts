@@ -64,12 +64,12 @@ describe('a 100 000-row export', () => {
           if (first.length < 2000) first += text;
           tail = (tail + text).slice(-4000);
           for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lines++;
-          // Read in bites: a pause after every 256 KB, a heap sample every 2 MB.
+          // Read in bites: a pause after every 256 KB, a heap sample every 4 MB.
           if (bytes - paused < 256 * 1024) return;
           paused = bytes;
           res.pause();
           const resume = () => setTimeout(() => res.resume(), 2);
-          if (!sampling && bytes > samples.length * 2_000_000) {
+          if (!sampling && bytes > samples.length * 4_000_000) {
             sampling = true;
             void heap().then((h) => {
               samples.push(h);

@@ -29,7 +29,7 @@ describe(`random SIGKILLs under concurrent traffic (seed ${SEED})`, () => {
     const answers: Promise<Answer>[] = [];
     let trafficDone = false;
 
-    // Traffic: at least 50 requests, and on until 3 workers were killed under it; about 12 at a
+    // Traffic: at least 40 requests, and on until 3 workers were killed under it; about 12 at a
     // time, streaming and unary, 20-150 tokens each.
     let kills = 0;
     // A client that leaves does so once its request is under way (a request whose body the router
@@ -47,7 +47,7 @@ describe(`random SIGKILLs under concurrent traffic (seed ${SEED})`, () => {
     });
     const traffic = (async () => {
       const running = new Set<Promise<Answer>>();
-      for (let i = 0; (i < 50 || kills < 3) && i < 300; i++) {
+      for (let i = 0; (i < 40 || kills < 3) && i < 300; i++) {
         // One in ten gives up early (cancel racing kills); one in ten may not migrate (a penalty).
         const r = { id: `rk-${SEED}-${i}`, stream: random() < 0.5, maxNewTokens: 20 + Math.floor(random() * 130), abort: random() < 0.1, migratable: random() >= 0.1 };
         sent.push(r);

@@ -40,7 +40,7 @@ describe('a router killed with SIGKILL mid-traffic', () => {
         if (answer.status === 200 && !answer.error) finishedAt.set(id, Date.now());
       }
     });
-    await until(() => finishedAt.size >= 15, 30_000, '15 finished requests');
+    await until(() => finishedAt.size >= 10, 30_000, '10 finished requests');
     const killedAt = Date.now();
     router.child.kill('SIGKILL');
     stop = true;
@@ -71,7 +71,7 @@ describe('a router killed with SIGKILL mid-traffic', () => {
     }
     // Every request its client saw finish (a little before the kill) has its row.
     const settled = [...finishedAt].filter(([, t]) => t < killedAt - 50).map(([id]) => id);
-    expect(settled.length).toBeGreaterThanOrEqual(10);
+    expect(settled.length).toBeGreaterThanOrEqual(5);
     for (const id of settled) expect(seen.has(`${id}#request`), id).toBe(true);
     // And the kill did land mid-traffic: some request started but never got its row.
     const started = new Set(rows.map((r) => r.request_id));
