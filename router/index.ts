@@ -142,7 +142,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       // Still one request row, as for a stitchable request that found no worker.
       generateError(res, 503, 'no healthy worker available', headers);
       const ended = Date.now();
-      telemetry.requestFinished(src, { kind: 'request', request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: 'no healthy worker available' }, null, false);
+      telemetry.requestFinished(src, { kind: 'request', request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: null }, null, false);
       return;
     }
     telemetry.attemptStarted({ request_id: id, attempt: 0, rid: id, worker: worker.url, replayed_tokens: 0, budget_before: null });
@@ -245,6 +245,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
     await streamTraces(traces.rows(q.filter), q.format, req, res);
   }, true);
+  routes.add('GET', '/requests/:id/output', (_req, res, p) => {
+    const out = telemetry.outputs.get(p.id!);
+    if (!out) return httpError(res, 404, `no recent output for request '${p.id}' (only the last 512 finished requests are kept)`, 'NotFoundError');
+    sendJson(res, 200, out);
+  }, true);
   routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
 
   // --- server ------------------------------------------------------------------------
@@ -324,6 +329,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     addWorker: async (u, o) => (await pool.add(u, o)).info(),
     removeWorker: (id) => pool.remove(id),
     drainWorker: (id, draining = true) => pool.setDraining(id, draining),
+    requestOutput: (id: string) => telemetry.outputs.get(id),
     traceRows: (f?: TraceFilter): TraceRow[] => [...traces.rows(f)],
     addRoute: (method: string, path: string, handler: RouteHandler) => routes.add(method, path, handler, true),
     close: async () => {

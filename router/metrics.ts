@@ -60,6 +60,11 @@ export class RouterMetrics {
 
   constructor(defaultMetrics = false) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
+    // Series with known label values exist from the start at 0, so that rate() and absent()
+    // see the first failure or migration as a change rather than as a series appearing.
+    for (const outcome of ['finished', 'failed', 'cancelled']) this.requests.inc({ outcome }, 0);
+    for (const migration_type of ['new_request', 'ongoing_request']) this.migrations.inc({ migration_type }, 0);
+    for (const outcome of ['success', 'failure', 'cancelled']) this.migrationDuration.zero({ outcome });
   }
 
   /**
