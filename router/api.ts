@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BatonEvent, WorkerInfo } from './events/types.ts';
 import type { TraceRow } from './trace/row.ts';
+import type { RequestOutput } from './trace/outputs.ts';
 
 export interface TraceFilter {
   request?: string;
@@ -29,6 +30,8 @@ export interface RouterHandle {
   drainWorker(id: string, draining?: boolean): boolean;
   /** Trace rows still in the in-memory ring, oldest first. */
   traceRows(filter?: TraceFilter): TraceRow[];
+  /** Output token ids of a recent finished request, with where each attempt's tokens start. */
+  requestOutput(id: string): RequestOutput | undefined;
   /** Extra HTTP routes on the router's own server (the dashboard host adds its API this way). */
   addRoute(method: string, path: string, handler: RouteHandler): void;
   close(): Promise<void>;

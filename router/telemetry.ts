@@ -5,6 +5,7 @@ import type { BatonEvent, WorkerInfo } from './events/types.ts';
 import type { EventBus } from './events/bus.ts';
 import type { RouterMetrics } from './metrics.ts';
 import type { TraceStore } from './trace/store.ts';
+import { RecentOutputs, type RequestOutput } from './trace/outputs.ts';
 import type { AttemptRow, ErrorKind, RequestRow } from './trace/row.ts';
 
 /** What the progress ticker asks of a request in flight. */
@@ -19,6 +20,8 @@ export class Telemetry {
   private readonly inFlight = new Set<ProgressSource>();
   private readonly lastReported = new WeakMap<ProgressSource, number>();
   private ticker: NodeJS.Timeout | null = null;
+  /** Output ids of recent requests, for the dashboard's request view. */
+  readonly outputs = new RecentOutputs(512);
 
   constructor(
     readonly bus: EventBus,
@@ -76,7 +79,8 @@ export class Telemetry {
     this.metrics.maxSeqLenExceeded.inc();
   }
 
-  requestFinished(src: ProgressSource, row: RequestRow, firstFailureAt: number | null, exhausted: boolean): void {
+  requestFinished(src: ProgressSource, row: RequestRow, firstFailureAt: number | null, exhausted: boolean, output?: RequestOutput): void {
+    if (output) this.outputs.add(output);
     this.inFlight.delete(src);
     this.metrics.inFlight.dec();
     this.traces.add(row);

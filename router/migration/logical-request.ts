@@ -89,6 +89,8 @@ export class LogicalRequest implements ProgressSource {
   private firstFailureAt: number | null = null;
   private logicalFirstTokenSeen = false;
   private readonly promptIds: number[];
+  /** Where each ended attempt's tokens start in the logical output (for the dashboard). */
+  private readonly segments: { attempt: number; worker: string; from_token: number; tokens: number }[] = [];
 
   constructor(
     private readonly ctx: LoopContext,
@@ -172,7 +174,7 @@ export class LogicalRequest implements ProgressSource {
       stream: this.req.stream,
       max_new_tokens: this.out.info.budget,
       error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
-    }, this.firstFailureAt, exhausted);
+    }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids, attempts: this.segments });
   }
 
   /** Attempts until one finishes, the client leaves, or migration may not go on. */
@@ -449,6 +451,7 @@ export class LogicalRequest implements ProgressSource {
 
   private endAttempt(a: AttemptState, outcome: AttemptOutcome, failure: Failure | null): void {
     const tokens = a.output.ids.length;
+    this.segments.push({ attempt: a.index, worker: a.worker.url, from_token: a.replayed, tokens });
     const meta = a.lastChunk?.meta_info;
     this.ctx.telemetry.attemptEnded({
       kind: 'attempt',

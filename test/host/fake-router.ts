@@ -40,6 +40,7 @@ export async function startFakeRouter(): Promise<FakeRouter> {
     port,
     rows: [],
     added: [],
+    requestOutput: () => undefined,
     emit: (event) => listeners.forEach((l) => l(event)),
     subscribe(listener) {
       listeners.add(listener);

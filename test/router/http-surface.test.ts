@@ -121,6 +121,10 @@ describe('an abort at the worker', () => {
       const last = JSON.parse(frames.at(-2)!.slice(6)) as { meta_info: { finish_reason: { type: string } } };
       expect(last.meta_info.finish_reason.type).toBe('abort');
       const rows = router.traceRows({ request: 'op-abort', kind: 'attempt' });
+      const out = (await (await fetch(`${router.url}/requests/op-abort/output`)).json()) as { output_ids: number[]; attempts: { from_token: number }[] };
+      expect(out.output_ids).toEqual((last as unknown as { output_ids: number[] }).output_ids);
+      expect(out.attempts.map((x) => x.from_token)).toEqual([0]);
+      expect((await fetch(`${router.url}/requests/nope/output`)).status).toBe(404);
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ outcome: 'finished', finish_reason: 'abort' });
     } finally {

@@ -267,6 +267,9 @@ describe('law 5: trace rows', () => {
           expect(attempts.reduce((s, a) => s + a.tokens, 0)).toBe(request.completion_tokens);
           expect(request.completion_tokens).toBe((answer.body!.output_ids as number[]).length);
         }
+        const out = router.requestOutput(id)!;
+        expect(out.attempts.map((x) => [x.from_token, x.tokens])).toEqual(attempts.map((x) => [x.replayed_tokens, x.tokens]));
+        if (answer.error === null) expect(out.output_ids).toEqual(answer.body!.output_ids);
         for (const [k, a] of attempts.entries()) {
           expect(a.replayed_tokens).toBe(attempts.slice(0, k).reduce((s, x) => s + x.tokens, 0));
           expect(a.prompt_tokens_sent).toBe(r.prompt.length + a.replayed_tokens);
