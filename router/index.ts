@@ -245,6 +245,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
     await streamTraces(traces.rows(q.filter), q.format, req, res);
   }, true);
+  routes.add('GET', '/requests/:id/output', (_req, res, p) => {
+    const out = telemetry.outputs.get(p.id!);
+    if (!out) return httpError(res, 404, `no recent output for request '${p.id}' (only the last 512 finished requests are kept)`, 'NotFoundError');
+    sendJson(res, 200, out);
+  }, true);
   routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
 
   // --- server ------------------------------------------------------------------------
@@ -324,6 +329,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     addWorker: async (u, o) => (await pool.add(u, o)).info(),
     removeWorker: (id) => pool.remove(id),
     drainWorker: (id, draining = true) => pool.setDraining(id, draining),
+    requestOutput: (id: string) => telemetry.outputs.get(id),
     traceRows: (f?: TraceFilter): TraceRow[] => [...traces.rows(f)],
     addRoute: (method: string, path: string, handler: RouteHandler) => routes.add(method, path, handler, true),
     close: async () => {
