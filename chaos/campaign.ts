@@ -250,20 +250,42 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       router!.memory().then((m) => memory.push(m), () => undefined);
     }, sampleEvery);
 
-    let watcher: NodeJS.Timeout | null = null;
-    if (opts.verbose) {
-      const seen = new Map<string, string>();
-      watcher = setInterval(() => {
-        adminJson(url, '/workers', adminToken).then((body) => {
-          for (const w of (body as { workers: { url: string; health: string; circuit: string; in_flight: number }[] }).workers) {
-            const state = `${w.health}/${w.circuit}`;
-            if (seen.get(w.url) !== state) log(`t=${((Date.now() - t0) / 1000).toFixed(1)}s worker ${w.url} ${seen.get(w.url) ?? '?'} -> ${state} (in flight ${w.in_flight})`);
-            seen.set(w.url, state);
+    // The router's own view of its workers, polled: when it reports a worker anything but
+    // healthy (benched, dead, unhealthy after failed health checks, breaker open), that worker is
+    // out for a reason the verifier accepts. The state may have changed any time since the last
+    // poll, so an out-window opens at the previous poll and closes at the first healthy one.
+    const reportedOut: { url: string; start: number; end: number }[] = [];
+    const openOut = new Map<string, { url: string; start: number; end: number }>();
+    const seen = new Map<string, string>();
+    let lastPoll = Date.now();
+    let polling = false;
+    const watcher = setInterval(() => {
+      if (polling) return;
+      polling = true;
+      const before = lastPoll;
+      adminJson(url, '/workers', adminToken).then((body) => {
+        const now = Date.now();
+        lastPoll = now;
+        for (const w of (body as { workers: { url: string; health: string; circuit: string; in_flight: number }[] }).workers) {
+          const open = openOut.get(w.url);
+          if (w.health !== 'healthy') {
+            if (open) open.end = now;
+            else {
+              const win = { url: w.url, start: before, end: now };
+              openOut.set(w.url, win);
+              reportedOut.push(win);
+            }
+          } else if (open) {
+            open.end = now;
+            openOut.delete(w.url);
           }
-        }, () => undefined);
-      }, 100);
-      injector.onApply = (f, phase) => log(`t=${((Date.now() - t0) / 1000).toFixed(1)}s fault ${f.kind} worker ${f.worker} (${refs[f.worker]!.url}) ${phase}`);
-    }
+          const state = `${w.health}/${w.circuit}`;
+          if (opts.verbose && seen.get(w.url) !== state) log(`t=${((now - t0) / 1000).toFixed(1)}s worker ${w.url} ${seen.get(w.url) ?? '?'} -> ${state} (in flight ${w.in_flight})`);
+          seen.set(w.url, state);
+        }
+      }, () => undefined).finally(() => (polling = false));
+    }, 100);
+    if (opts.verbose) injector.onApply = (f, phase) => log(`t=${((Date.now() - t0) / 1000).toFixed(1)}s fault ${f.kind} worker ${f.worker} (${refs[f.worker]!.url}) ${phase}`);
     const progressEvery = opts.progressEveryMs ?? 5000;
     let lastMigrations = 0;
     const progress = setInterval(() => {
@@ -294,7 +316,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const tTrafficEnd = Date.now();
     clearInterval(sampler);
     clearInterval(progress);
-    if (watcher) clearInterval(watcher);
+    clearInterval(watcher);
     if (routerDied || !router.alive()) violate('router_crashed', `the router process died: ${JSON.stringify(router.exitInfo())}\n${router.output().slice(-2000)}`);
 
     // --- settle: every fault cleared, every worker back, nothing left in flight -----------------
@@ -361,6 +383,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
         injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end })),
         routerConfig.benchMs!,
         graceMs,
+        reportedOut,
       ),
     };
     let migrations = 0;

@@ -123,12 +123,15 @@ export interface TraceContext {
 /** Failure kinds that bench a worker (router/migration/failure.ts BLAMES_WORKER). */
 const BLAMING = new Set(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort']);
 
+type Window = { url: string; start: number; end: number };
+
 /**
- * When each worker was out, from the trace itself: each failed attempt that blames its worker
- * benches it for `benchMs` (longer if its breaker opens), and each fault window (plus `graceMs` for
- * health checks to notice the return) takes it out.
+ * When each worker was out: each failed attempt in the trace that blames its worker benches it
+ * for `benchMs` (longer if its breaker opens); each fault window (plus `graceMs` for health checks
+ * to notice the return) takes it out; and so does each window in which the router itself reported
+ * it not healthy (`reported`: health checks that timed out on a starved host leave no trace row).
  */
-export function outages(attempts: Iterable<AttemptRow>, faults: readonly { url: string; start: number; end: number }[], benchMs: number, graceMs: number): (url: string, t: number) => boolean {
+export function outages(attempts: Iterable<AttemptRow>, faults: readonly Window[], benchMs: number, graceMs: number, reported: readonly Window[] = []): (url: string, t: number) => boolean {
   const byUrl = new Map<string, [number, number][]>();
   const add = (url: string, from: number, to: number) => {
     let list = byUrl.get(url);
@@ -137,6 +140,7 @@ export function outages(attempts: Iterable<AttemptRow>, faults: readonly { url: 
   };
   for (const a of attempts) if (a.outcome === 'failed' && BLAMING.has(a.error_kind ?? '')) add(a.worker, a.ended_at - 50, a.ended_at + benchMs + graceMs);
   for (const f of faults) add(f.url, f.start - 50, f.end + graceMs);
+  for (const r of reported) add(r.url, r.start - 50, r.end + 50);
   return (url, t) => (byUrl.get(url) ?? []).some(([from, to]) => from <= t && t <= to);
 }
 
@@ -194,9 +198,9 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
         if (cancelledRows.length > 1 || (cancelledRows.length === 1 && cancelledRows[0] !== atts[atts.length - 1])) {
           v.push('cancel: the cancelled attempt is not the last one');
         }
-        // The router may start a continuation in the instant before it hears the hang-up, never after.
-        const late = atts.find((a) => a.started_at > rec.endedAt + 100);
-        if (late) v.push(`cancel: attempt ${late.attempt} started ${late.started_at - rec.endedAt} ms after the client hung up`);
+        // Nothing after the cancelled attempt, and nothing before it that had finished. (When the
+        // router heard the hang-up is its own business: the cancel test measures that.)
+        if (atts.slice(0, -1).some((a) => a.outcome !== 'failed')) v.push('cancel: an attempt before the last one did not fail');
       }
       break;
     }

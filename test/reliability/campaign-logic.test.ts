@@ -200,12 +200,13 @@ describe('the trace check', () => {
     expect(judgeTrace(err('no worker left'), { requests: [fail(3)], attempts: [failed(0), failed(1), failed(2, 'http_4xx')] }, ctx)[0]).toMatch(/did not fail migratably/);
   });
 
-  it('checks cancels: the cancelled attempt is the last, and nothing starts after the hang-up', () => {
+  it('checks cancels: the cancelled attempt is the last, and nothing ran on after it', () => {
     const c = rec({ result: 'cancelled', endedAt: 1000 });
     const cancelled = (i: number, over: Partial<AttemptRow> = {}) => att(i, { outcome: 'cancelled', error_kind: 'client_cancel', ...over });
     expect(judgeTrace(c, { requests: [req(1, { outcome: 'cancelled' })], attempts: [cancelled(0)] }, ctx)).toEqual([]);
     expect(judgeTrace(c, { requests: [req(1, { outcome: 'failed' })], attempts: [failed(0)] }, ctx)[0]).toMatch(/cancelled by the client/);
-    expect(judgeTrace(c, { requests: [req(2, { outcome: 'cancelled' })], attempts: [cancelled(0), att(1, { started_at: 1500, outcome: 'failed' })] }, ctx).join()).toMatch(/not the last|after the client hung up/);
+    expect(judgeTrace(c, { requests: [req(2, { outcome: 'cancelled' })], attempts: [cancelled(0), att(1, { started_at: 1500, outcome: 'failed' })] }, ctx).join()).toMatch(/not the last/);
+    expect(judgeTrace(c, { requests: [req(2, { outcome: 'cancelled' })], attempts: [att(0), cancelled(1)] }, ctx).join()).toMatch(/before the last one did not fail/);
   });
 
   it('checks that the client got the streaming mode of attempt 0', () => {
@@ -222,6 +223,9 @@ describe('when a worker was out', () => {
     expect(out('w1', 1500)).toBe(false);
     expect(out('w2', 6400)).toBe(true);
     expect(out('w2', 4000)).toBe(false);
+    const reported = outages([], [], 2000, 500, [{ url: 'w1', start: 3000, end: 3200 }]);
+    expect(reported('w1', 3100)).toBe(true);
+    expect(reported('w1', 3400)).toBe(false);
   });
 });
 
