@@ -111,7 +111,10 @@ class Call implements Dispatcher.DispatchHandler {
   private last = 0;
   private maxWait = 0;
   private ttftUs = 0;
-  private prev: Buffer | null = null;
+  // The last three chunks: the final frame's completion_tokens may sit one or two short chunks
+  // before the end (the final frame and [DONE] need not arrive together).
+  private p2: Buffer | null = null;
+  private p1: Buffer | null = null;
   private tail: Buffer | null = null;
   private readonly t0 = performance.now();
 
@@ -143,7 +146,8 @@ class Call implements Dispatcher.DispatchHandler {
     this.last = now;
     r.bytes += chunk.length;
     r.chunks++;
-    this.prev = this.tail;
+    this.p2 = this.p1;
+    this.p1 = this.tail;
     this.tail = chunk;
   }
 
@@ -152,7 +156,8 @@ class Call implements Dispatcher.DispatchHandler {
     let tokens = -1;
     if (this.status === 200 && this.tail) {
       tokens = lastCompletionTokens(this.tail);
-      if (tokens < 0 && this.prev) tokens = lastCompletionTokens(Buffer.concat([this.prev, this.tail]));
+      if (tokens < 0 && this.p1) tokens = lastCompletionTokens(Buffer.concat([this.p1, this.tail]));
+      if (tokens < 0 && this.p2) tokens = lastCompletionTokens(Buffer.concat([this.p2, this.p1!, this.tail]));
     }
     const ok = tokens === r.cmd.workload.newTokens;
     if (ok) {
@@ -173,7 +178,7 @@ class Call implements Dispatcher.DispatchHandler {
   }
 
   private finish(ok: boolean, tokens: number): void {
-    this.prev = this.tail = null;
+    this.p2 = this.p1 = this.tail = null;
     if (this.run.cmd.record) {
       this.run.records.set(this.rid, { rid: this.rid, ok, startedUs: this.t0 * 1000, ttftUs: this.ttftUs, maxWaitUs: this.maxWait, tokens });
     }

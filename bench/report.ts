@@ -246,23 +246,50 @@ export interface Ratios {
   workload: WorkloadName;
   versus: 'nginx' | 'bare';
   cpuPerRequest: number | null;
+  /**
+   * The same ratio taken round by round (the two runs of a round are minutes apart at most) and
+   * its median: on a machine whose load changes during the run it moves less than the pooled one.
+   */
+  cpuPerRequestByRound: number[];
+  cpuPerRequestMedian: number | null;
   cpuPerToken: number | null;
   rps: number | null;
   tokensPerS: number | null;
   memPerStream: number | null;
 }
 
-export function ratios(fs: Figures[]): Ratios[] {
+function cpuPerRequest(s: Sample | undefined): number | null {
+  return s && s.proxyCpuUs !== null && s.ok > 0 ? s.proxyCpuUs / s.ok : null;
+}
+
+/** Median of a list; null when empty. */
+export function median(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export function ratios(fs: Figures[], samples: Sample[] = []): Ratios[] {
   const out: Ratios[] = [];
   for (const w of [...new Set(fs.map((f) => f.workload))]) {
     const b = find(fs, w, 'baton');
     if (!b) continue;
     for (const versus of ['nginx', 'bare'] as const) {
       const o = find(fs, w, versus);
+      const rounds = [...new Set(samples.filter((s) => s.workload === w).map((s) => s.round))].sort((x, y) => x - y);
+      const byRound = rounds
+        .map((r) => {
+          const at = (t: TargetName) => cpuPerRequest(samples.find((s) => s.workload === w && s.round === r && s.target === t));
+          return ratio(at('baton'), at(versus));
+        })
+        .filter((v): v is number => v !== null);
       out.push({
         workload: w,
         versus,
         cpuPerRequest: ratio(b.cpuUsPerRequest, o?.cpuUsPerRequest),
+        cpuPerRequestByRound: byRound,
+        cpuPerRequestMedian: median(byRound),
         cpuPerToken: ratio(b.cpuUsPerToken, o?.cpuUsPerToken),
         rps: ratio(b.rps, o?.rps),
         tokensPerS: ratio(b.tokensPerS, o?.tokensPerS),
@@ -275,9 +302,9 @@ export function ratios(fs: Figures[]): Ratios[] {
 
 const x = (r: number | null) => (r === null ? 'n/a' : `${r.toFixed(2)}×`);
 
-export function checks(fs: Figures[], gap: MigrationGap | null, nginxPresent: boolean): Check[] {
+export function checks(fs: Figures[], gap: MigrationGap | null, nginxPresent: boolean, samples: Sample[] = []): Check[] {
   const out: Check[] = [];
-  const rs = ratios(fs);
+  const rs = ratios(fs, samples);
   const r = (w: WorkloadName, v: 'nginx' | 'bare') => rs.find((q) => q.workload === w && q.versus === v);
   const le = (v: number | null, lim: number) => (v === null ? null : v <= lim);
   const ge = (v: number | null, lim: number) => (v === null ? null : v >= lim);
@@ -315,7 +342,7 @@ export interface RunInfo {
 const num = (v: number | null | undefined, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
 const signed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`);
 
-export function markdown(info: RunInfo, fs: Figures[], gap: MigrationGap | null, nginxPresent: boolean): string {
+export function markdown(info: RunInfo, fs: Figures[], gap: MigrationGap | null, nginxPresent: boolean, samples: Sample[] = []): string {
   const m = info.machine;
   const lines: string[] = [];
   lines.push(`Run of ${info.date} (${info.mode}): ${m.cores} cores, ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; nginx ${m.nginx ?? 'absent'}.`);
@@ -334,10 +361,11 @@ export function markdown(info: RunInfo, fs: Figures[], gap: MigrationGap | null,
   lines.push('');
   lines.push('Ratios, Baton / other (CPU: lower is better; throughput: higher is better):');
   lines.push('');
-  lines.push('| workload | versus | CPU/req | CPU/token | req/s | tokens/s | memory/stream |');
-  lines.push('|---|---|--:|--:|--:|--:|--:|');
-  for (const r of ratios(fs)) {
-    lines.push(`| ${r.workload} | ${r.versus === 'bare' ? 'bare Node proxy' : 'nginx'} | ${x(r.cpuPerRequest)} | ${x(r.cpuPerToken)} | ${x(r.rps)} | ${x(r.tokensPerS)} | ${x(r.memPerStream)} |`);
+  lines.push('| workload | versus | CPU/req | CPU/req by round (median) | CPU/token | req/s | tokens/s | memory/stream |');
+  lines.push('|---|---|--:|--:|--:|--:|--:|--:|');
+  for (const r of ratios(fs, samples)) {
+    const byRound = r.cpuPerRequestByRound.length > 1 ? `${r.cpuPerRequestByRound.map((v) => v.toFixed(2)).join(', ')} (${x(r.cpuPerRequestMedian)})` : '–';
+    lines.push(`| ${r.workload} | ${r.versus === 'bare' ? 'bare Node proxy' : 'nginx'} | ${x(r.cpuPerRequest)} | ${byRound} | ${x(r.cpuPerToken)} | ${x(r.rps)} | ${x(r.tokensPerS)} | ${x(r.memPerStream)} |`);
   }
   lines.push('');
   if (gap) {
@@ -358,7 +386,7 @@ export function markdown(info: RunInfo, fs: Figures[], gap: MigrationGap | null,
   lines.push('');
   lines.push('| workload | target | limit | measured | met |');
   lines.push('|---|---|--:|--:|:-:|');
-  for (const c of checks(fs, gap, nginxPresent)) lines.push(`| ${c.workload} | ${c.what} | ${c.limit} | ${c.value} | ${c.met === null ? 'n/a' : c.met ? 'yes' : '**no**'} |`);
+  for (const c of checks(fs, gap, nginxPresent, samples)) lines.push(`| ${c.workload} | ${c.what} | ${c.limit} | ${c.value} | ${c.met === null ? 'n/a' : c.met ? 'yes' : '**no**'} |`);
   return lines.join('\n');
 }
 

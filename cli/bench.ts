@@ -118,11 +118,11 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gap, out.nginxPresent);
+  const table = markdown(out.info, figures, out.gap, out.nginxPresent, out.samples);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures), checks: checks(figures, out.gap, out.nginxPresent) };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), checks: checks(figures, out.gap, out.nginxPresent, out.samples) };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   console.log(`results: ${jsonPath}`);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Histogram, bucketOf, bucketValue, percentileOf } from '../../bench/histogram.ts';
 import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
-import { checks, figuresOf, migrationGap, ratio, spliceIntoDoc, summarize, traceGaps, type Sample } from '../../bench/report.ts';
+import { checks, figuresOf, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, type Sample } from '../../bench/report.ts';
 import { lastCompletionTokens } from '../../bench/loadgen.ts';
 import { previousRid, ridOf } from '../../bench/baton-probe.ts';
 import { promptIds, requestBody, workloads } from '../../bench/workloads.ts';
@@ -121,6 +121,23 @@ describe('figures and ratios', () => {
       null,
     );
     expect(f.memKiBPerStream).toBeCloseTo(20);
+  });
+
+  it('takes the CPU ratio round by round too, and its median', () => {
+    const samples = [
+      sample({ target: 'bare', round: 1, proxyCpuUs: 10_000 }),
+      sample({ target: 'baton', round: 1, proxyCpuUs: 12_000 }),
+      sample({ target: 'bare', round: 2, proxyCpuUs: 20_000 }),
+      sample({ target: 'baton', round: 2, proxyCpuUs: 30_000 }),
+      sample({ target: 'bare', round: 3, proxyCpuUs: 10_000 }),
+      sample({ target: 'baton', round: 3, proxyCpuUs: 11_000 }),
+    ];
+    const r = ratios(summarize(samples), samples).find((q) => q.versus === 'bare')!;
+    expect(r.cpuPerRequest).toBeCloseTo(53 / 40);
+    expect(r.cpuPerRequestByRound.map((v) => +v.toFixed(2))).toEqual([1.2, 1.5, 1.1]);
+    expect(r.cpuPerRequestMedian).toBeCloseTo(1.2);
+    expect(median([3, 1, 2, 4])).toBe(2.5);
+    expect(median([])).toBeNull();
   });
 
   it('ratio is null when either side is missing or zero', () => {
