@@ -13,6 +13,8 @@ export interface GapRecord {
   rid: string;
   /** The failed attempt's request ended with an error (its connection closed). */
   failedUs: number | null;
+  /** The continuation was handed to undici (the router's loop is done with it; a connection may still be needed). */
+  createdUs: number | null;
   /** The continuation's request headers were written to the survivor's socket (the body follows in the same call). */
   sentUs: number;
   /** The survivor's first body chunk: its first token (the simulated worker sends headers at once). */
@@ -50,10 +52,15 @@ const nowUs = () => performance.now() * 1000;
 let failures = new Map<string, number>();
 let records: GapRecord[] = [];
 let waiting = new WeakMap<object, GapRecord>();
+let created = new WeakMap<object, number>();
 
 function onError(msg: unknown): void {
   const rid = ridOf((msg as { request: UndiciRequest }).request.body);
   if (rid !== null && !failures.has(rid)) failures.set(rid, nowUs());
+}
+
+function onCreate(msg: unknown): void {
+  created.set((msg as { request: object }).request, nowUs());
 }
 
 function onSendHeaders(msg: unknown): void {
@@ -61,7 +68,13 @@ function onSendHeaders(msg: unknown): void {
   const rid = ridOf(request.body);
   if (rid === null || !rid.includes('~m')) return;
   const prev = previousRid(rid);
-  const rec: GapRecord = { rid, failedUs: prev === null ? null : (failures.get(prev) ?? null), sentUs: nowUs(), firstChunkUs: null };
+  const rec: GapRecord = {
+    rid,
+    failedUs: prev === null ? null : (failures.get(prev) ?? null),
+    createdUs: created.get(request) ?? null,
+    sentUs: nowUs(),
+    firstChunkUs: null,
+  };
   records.push(rec);
   waiting.set(request, rec);
 }
@@ -75,6 +88,7 @@ function onChunk(msg: unknown): void {
 }
 
 const CHANNELS: [string, (msg: unknown) => void][] = [
+  ['undici:request:create', onCreate],
   ['undici:request:error', onError],
   ['undici:client:sendHeaders', onSendHeaders],
   ['undici:request:bodyChunkReceived', onChunk],
@@ -87,6 +101,7 @@ if (process.send) {
       failures = new Map();
       records = [];
       waiting = new WeakMap();
+      created = new WeakMap();
       for (const [name, fn] of CHANNELS) diagnosticsChannel.subscribe(name, fn);
       return;
     }

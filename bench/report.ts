@@ -137,6 +137,9 @@ export interface MigrationGap {
   matched: number;
   /** failure seen → continuation written, µs. */
   gapUs: { p50: number; p99: number; max: number };
+  /** …of which: failure seen → continuation handed to undici (the router's loop), and handed → written (connection). */
+  loopUs: { p50: number; p99: number };
+  connectUs: { p50: number; p99: number };
   /** continuation written → survivor's first chunk, µs. */
   survivorTtftUs: { p50: number; p99: number };
   /** Client's longest wait in a migrated request minus the survivor's TTFT, µs (single-migration requests). */
@@ -151,7 +154,7 @@ export interface MigrationGap {
 
 export interface GapInput {
   kills: number;
-  records: { rid: string; failedUs: number | null; sentUs: number; firstChunkUs: number | null }[];
+  records: { rid: string; failedUs: number | null; createdUs: number | null; sentUs: number; firstChunkUs: number | null }[];
   /** Client view per base request id. */
   client: Map<string, { ok: boolean; maxWaitUs: number }>;
   traceGapsMs: number[] | null;
@@ -163,6 +166,8 @@ export interface GapInput {
 
 export function migrationGap(input: GapInput): MigrationGap {
   const gaps: number[] = [];
+  const loops: number[] = [];
+  const connects: number[] = [];
   const ttfts: number[] = [];
   const stalls: number[] = [];
   const perBase = new Map<string, number>();
@@ -172,6 +177,8 @@ export function migrationGap(input: GapInput): MigrationGap {
   }
   for (const r of input.records) {
     if (r.failedUs !== null) gaps.push(r.sentUs - r.failedUs);
+    if (r.failedUs !== null && r.createdUs !== null) loops.push(r.createdUs - r.failedUs);
+    if (r.createdUs !== null) connects.push(r.sentUs - r.createdUs);
     if (r.firstChunkUs === null) continue;
     const ttft = r.firstChunkUs - r.sentUs;
     ttfts.push(ttft);
@@ -186,6 +193,8 @@ export function migrationGap(input: GapInput): MigrationGap {
     continuations: input.records.length,
     matched: gaps.length,
     gapUs: { p50: p(gaps, 50), p99: p(gaps, 99), max: gaps.length ? Math.max(...gaps) : NaN },
+    loopUs: { p50: p(loops, 50), p99: p(loops, 99) },
+    connectUs: { p50: p(connects, 50), p99: p(connects, 99) },
     survivorTtftUs: { p50: p(ttfts, 50), p99: p(ttfts, 99) },
     stallMinusTtftUs: { p50: p(stalls, 50), p99: p(stalls, 99), n: stalls.length },
     traceGapMs: t && t.length ? { p50: p(t, 50), p99: p(t, 99), n: t.length } : null,
@@ -375,6 +384,8 @@ export function markdown(info: RunInfo, fs: Figures[], gap: MigrationGap | null,
     lines.push('| measure | p50 ms | p99 ms | max ms | n |');
     lines.push('|---|--:|--:|--:|--:|');
     lines.push(`| failure detected → continuation written (router clock, µs resolution) | ${ms(gap.gapUs.p50)} | ${ms(gap.gapUs.p99)} | ${ms(gap.gapUs.max)} | ${gap.matched} |`);
+    lines.push(`| … of which failure → continuation handed to undici (the migration loop) | ${ms(gap.loopUs.p50)} | ${ms(gap.loopUs.p99)} | – | ${gap.matched} |`);
+    lines.push(`| … of which handed to undici → written (connection to the survivor) | ${ms(gap.connectUs.p50)} | ${ms(gap.connectUs.p99)} | – | ${gap.continuations} |`);
     if (gap.traceGapMs) lines.push(`| same, from trace rows (ended_at → next started_at, ms resolution) | ${num(gap.traceGapMs.p50, 0)} | ${num(gap.traceGapMs.p99, 0)} | – | ${gap.traceGapMs.n} |`);
     lines.push(`| survivor's time to first token | ${ms(gap.survivorTtftUs.p50)} | ${ms(gap.survivorTtftUs.p99)} | – | ${gap.continuations} |`);
     lines.push(`| client-visible stall minus survivor's TTFT | ${ms(gap.stallMinusTtftUs.p50)} | ${ms(gap.stallMinusTtftUs.p99)} | – | ${gap.stallMinusTtftUs.n} |`);

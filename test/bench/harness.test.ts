@@ -162,9 +162,9 @@ describe('W4 migration gap', () => {
     const g = migrationGap({
       kills: 1,
       records: [
-        { rid: 'a~m1', failedUs: 1000, sentUs: 1400, firstChunkUs: 3400 },
-        { rid: 'b~m1', failedUs: 1000, sentUs: 1900, firstChunkUs: 3900 },
-        { rid: 'c~m1', failedUs: null, sentUs: 1000, firstChunkUs: null },
+        { rid: 'a~m1', failedUs: 1000, createdUs: 1100, sentUs: 1400, firstChunkUs: 3400 },
+        { rid: 'b~m1', failedUs: 1000, createdUs: 1200, sentUs: 1900, firstChunkUs: 3900 },
+        { rid: 'c~m1', failedUs: null, createdUs: 900, sentUs: 1000, firstChunkUs: null },
       ],
       client: new Map([
         ['a', { ok: true, maxWaitUs: 3000 }],
@@ -180,6 +180,8 @@ describe('W4 migration gap', () => {
     expect(g.matched).toBe(2);
     expect(g.gapUs.p50).toBe(400);
     expect(g.gapUs.p99).toBe(900);
+    expect(g.loopUs).toEqual({ p50: 100, p99: 200 });
+    expect(g.connectUs).toEqual({ p50: 100, p99: 700 });
     expect(g.survivorTtftUs.p50).toBe(2000);
     expect(g.stallMinusTtftUs).toEqual({ p50: 600, p99: 1000, n: 2 });
     expect(g.traceGapMs).toEqual({ p50: 0, p99: 1, n: 2 });
