@@ -69,6 +69,21 @@ test('a killed worker\'s requests migrate, the detail adds up, and the trace exp
   expect(tokens[0]! + tokens[1]!).toBe(total);
   expect(total).toBeGreaterThan(0);
   expect(Number(await a1.getAttribute('data-replayed'))).toBe(tokens[0]);
+
+  // Its output token ids, fetched from the router: one run per attempt in its worker's colour,
+  // one hand-off tag at the migration token, and as many tokens as the completion.
+  const block = detail.getByTestId('output-tokens');
+  await expect(block).toBeVisible({ timeout: 10_000 });
+  const handoff = block.getByTestId('output-handoff');
+  await expect(handoff).toHaveCount(1);
+  await expect(handoff).toHaveAttribute('data-at', String(tokens[0]));
+  await expect(handoff).toHaveAttribute('data-worker', workers[1]!);
+  await expect(handoff).toHaveText(new RegExp(`↦ w\\d+ @ ${tokens[0]}`));
+  const runs = block.getByTestId('output-run');
+  const runTokens = await runs.evaluateAll((els) => els.map((el) => [el.getAttribute('data-worker'), Number(el.getAttribute('data-tokens'))]));
+  expect(runTokens).toEqual([[workers[0], tokens[0]], [workers[1], tokens[1]]].filter(([, n]) => n !== 0));
+  expect(await block.locator('.out-tok').count()).toBe(total);
+  await detail.getByTestId('output-section').scrollIntoViewIfNeeded();
   await shot(page, '4-request-detail');
 
   // Traces: export JSON Lines; the file parses and holds this request's rows.

@@ -2,7 +2,7 @@
 // imports this with `import type`). Each method is one allowlisted IPC channel (electron/policy.ts).
 import type { BatonEvent, WorkerInfo } from '../router/events/types.ts';
 import type {
-  ExportFormat, ExportResult, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
+  ExportFormat, ExportResult, RequestOutput, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
 } from '../host/contract.ts';
 
 export interface BatonBridge {
@@ -20,4 +20,6 @@ export interface BatonBridge {
   setTraffic(patch: Partial<TrafficSettings>): Promise<TrafficStatus>;
   /** Opens a save dialog in the main process and writes the rows there. */
   exportTraces(format: ExportFormat, filter: TraceFilter): Promise<ExportResult>;
+  /** A finished request's output token ids from the router's memory; null once it is no longer kept. */
+  requestOutput(id: string): Promise<RequestOutput | null>;
 }

@@ -1,11 +1,15 @@
 // What each allowlisted IPC channel does, over the host's actions. No Electron import: app.ts
 // registers these with ipcMain after checking the sender and the arguments (policy.ts).
-import type { ExportFormat, ExportResult, HostActions, SimAction, TraceFilter, TrafficSettings } from '../host/contract.ts';
+import type {
+  ExportFormat, ExportResult, HostActions, RequestOutput, SimAction, TraceFilter, TrafficSettings,
+} from '../host/contract.ts';
 import type { InvokeChannel } from './policy.ts';
 
 export type Exporter = (format: ExportFormat, filter: TraceFilter) => Promise<ExportResult>;
+/** The router's memory of recent outputs (RouterHandle.requestOutput), as in browser mode's GET /requests/:id/output. */
+export type OutputReader = (id: string) => RequestOutput | undefined;
 
-export function ipcHandlers(actions: HostActions, exportTraces: Exporter): Record<InvokeChannel, (...args: unknown[]) => unknown> {
+export function ipcHandlers(actions: HostActions, exportTraces: Exporter, requestOutput: OutputReader): Record<InvokeChannel, (...args: unknown[]) => unknown> {
   return {
     'baton:snapshot': () => actions.snapshot(),
     'baton:sim-workers': () => actions.simWorkers(),
@@ -16,5 +20,7 @@ export function ipcHandlers(actions: HostActions, exportTraces: Exporter): Recor
     'baton:traffic': () => actions.traffic(),
     'baton:set-traffic': (patch) => actions.setTraffic(patch as Partial<TrafficSettings>),
     'baton:export-traces': (format, filter) => exportTraces(format as ExportFormat, filter as TraceFilter),
+    // null, not undefined, so the page gets the same answer as the browser host's 404.
+    'baton:request-output': (id) => requestOutput(id as string) ?? null,
   };
 }

@@ -21,6 +21,7 @@ export const INVOKE_CHANNELS = [
   'baton:traffic',
   'baton:set-traffic',
   'baton:export-traces',
+  'baton:request-output',
 ] as const;
 
 export type InvokeChannel = (typeof INVOKE_CHANNELS)[number];
@@ -109,6 +110,8 @@ export function checkInvokeArgs(channel: InvokeChannel, args: unknown[]): unknow
     case 'baton:drain-worker':
       if (typeof args[1] !== 'boolean') throw new IpcArgumentError('draining must be a boolean');
       return [str(args[0], 'id', 128), args[1]];
+    case 'baton:request-output':
+      return [str(args[0], 'request id', 512)];
     case 'baton:set-traffic':
       return [plainObject(args[0], 'traffic settings')];
     case 'baton:export-traces': {

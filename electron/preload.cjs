@@ -38,4 +38,5 @@ contextBridge.exposeInMainWorld('api', Object.freeze({
   traffic: invoke('baton:traffic'),
   setTraffic: invoke('baton:set-traffic'),
   exportTraces: invoke('baton:export-traces'),
+  requestOutput: invoke('baton:request-output'),
 }));

@@ -3,6 +3,7 @@
 import type { BatonEvent, WorkerInfo } from '../router/events/types.ts';
 import type { TraceRow } from '../router/trace/row.ts';
 import type { TraceFilter } from '../router/api.ts';
+import type { RequestOutput } from '../router/trace/outputs.ts';
 
 /** Fault controls of a simulated worker; `clear` ends a hang/reject/slow, `restart` revives a killed one. */
 export type SimAction = 'kill' | 'hang' | 'reset' | 'reject' | 'slow' | 'clear' | 'restart';
@@ -72,3 +73,5 @@ export interface HostActions {
 }
 
 export type { TraceFilter };
+/** A recent finished request's output token ids and where each attempt's tokens start (GET /requests/:id/output). */
+export type { RequestOutput };

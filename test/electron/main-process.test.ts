@@ -7,7 +7,7 @@ import { findElectron } from '../../electron/binary.js';
 import { ipcHandlers } from '../../electron/ipc-handlers.ts';
 import { INVOKE_CHANNELS } from '../../electron/policy.ts';
 import { appOptions } from '../../electron/app.ts';
-import type { HostActions } from '../../host/contract.ts';
+import type { HostActions, RequestOutput } from '../../host/contract.ts';
 
 const root = join(import.meta.dirname, '../..');
 
@@ -15,11 +15,21 @@ describe('Electron main process under Node', () => {
   it('has a handler for every allowlisted channel and no other', () => {
     const calls: string[] = [];
     const actions = new Proxy({}, { get: (_t, name) => (...args: unknown[]) => calls.push(`${String(name)}(${args.join(',')})`) }) as HostActions;
-    const handlers = ipcHandlers(actions, async () => ({ saved: null, bytes: 0 }));
+    const handlers = ipcHandlers(actions, async () => ({ saved: null, bytes: 0 }), () => undefined);
     expect(Object.keys(handlers).sort()).toEqual([...INVOKE_CHANNELS].sort());
     handlers['baton:sim-action'](2, 'kill');
     handlers['baton:drain-worker']('w1', true);
     expect(calls).toEqual(['simAction(2,kill)', 'drainWorker(w1,true)']);
+  });
+
+  it('answers baton:request-output from the router\'s recent outputs, null when it no longer has one', () => {
+    const kept: RequestOutput = { request_id: 'r1', output_ids: [5, 6, 7], attempts: [{ attempt: 0, worker: 'http://127.0.0.1:1', from_token: 0, tokens: 3 }] };
+    const asked: string[] = [];
+    const read = (id: string) => (asked.push(id), id === 'r1' ? kept : undefined);
+    const handlers = ipcHandlers({} as HostActions, async () => ({ saved: null, bytes: 0 }), read);
+    expect(handlers['baton:request-output']('r1')).toBe(kept);
+    expect(handlers['baton:request-output']('gone')).toBeNull();
+    expect(asked).toEqual(['r1', 'gone']);
   });
 
   it('imports Electron only at the entry point, through a guarded dynamic import', () => {

@@ -78,4 +78,12 @@ describe('IPC allowlist', () => {
     expect(checkInvokeArgs('baton:export-traces', ['jsonl', { request: 'r1', bogus: 1 }])).toEqual(['jsonl', { request: 'r1' }]);
     expect(() => checkInvokeArgs('baton:export-traces', ['exe', {}])).toThrow(/format/);
   });
+
+  it('takes one request id, a bounded non-empty string, for the output of a request', () => {
+    expect(isInvokeChannel('baton:request-output')).toBe(true);
+    expect(checkInvokeArgs('baton:request-output', ['req-1', 'extra'])).toEqual(['req-1']);
+    for (const bad of [undefined, '', 42, { id: 'r' }, ['r'], 'x'.repeat(513)]) {
+      expect(() => checkInvokeArgs('baton:request-output', [bad])).toThrow(IpcArgumentError);
+    }
+  });
 });

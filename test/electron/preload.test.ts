@@ -46,6 +46,12 @@ describe('preload bridge', () => {
     expect(invoked.map((c) => c.channel).sort()).toEqual([...INVOKE_CHANNELS].sort());
   });
 
+  it('asks for a request\'s output on baton:request-output with the id, nothing more', async () => {
+    const { exposed, invoked } = loadPreload();
+    await (exposed.api as { requestOutput(id: string): Promise<unknown> }).requestOutput('req-7');
+    expect(invoked).toEqual([{ channel: 'baton:request-output', args: ['req-7'] }]);
+  });
+
   it('hands listeners the payload only, never the IPC event, and unsubscribes', () => {
     const { exposed, listeners } = loadPreload();
     const api = exposed.api as { onEvents(l: (...a: unknown[]) => void): () => void; onResync(l: () => void): () => void };

@@ -1,8 +1,8 @@
 // Browser mode's host: the page's own origin serves `/events` (SSE, JSON arrays of events),
-// `/api/*` (the host's actions) and `/traces` (exports).
+// `/api/*` (the host's actions), `/traces` (exports) and `/requests/:id/output` (a finished request's tokens).
 import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
 import type {
-  ExportFormat, ExportResult, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
+  ExportFormat, ExportResult, RequestOutput, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
 } from '../../../host/contract.ts';
 import { CatchUp } from './catch-up.ts';
 import { traceQuery, exportFileName } from '../../../host/export-query.ts';
@@ -103,6 +103,14 @@ export class BrowserHost implements DashboardHost {
   }
 
   setTraffic = (patch: Partial<TrafficSettings>) => call<TrafficStatus>('PUT', '/api/traffic', patch);
+
+  /** The router's own `/requests/:id/output`; a 404 means it no longer keeps this request's output. */
+  async requestOutput(id: string): Promise<RequestOutput | null> {
+    const res = await fetch(`/requests/${encodeURIComponent(id)}/output`);
+    if (res.status === 404) return null;
+    if (!res.ok) throw new Error(`output of ${id}: ${res.status} ${res.statusText}`);
+    return (await res.json()) as RequestOutput;
+  }
 
   /** Streams `/traces` with progress, then hands the file to the browser as a download. */
   async exportTraces(format: ExportFormat, filter: TraceFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {

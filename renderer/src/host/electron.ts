@@ -52,4 +52,5 @@ export class ElectronHost implements DashboardHost {
   traffic = () => this.api.traffic();
   setTraffic = (patch: Partial<TrafficSettings>) => this.api.setTraffic(patch);
   exportTraces = (format: ExportFormat, filter: TraceFilter) => this.api.exportTraces(format, filter);
+  requestOutput = (id: string) => this.api.requestOutput(id);
 }

@@ -1,7 +1,7 @@
 // The one host interface the renderer talks to; Electron IPC and HTTP + SSE implement it.
 import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
 import type {
-  ExportFormat, ExportResult, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
+  ExportFormat, ExportResult, RequestOutput, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
 } from '../../../host/contract.ts';
 import type { ConnectionState } from '../store/store.ts';
 
@@ -27,4 +27,6 @@ export interface DashboardHost {
   traffic(): Promise<TrafficStatus | null>;
   setTraffic(patch: Partial<TrafficSettings>): Promise<TrafficStatus>;
   exportTraces(format: ExportFormat, filter: TraceFilter, onProgress: (bytes: number) => void): Promise<ExportResult>;
+  /** A finished request's output token ids; null when the router no longer keeps them (it keeps the last 512). */
+  requestOutput(id: string): Promise<RequestOutput | null>;
 }

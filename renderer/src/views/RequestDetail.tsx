@@ -1,5 +1,5 @@
 // Request: one logical request in full. Attempts table, the waterfall and budget at a larger
-// scale, the admission decision, token figures, and its trace rows as JSON.
+// scale, the admission decision, token figures, its output token ids and its trace rows as JSON.
 import type { TraceRow } from '../../../router/trace/row.ts';
 import { migrationCount, type RequestView } from '../store/request-view.ts';
 import { budgetBar } from '../store/budget.ts';
@@ -8,6 +8,7 @@ import { AttemptBars } from './AttemptBars.tsx';
 import { BudgetBar } from './BudgetBar.tsx';
 import { Badges, StatusIcon } from './Badges.tsx';
 import { fmtClock, fmtMs } from './format.ts';
+import { OutputTokens } from './OutputTokens.tsx';
 
 function traceRowsOf(r: RequestView): TraceRow[] {
   const rows: TraceRow[] = r.attempts.flatMap((a) => (a.row ? [a.row] : []));
@@ -97,6 +98,14 @@ export function RequestDetail({ id }: { id: string }) {
         </table>
       </div>
       {r.error && <p className="health-dead">{r.error}</p>}
+
+      <OutputTokens
+        key={r.id}
+        id={r.id}
+        finished={r.status !== 'running'}
+        passedThrough={r.admissionReason === 'batch' || r.admissionReason === 'n_gt_1'}
+        workers={workers}
+      />
 
       <h3>Trace rows</h3>
       <pre className="json" data-testid="detail-trace-json">{traceRowsOf(r).map((row) => JSON.stringify(row, null, 2)).join('\n') || 'none yet: rows are written when an attempt ends'}</pre>
