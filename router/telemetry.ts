@@ -87,7 +87,9 @@ export class Telemetry {
     this.metrics.requests.inc({ outcome: row.outcome });
     this.metrics.tokens.inc(row.completion_tokens);
     this.metrics.promptTokens.inc(row.prompt_tokens);
-    if (row.cached_tokens) this.metrics.cachedPromptTokens.inc(row.cached_tokens);
+    // A worker's report may be anything; a counter refuses a negative step, and a throw here would
+    // cut this request's telemetry short (no request_finished event) after its row was written.
+    if (row.cached_tokens !== null && row.cached_tokens > 0) this.metrics.cachedPromptTokens.inc(row.cached_tokens);
     if (exhausted) this.metrics.migrationExhausted.inc();
     if (firstFailureAt !== null && row.migrations > 0) {
       const outcome = row.outcome === 'finished' ? 'success' : row.outcome === 'cancelled' ? 'cancelled' : 'failure';

@@ -4,6 +4,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceStore, matches } from '../../router/trace/store.ts';
+import { startRouter } from '../../router/index.ts';
+import { startWorker } from '../../sim/worker.ts';
+import { generate, parseJsonl, fetchText } from './harness.ts';
 import type { AttemptRow, RequestRow, TraceRow } from '../../router/trace/row.ts';
 import type { TraceFilter } from '../../router/api.ts';
 
@@ -91,5 +94,20 @@ describe('TraceStore ring', () => {
       [{ since: 11 }, a, false],
     ];
     for (const [f, rw, want] of cases) expect(matches(rw, f), JSON.stringify(f)).toBe(want);
+  });
+
+  it('a router keeps --trace-ring-size rows, and exports those', async () => {
+    const worker = await startWorker({ tokenIntervalMs: 0 });
+    const router = await startRouter({ port: 0, workers: [worker.url], healthIntervalMs: 60_000, traceRingSize: 3 });
+    try {
+      for (const id of ['one', 'two', 'three']) await generate(router.url, { id, stream: false, maxNewTokens: 2 });
+      // Six rows were written (an attempt and a request row each); the last three are kept.
+      const kept = router.traceRows().map((r) => `${r.kind}:${r.request_id}`);
+      expect(kept).toEqual(['request:two', 'attempt:three', 'request:three']);
+      expect(parseJsonl((await fetchText(`${router.url}/traces`)).text).map((r) => `${r.kind}:${r.request_id}`)).toEqual(kept);
+    } finally {
+      await router.close();
+      await worker.close();
+    }
   });
 });
