@@ -33,6 +33,7 @@ const ADMIN_ROUTES: [string, string, string?][] = [
   ['GET', '/traces'],
   ['GET', '/traces?format=csv'],
   ['GET', '/events'],
+  ['GET', '/requests/some-id/output'],
   ['GET', '/api/snapshot'],
   ['GET', '/api/sim'],
   ['POST', '/api/sim/0/kill', '{}'],
