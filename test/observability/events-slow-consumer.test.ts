@@ -29,13 +29,16 @@ async function streams(): Promise<number> {
   return performance.now() - t0;
 }
 
+/** Subscribes to /events, sees the stream open, then never reads another byte. */
 function slowConsumer(url: string): Promise<Socket> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const s = connect(Number(port), hostname, () => {
-      s.write(`GET /events HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
-      s.pause(); // and never read
-      resolve(s);
+    const s = connect(Number(port), hostname, () => s.write(`GET /events HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`));
+    s.once('data', (d: Buffer) => {
+      s.pause();
+      const head = d.toString('latin1');
+      if (head.startsWith('HTTP/1.1 200') && head.includes('text/event-stream')) resolve(s);
+      else reject(new Error(`/events did not open: ${head.slice(0, 200)}`));
     });
     s.on('error', reject);
   });
