@@ -17,6 +17,7 @@ const HELP = `usage: baton router [options]
   --trace-file PATH            append trace rows to PATH as JSON Lines
   --trace-ring-size N          trace rows kept in memory (default 10000)
   --max-concurrent-requests N  answer 503 above N requests in flight (default 10000)
+  --headers-timeout-ms T       a client must send its request headers within T ms (default 30000)
   --admin-token TOKEN          bearer token for the worker API, traces and events
                                (required when --host is not loopback)
   --config FILE                YAML file of the same settings (snake_case keys)
@@ -40,6 +41,7 @@ const OPTIONS = {
   'trace-file': { type: 'string' },
   'trace-ring-size': { type: 'string' },
   'max-concurrent-requests': { type: 'string' },
+  'headers-timeout-ms': { type: 'string' },
   'admin-token': { type: 'string' },
 } as const;
 
@@ -64,6 +66,7 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         traceFile: v['trace-file'],
         traceRingSize: v['trace-ring-size'],
         maxConcurrentRequests: v['max-concurrent-requests'],
+        headersTimeoutMs: v['headers-timeout-ms'],
         adminToken: v['admin-token'],
       },
     });
