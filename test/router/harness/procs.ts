@@ -70,8 +70,11 @@ export async function stream(url: string, body: Record<string, unknown>, onFrame
         continue;
       }
       const obj = JSON.parse(frame.slice(6)) as Record<string, unknown>;
-      if (obj.error) error = (obj.error as { message: string }).message;
-      else frames.push(obj);
+      if (obj.error) {
+        error = (obj.error as { message: string }).message;
+        continue;
+      }
+      frames.push(obj);
       await onFrame?.(frames.length, obj);
     }
   }
