@@ -23,7 +23,9 @@ export interface BenchOptions {
   w3Workers: number;
   w3Streams: number;
   w3IntervalMs: number;
+  /** Rounds of W1 and W2 (every target once per round). */
   rounds: number;
+  w3Rounds: number;
   /** One measured run of W1 or W2. */
   durationMs: number;
   /** One measured run of W3. */
@@ -141,7 +143,7 @@ export class BenchRun {
       const urls = cluster.workers().map((w) => w.url);
       if (cumulative.length > 0) {
         const targets = await this.startTargets(targetsRun, urls, nginx?.path, 4096);
-        await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), o.durationMs, 0);
+        await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), o.rounds, o.durationMs, 0);
         await Promise.all(targets.map((t) => t.stop()));
       }
       if (o.workloads.includes('W4')) gap = await this.migrationGap(lg, cluster, W.W4);
@@ -151,7 +153,9 @@ export class BenchRun {
       const cluster = await this.cluster(o.w3Workers, o.w3IntervalMs, true);
       const urls = cluster.workers().map((w) => w.url);
       const targets = await this.startTargets(targetsRun, urls, nginx?.path, o.w3Streams * 2 + 1024);
-      await this.interleave(lg, cluster, targets, [W.W3], o.w3DurationMs, Math.min(1000, o.w3DurationMs / 4));
+      // Streams open over a few seconds, not at once: W3 measures streaming, not a connection storm
+      // (a burst of thousands of connects overflows a busy Node server's accept queue of 511).
+      await this.interleave(lg, cluster, targets, [W.W3], o.w3Rounds, o.w3DurationMs, Math.min(3000, o.w3DurationMs / 3));
       await Promise.all(targets.map((t) => t.stop()));
       await this.stopCluster(cluster);
     }
@@ -164,9 +168,10 @@ export class BenchRun {
       settings: {
         'workers (W1 W2 W4)': o.workers,
         'workers (W3)': o.w3Workers,
-        rounds: o.rounds,
+        'rounds (W1 W2)': o.rounds,
+        'rounds (W3)': o.w3Rounds,
         'run (W1 W2)': `${o.durationMs} ms`,
-        'run (W3)': `${o.w3DurationMs} ms`,
+        'run (W3)': `${o.w3DurationMs} ms of new streams, then they finish`,
         'W3 streams': o.w3Streams,
         'W3 token interval': `${o.w3IntervalMs} ms`,
         'load generator': 'separate process, undici',
@@ -203,34 +208,35 @@ export class BenchRun {
   }
 
   /** Warm every target up, then rounds of every workload × target, the target order rotating. */
-  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], durationMs: number, rampMs: number): Promise<void> {
+  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], rounds: number, durationMs: number, rampMs: number): Promise<void> {
     const o = this.o;
     for (const w of ws) {
-      // Warm-up: the JIT and the connection pools of every target, at a tenth of W3's streams.
-      const warm = w.name === 'W3' ? { ...w, concurrency: Math.max(16, Math.round(w.concurrency / 10)) } : w;
+      // Warm-up: the JIT and the connection pools of every target; W3 at a tenth of its streams
+      // and with short answers, so the warm-up does not wait out minutes-long streams.
+      const warm = w.name === 'W3' ? { ...w, concurrency: Math.max(16, Math.round(w.concurrency / 10)), newTokens: 16 } : w;
       for (const t of targets) await lg.run({ urls: t.urls, workload: warm, durationMs: o.warmupMs, rampMs: 0, ridPrefix: `warm-${t.name}`, record: false });
     }
     this.say(`warmed up ${targets.map((t) => t.name).join(', ')} on ${ws.map((w) => w.name).join(', ')}`);
-    for (let round = 1; round <= o.rounds; round++) {
+    for (let round = 1; round <= rounds; round++) {
       for (const w of ws) {
         const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!);
         for (const t of order) {
           const s = await this.measure(lg, cluster, t, w, round, durationMs, rampMs);
           this.samples.push(s);
-          this.progress(s);
+          this.progress(s, rounds);
         }
       }
     }
   }
 
-  private progress(s: Sample): void {
+  private progress(s: Sample, rounds: number): void {
     const sec = s.wallMs / 1000;
     const ttft = Histogram.from(s.ttft);
     const gap = Histogram.from(s.gap);
     const cpu = s.proxyCpuUs === null || s.ok === 0 ? '' : `  CPU ${Math.round(s.proxyCpuUs / s.ok)} µs/req`;
     const mem = s.rssPeakBytes !== null && s.rssIdleBytes !== null ? `  +${Math.round((s.rssPeakBytes - s.rssIdleBytes) / 1024 / s.concurrency)} KiB/stream` : '';
     this.say(
-      `${s.workload} round ${s.round}/${this.o.rounds} ${TARGET_LABELS[s.target].padEnd(15)} ${Math.round(s.ok / sec)} req/s  ${Math.round(s.tokens / sec)} tok/s${cpu}` +
+      `${s.workload} round ${s.round}/${rounds} ${TARGET_LABELS[s.target].padEnd(15)} ${Math.round(s.ok / sec)} req/s  ${Math.round(s.tokens / sec)} tok/s${cpu}` +
         `  TTFT p50 ${(ttft.percentile(50) / 1000).toFixed(2)} ms  gap p99 ${(gap.percentile(99) / 1000).toFixed(2)} ms${mem}  errors ${s.errors}` +
         `${s.errorSamples.length ? ` (${s.errorSamples[0]})` : ''}`,
     );

@@ -17,15 +17,16 @@ proxy CPU per request and per token, added latency versus direct, and memory per
 
 options:
   --quick                  about a minute: one round, shorter runs, fewer W3 streams and W4 kills
-  --workers N              simulated workers for W1, W2, W4 (default 2)
+  --workers N              simulated workers for W1, W2, W4 (default 3)
   --w3-workers N           simulated workers for W3 (default: one per 450 streams, at least 4)
   --streams N              W3 concurrent streams (default 2000; quick 400)
-  --token-interval-ms T    W3 token interval (default 20)
-  --rounds N               rounds of every workload x target (default 3; quick 1)
-  --duration-ms T          one measured run of W1 or W2 (default 5000; quick 2500)
-  --w3-duration-ms T       one measured run of W3 (default 8000; quick 4000)
+  --token-interval-ms T    W3 token interval (default 100; quick 40)
+  --rounds N               rounds of W1 and W2 x every target (default 4; quick 1)
+  --w3-rounds N            rounds of W3 x every target (default 2; quick 1)
+  --duration-ms T          one measured run of W1 or W2 (default 4000; quick 2500)
+  --w3-duration-ms T       new streams start for this long in one W3 run (default 6000; quick 3000)
   --warmup-ms T            warm-up per target and workload (default 1500; quick 700)
-  --kills N                W4 worker kills (default 100; quick 15)
+  --kills N                W4 worker kills (default 100; quick 12)
   --w4-budget-ms T         most time W4 may take (default 150000; quick 25000)
   --targets LIST           comma-separated subset of direct,bare,nginx,baton
   --only LIST              comma-separated subset of W1,W2,W3,W4
@@ -52,6 +53,7 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     streams: { type: 'string' },
     'token-interval-ms': { type: 'string' },
     rounds: { type: 'string' },
+    'w3-rounds': { type: 'string' },
     'duration-ms': { type: 'string' },
     'w3-duration-ms': { type: 'string' },
     'warmup-ms': { type: 'string' },
@@ -70,15 +72,16 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
   const streams = intFlag('streams', v.streams, quick ? 400 : 2000, 1);
   return {
     quick,
-    workers: intFlag('workers', v.workers, 2, 1),
+    workers: intFlag('workers', v.workers, 3, 1),
     w3Workers: intFlag('w3-workers', v['w3-workers'], Math.max(4, Math.ceil(streams / 450)), 1),
     w3Streams: streams,
-    w3IntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20, 1),
-    rounds: intFlag('rounds', v.rounds, quick ? 1 : 3, 1),
-    durationMs: intFlag('duration-ms', v['duration-ms'], quick ? 2500 : 5000, 100),
-    w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 4000 : 8000, 100),
+    w3IntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], quick ? 40 : 100, 1),
+    rounds: intFlag('rounds', v.rounds, quick ? 1 : 4, 1),
+    w3Rounds: intFlag('w3-rounds', v['w3-rounds'], quick ? 1 : 2, 1),
+    durationMs: intFlag('duration-ms', v['duration-ms'], quick ? 2500 : 4000, 100),
+    w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 3000 : 6000, 100),
     warmupMs: intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 1500, 0),
-    kills: intFlag('kills', v.kills, quick ? 15 : 100, 1),
+    kills: intFlag('kills', v.kills, quick ? 12 : 100, 1),
     w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 150_000, 2000),
     targets: listFlag('targets', v.targets, TARGETS),
     workloads: listFlag('only', v.only, WORKLOADS),

@@ -181,7 +181,7 @@ describe('W4 migration gap', () => {
     expect(g.gapUs.p50).toBe(400);
     expect(g.gapUs.p99).toBe(900);
     expect(g.loopUs).toEqual({ p50: 100, p99: 200 });
-    expect(g.connectUs).toEqual({ p50: 100, p99: 700 });
+    expect(g.connectUs).toEqual({ p50: 300, p99: 700 });
     expect(g.survivorTtftUs.p50).toBe(2000);
     expect(g.stallMinusTtftUs).toEqual({ p50: 600, p99: 1000, n: 2 });
     expect(g.traceGapMs).toEqual({ p50: 0, p99: 1, n: 2 });
