@@ -31,8 +31,13 @@ export interface BenchOptions {
   /** One measured run of W3. */
   w3DurationMs: number;
   warmupMs: number;
+  /** W4 kills with the workers paced at `w4IntervalMs` (the box has headroom). */
   kills: number;
-  /** Time W4 may take at most, however many kills fit. */
+  /** W4 kills with the workers as fast as they go (the box saturated, as in W1). */
+  killsSaturated: number;
+  /** Token interval of W4's paced part. */
+  w4IntervalMs: number;
+  /** Time W4 may take at most (both parts), however many kills fit. */
   w4BudgetMs: number;
   targets: TargetName[];
   workloads: WorkloadName[];
@@ -42,7 +47,8 @@ export interface BenchOptions {
 export interface BenchOutput {
   info: RunInfo;
   samples: Sample[];
-  gap: MigrationGap | null;
+  /** W4: saturated (token interval 0) first, then paced; empty when W4 did not run. */
+  gaps: MigrationGap[];
   nginxPresent: boolean;
 }
 
@@ -135,7 +141,7 @@ export class BenchRun {
     this.say(`load generator: separate process (pid ${lgProc.pid}), undici dispatch, one connection per concurrent stream`);
 
     const W = workloads({ streams: o.w3Streams, w3IntervalMs: o.w3IntervalMs });
-    let gap: MigrationGap | null = null;
+    const gaps: MigrationGap[] = [];
 
     const cumulative = o.workloads.filter((w) => w === 'W1' || w === 'W2');
     if (cumulative.length > 0 || o.workloads.includes('W4')) {
@@ -146,7 +152,14 @@ export class BenchRun {
         await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), o.rounds, o.durationMs, 0);
         await Promise.all(targets.map((t) => t.stop()));
       }
-      if (o.workloads.includes('W4')) gap = await this.migrationGap(lg, cluster, W.W4);
+      if (o.workloads.includes('W4')) {
+        // Twice: at W1's pace the workers take every cycle the two cores have, and how soon the
+        // router reacts is mostly how soon the scheduler runs it; paced, the box has headroom and
+        // the gap is the router's own.
+        const total = o.killsSaturated + o.kills;
+        if (o.killsSaturated > 0) gaps.push(await this.migrationGap(lg, cluster, W.W4, 0, o.killsSaturated, (o.w4BudgetMs * o.killsSaturated) / total));
+        if (o.kills > 0) gaps.push(await this.migrationGap(lg, cluster, W.W4, o.w4IntervalMs, o.kills, (o.w4BudgetMs * o.kills) / total));
+      }
       await this.stopCluster(cluster);
     }
     if (o.workloads.includes('W3')) {
@@ -174,12 +187,13 @@ export class BenchRun {
         'run (W3)': `${o.w3DurationMs} ms of new streams, then they finish`,
         'W3 streams': o.w3Streams,
         'W3 token interval': `${o.w3IntervalMs} ms`,
+        'W4 paced token interval': `${o.w4IntervalMs} ms`,
         'load generator': 'separate process, undici',
         'nginx worker_processes': 1,
       },
       workloadTitles: { W1: W.W1.title, W2: W.W2.title, W3: W.W3.title, W4: W.W4.title },
     };
-    return { info, samples: this.samples, gap, nginxPresent: nginx !== null };
+    return { info, samples: this.samples, gaps, nginxPresent: nginx !== null };
   }
 
   private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean): Promise<SimCluster> {
@@ -285,10 +299,15 @@ export class BenchRun {
    * W4: W1's load on Baton while workers are killed one after another (each restarted and back
    * in the pool before the next kill). Baton runs with a short health interval and bench time so
    * a restarted worker rejoins within a few hundred ms; the probe inside it times each migration.
+   * `intervalMs` > 0 paces the workers (the `slow` fault, applied again after each restart).
    */
-  private async migrationGap(lg: LoadClient, cluster: SimCluster, w: Workload): Promise<MigrationGap> {
+  private async migrationGap(lg: LoadClient, cluster: SimCluster, w: Workload, intervalMs: number, maxKills: number, budgetMs: number): Promise<MigrationGap> {
     const o = this.o;
     const urls = cluster.workers().map((x) => x.url);
+    const pace = async (i: number) => {
+      if (intervalMs > 0) await cluster.fault(i, { kind: 'slow', intervalMs });
+    };
+    for (let i = 0; i < urls.length; i++) await pace(i);
     const dir = mkdtempSync(join(tmpdir(), 'baton-bench-w4-'));
     this.tempDirs.push(dir);
     const traceFile = join(dir, 'traces.jsonl');
@@ -296,25 +315,28 @@ export class BenchRun {
       flags: ['--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile, '--trace-ring-size', '1000'],
       env: { BATON_CIRCUIT_OPEN_MS: '200' },
     });
-    this.say(`W4: Baton with fast recovery settings (pid ${baton.proc!.pid}), ${o.kills} kills or ${Math.round(o.w4BudgetMs / 1000)} s, whichever comes first`);
+    const how = intervalMs > 0 ? `workers paced at ${intervalMs} ms a token` : 'workers as fast as they go';
+    this.say(`W4 (${how}): Baton with fast recovery settings (pid ${baton.proc!.pid}), ${maxKills} kills or ${Math.round(budgetMs / 1000)} s, whichever comes first`);
     await lg.run({ urls: baton.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: 'warm-w4', record: false });
 
     const probe = baton.proc!;
     const send = (m: ProbeCommand) => probe.child.send(m);
     send({ type: 'probe', on: true });
-    const deadline = Date.now() + o.w4BudgetMs;
-    const load = lg.run({ urls: baton.urls, workload: w, durationMs: o.w4BudgetMs + 60_000, rampMs: 0, ridPrefix: 'W4', record: true });
+    const deadline = Date.now() + budgetMs;
+    const load = lg.run({ urls: baton.urls, workload: w, durationMs: budgetMs + 60_000, rampMs: 0, ridPrefix: `W4-${intervalMs}`, record: true });
     let kills = 0;
     try {
       await sleep(300);
-      while (kills < o.kills && Date.now() < deadline - 1000) {
+      while (kills < maxKills && Date.now() < deadline - 1000) {
         const i = kills % urls.length;
         await cluster.kill(i);
         kills++;
         await cluster.restart(i);
+        await pace(i);
         await this.waitHealthy(baton.urls[0]!, urls[i]!);
-        await sleep(100);
-        if (kills % 10 === 0 || kills === o.kills) this.say(`W4: ${kills} kills`);
+        // Let the restarted worker take its share of streams before the next kill.
+        await sleep(intervalMs > 0 ? 300 : 100);
+        if (kills % 10 === 0 || kills === maxKills) this.say(`W4 (${how}): ${kills} kills`);
       }
     } finally {
       lg.halt();
@@ -332,7 +354,9 @@ export class BenchRun {
     } catch {
       // No trace file: the cross-check is left out.
     }
+    if (intervalMs > 0) for (let i = 0; i < urls.length; i++) await cluster.fault(i, { kind: 'clear' });
     const g = migrationGap({
+      tokenIntervalMs: intervalMs,
       kills,
       records,
       client,
@@ -343,7 +367,7 @@ export class BenchRun {
       errorSamples: result.errorSamples,
     });
     this.say(
-      `W4: ${kills} kills, ${g.continuations} continuations; failure → continuation p50 ${(g.gapUs.p50 / 1000).toFixed(2)} ms p99 ${(g.gapUs.p99 / 1000).toFixed(2)} ms; ` +
+      `W4 (${how}): ${kills} kills, ${g.continuations} continuations; failure → continuation p50 ${(g.gapUs.p50 / 1000).toFixed(2)} ms p99 ${(g.gapUs.p99 / 1000).toFixed(2)} ms; ` +
         `stall − survivor TTFT p99 ${(g.stallMinusTtftUs.p99 / 1000).toFixed(2)} ms; client errors ${g.errors}`,
     );
     return g;

@@ -24,10 +24,12 @@ options:
   --rounds N               rounds of W1 and W2 x every target (default 4; quick 1)
   --w3-rounds N            rounds of W3 x every target (default 2; quick 1)
   --duration-ms T          one measured run of W1 or W2 (default 4000; quick 2500)
-  --w3-duration-ms T       new streams start for this long in one W3 run (default 6000; quick 3000)
+  --w3-duration-ms T       new streams start for this long in one W3 run (default 5000; quick 3000)
   --warmup-ms T            warm-up per target and workload (default 1500; quick 700)
-  --kills N                W4 worker kills (default 100; quick 12)
-  --w4-budget-ms T         most time W4 may take (default 150000; quick 25000)
+  --kills N                W4 worker kills with the workers paced (default 100; quick 8)
+  --kills-saturated N      W4 worker kills at W1's pace, the box saturated (default 30; quick 6)
+  --w4-interval-ms T       token interval of W4's paced part (default 5)
+  --w4-budget-ms T         most time W4 may take, both parts (default 130000; quick 25000)
   --targets LIST           comma-separated subset of direct,bare,nginx,baton
   --only LIST              comma-separated subset of W1,W2,W3,W4
   --nginx PATH             nginx binary (default: looked up in the usual places)
@@ -58,6 +60,8 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     'w3-duration-ms': { type: 'string' },
     'warmup-ms': { type: 'string' },
     kills: { type: 'string' },
+    'kills-saturated': { type: 'string' },
+    'w4-interval-ms': { type: 'string' },
     'w4-budget-ms': { type: 'string' },
     targets: { type: 'string' },
     only: { type: 'string' },
@@ -79,10 +83,12 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     rounds: intFlag('rounds', v.rounds, quick ? 1 : 4, 1),
     w3Rounds: intFlag('w3-rounds', v['w3-rounds'], quick ? 1 : 2, 1),
     durationMs: intFlag('duration-ms', v['duration-ms'], quick ? 2500 : 4000, 100),
-    w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 3000 : 6000, 100),
+    w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 3000 : 5000, 100),
     warmupMs: intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 1500, 0),
-    kills: intFlag('kills', v.kills, quick ? 12 : 100, 1),
-    w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 150_000, 2000),
+    kills: intFlag('kills', v.kills, quick ? 8 : 100, 0),
+    killsSaturated: intFlag('kills-saturated', v['kills-saturated'], quick ? 6 : 30, 0),
+    w4IntervalMs: intFlag('w4-interval-ms', v['w4-interval-ms'], 5, 1),
+    w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 130_000, 2000),
     targets: listFlag('targets', v.targets, TARGETS),
     workloads: listFlag('only', v.only, WORKLOADS),
     nginxPath: v.nginx,
@@ -121,11 +127,11 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gap, out.nginxPresent, out.samples);
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), checks: checks(figures, out.gap, out.nginxPresent, out.samples) };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), checks: checks(figures, out.gaps, out.nginxPresent, out.samples) };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   console.log(`results: ${jsonPath}`);

@@ -149,7 +149,7 @@ describe('figures and ratios', () => {
 
   it('targets without nginx are reported as not judged, not as met', () => {
     const fs = summarize([sample({ target: 'bare', proxyCpuUs: 10_000 }), sample({ target: 'baton', proxyCpuUs: 12_000 })]);
-    const cs = checks(fs, null, false);
+    const cs = checks(fs, [], false);
     expect(cs.find((c) => c.what.includes('bare') && c.workload === 'W1')!.met).toBe(true);
     const vsNginx = cs.find((c) => c.what.includes('nginx') && c.workload === 'W1')!;
     expect(vsNginx.met).toBeNull();
@@ -160,6 +160,7 @@ describe('figures and ratios', () => {
 describe('W4 migration gap', () => {
   it('pairs each continuation with its failed attempt and the client view of its request', () => {
     const g = migrationGap({
+      tokenIntervalMs: 5,
       kills: 1,
       records: [
         { rid: 'a~m1', failedUs: 1000, createdUs: 1100, sentUs: 1400, firstChunkUs: 3400 },
@@ -185,6 +186,10 @@ describe('W4 migration gap', () => {
     expect(g.survivorTtftUs.p50).toBe(2000);
     expect(g.stallMinusTtftUs).toEqual({ p50: 600, p99: 1000, n: 2 });
     expect(g.traceGapMs).toEqual({ p50: 0, p99: 1, n: 2 });
+    const w4 = checks([], [g], true).filter((c) => c.workload === 'W4');
+    expect(w4).toHaveLength(1);
+    expect(w4[0]!.met).toBe(true);
+    expect(w4[0]!.what).toContain('paced at 5 ms');
   });
 
   it('reads the failed-attempt → continuation gap from trace rows', () => {
