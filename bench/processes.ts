@@ -48,9 +48,9 @@ export class ProcessGroup {
   }
 
   /** A Node child running a TypeScript file through tsx, with an IPC channel. */
-  spawnNode(name: string, script: string, args: string[], opts: { preload?: string[]; env?: NodeJS.ProcessEnv; stdout?: boolean } = {}): Proc {
+  spawnNode(name: string, script: string, args: string[], opts: { preload?: string[]; nodeFlags?: string[]; env?: NodeJS.ProcessEnv; stdout?: boolean } = {}): Proc {
     const imports = ['--import', TSX_LOADER, ...(opts.preload ?? []).flatMap((f) => ['--import', pathToFileURL(f).href])];
-    return this.spawn(name, process.execPath, [...imports, script, ...args], { ipc: true, env: opts.env, stdout: opts.stdout });
+    return this.spawn(name, process.execPath, [...(opts.nodeFlags ?? []), ...imports, script, ...args], { ipc: true, env: opts.env, stdout: opts.stdout });
   }
 
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */

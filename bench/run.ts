@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { startCluster, type SimCluster } from '../sim/cluster.ts';
 import { Histogram } from './histogram.ts';
 import type { LoadgenCommand, RecordsResult, RequestRecord, RunCommand, RunResult } from './loadgen.ts';
-import type { GapRecord, ProbeCommand, ProbeReply } from './baton-probe.ts';
+import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-probe.ts';
 import { findNginx } from './nginx.ts';
 import { describeMachine, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
-import { migrationGap, traceGaps, type MigrationGap, type RunInfo, type Sample } from './report.ts';
+import { migrationGap, traceGaps, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
 import { direct, startBare, startBaton, startNginx, TARGET_LABELS, type Target, type TargetName } from './targets.ts';
 import { workloads, type Workload, type WorkloadName } from './workloads.ts';
 
@@ -49,6 +49,8 @@ export interface BenchOutput {
   samples: Sample[];
   /** W4: saturated (token interval 0) first, then paced; empty when W4 did not run. */
   gaps: MigrationGap[];
+  /** W3: memory per in-flight stream, from one run per proxy outside the latency rounds. */
+  memory: MemoryRun[];
   nginxPresent: boolean;
 }
 
@@ -142,6 +144,7 @@ export class BenchRun {
 
     const W = workloads({ streams: o.w3Streams, w3IntervalMs: o.w3IntervalMs });
     const gaps: MigrationGap[] = [];
+    const memory: MemoryRun[] = [];
 
     const cumulative = o.workloads.filter((w) => w === 'W1' || w === 'W2');
     if (cumulative.length > 0 || o.workloads.includes('W4')) {
@@ -168,7 +171,12 @@ export class BenchRun {
       const targets = await this.startTargets(targetsRun, urls, nginx?.path, o.w3Streams * 2 + 1024);
       // Streams open over a few seconds, not at once: W3 measures streaming, not a connection storm
       // (a burst of thousands of connects overflows a busy Node server's accept queue of 511).
-      await this.interleave(lg, cluster, targets, [W.W3], o.w3Rounds, o.w3DurationMs, Math.min(3000, o.w3DurationMs / 3));
+      const rampMs = Math.min(3000, o.w3DurationMs / 3);
+      await this.interleave(lg, cluster, targets, [W.W3], o.w3Rounds, o.w3DurationMs, rampMs);
+      for (const t of targets) {
+        const m = await this.memoryRun(lg, t, W.W3, rampMs);
+        if (m) memory.push(m);
+      }
       await Promise.all(targets.map((t) => t.stop()));
       await this.stopCluster(cluster);
     }
@@ -193,7 +201,7 @@ export class BenchRun {
       },
       workloadTitles: { W1: W.W1.title, W2: W.W2.title, W3: W.W3.title, W4: W.W4.title },
     };
-    return { info, samples: this.samples, gaps, nginxPresent: nginx !== null };
+    return { info, samples: this.samples, gaps, memory, nginxPresent: nginx !== null };
   }
 
   private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean): Promise<SimCluster> {
@@ -293,6 +301,48 @@ export class BenchRun {
       workersCpuUs: workersCpu() - w0,
       loadgenCpuUs: r.cpuUs,
     };
+  }
+
+  /**
+   * W3's memory per in-flight stream, in a run of its own (a full GC would show in the latency
+   * figures): the proxy's memory with no stream, then once every stream has started and none has
+   * ended (a stream lasts newTokens × the token interval, longer than the ramp). RSS for every
+   * proxy; for the Node proxies also what they retain after a full GC, since their RSS holds
+   * garbage not yet collected (up to the young generation's size, tens of MB).
+   */
+  private async memoryRun(lg: LoadClient, t: Target, w: Workload, rampMs: number): Promise<MemoryRun | null> {
+    const proc = t.proc;
+    if (!proc) return null;
+    const node = t.name !== 'nginx';
+    const ask = () => (node ? this.askMem(proc) : Promise.resolve(null));
+    const idle = await ask();
+    // A Node proxy's RSS is read right after its GC (the probe's reply), nginx's from /proc.
+    const rssIdle = idle?.rss ?? treeRssBytes(proc.pid);
+    const settleMs = 1000;
+    if (w.newTokens * w.tokenIntervalMs < rampMs + settleMs) this.say(`warning: W3 streams end before the memory reading; memory per stream will under-report`);
+    const load = lg.run({ urls: t.urls, workload: w, durationMs: rampMs + settleMs / 2, rampMs, ridPrefix: `mem-${t.name}`, record: false });
+    await sleep(rampMs + settleMs);
+    const steady = await ask();
+    const rssSteady = steady?.rss ?? treeRssBytes(proc.pid);
+    await load;
+    const kib = (a: number, b: number) => (a - b) / 1024 / w.concurrency;
+    const m: MemoryRun = {
+      target: t.name,
+      streams: w.concurrency,
+      rssKiBPerStream: kib(rssSteady, rssIdle),
+      retainedKiBPerStream: idle && steady && idle.gc ? kib(steady.retained, idle.retained) : null,
+    };
+    this.say(
+      `W3 memory ${TARGET_LABELS[t.name]}: RSS +${m.rssKiBPerStream!.toFixed(1)} KiB/stream` +
+        (m.retainedKiBPerStream === null ? '' : `, retained after GC +${m.retainedKiBPerStream.toFixed(1)} KiB/stream`),
+    );
+    return m;
+  }
+
+  private askMem(proc: Proc): Promise<MemReply> {
+    const m: ProbeCommand = { type: 'mem' };
+    proc.child.send(m);
+    return waitForMessage(proc, (r) => ((r as MemReply)?.type === 'mem' ? (r as MemReply) : undefined));
   }
 
   /**

@@ -29,15 +29,18 @@ export function direct(workers: string[]): Target {
   return { name: 'direct', urls: workers, proc: null, stop: async () => undefined };
 }
 
+/** Both Node proxies carry the probe, and --expose-gc so it can measure memory after a full GC (only when asked). */
+const PROBE = { preload: [join(BENCH_DIR, 'proxy-probe.ts')], nodeFlags: ['--expose-gc'] };
+
 export async function startBare(group: ProcessGroup, workers: string[]): Promise<Target> {
-  const proc = group.spawnNode('bare proxy', join(BENCH_DIR, 'bare-proxy.ts'), workers.flatMap((w) => ['--worker', w]));
+  const proc = group.spawnNode('bare proxy', join(BENCH_DIR, 'bare-proxy.ts'), workers.flatMap((w) => ['--worker', w]), PROBE);
   const url = await waitForMessage(proc, (m) => (m as { type?: string; url?: string })?.type === 'listening' ? (m as { url: string }).url : undefined);
   return { name: 'bare', urls: [url], proc, stop: () => group.stop(proc) };
 }
 
 export async function startBaton(group: ProcessGroup, workers: string[], opts: { flags?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Target> {
   const args = ['router', '--port', '0', ...workers.flatMap((w) => ['--worker', w]), ...(opts.flags ?? [])];
-  const proc = group.spawnNode('baton router', BATON_BIN, args, { preload: [join(BENCH_DIR, 'baton-probe.ts')], env: opts.env, stdout: true });
+  const proc = group.spawnNode('baton router', BATON_BIN, args, { ...PROBE, env: opts.env, stdout: true });
   const url = await waitForLine(proc, (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1]);
   return { name: 'baton', urls: [url], proc, stop: () => group.stop(proc) };
 }

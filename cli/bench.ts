@@ -127,11 +127,11 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples);
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), checks: checks(figures, out.gaps, out.nginxPresent, out.samples) };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), checks: checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory) };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   console.log(`results: ${jsonPath}`);

@@ -6,7 +6,7 @@ import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
 import { checks, figuresOf, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, type Sample } from '../../bench/report.ts';
 import { lastCompletionTokens } from '../../bench/loadgen.ts';
-import { previousRid, ridOf } from '../../bench/baton-probe.ts';
+import { previousRid, ridOf } from '../../bench/proxy-probe.ts';
 import { promptIds, requestBody, workloads } from '../../bench/workloads.ts';
 
 describe('histogram', () => {

@@ -1,6 +1,10 @@
-// Preloaded into the Baton process the bench starts (`node --import tsx --import
-// bench/baton-probe.ts bin/baton.js router ...`), so W4 can time a migration from inside the
-// router without the router knowing: undici's diagnostics channels say, with a µs clock, when an
+// Preloaded into the Node proxies the bench starts (`node --expose-gc --import tsx --import
+// bench/proxy-probe.ts bin/baton.js router ...`; the bare proxy too), for what only the process
+// itself can tell:
+// - W3: the memory it retains, after a full GC, so that garbage not yet collected does not count
+//   as memory per stream;
+// - W4 (Baton): the time of a migration, from inside the router without the router knowing:
+//   undici's diagnostics channels say, with a µs clock, when an
 // upstream request failed (the dead worker's connection closed under it), when the continuation's
 // request was written to the survivor's socket, and when the survivor's first chunk came back.
 // The channels are subscribed only while W4 runs: a subscriber on the per-chunk channel costs
@@ -21,8 +25,24 @@ export interface GapRecord {
   firstChunkUs: number | null;
 }
 
-export type ProbeCommand = { type: 'probe'; on: boolean };
+export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' };
 export type ProbeReply = { type: 'probe-records'; records: GapRecord[] };
+
+/** Memory after a full GC (when the process runs with --expose-gc), bytes. */
+export interface MemReply {
+  type: 'mem';
+  gc: boolean;
+  rss: number;
+  /** V8 heap in use + memory outside it held by JS objects (buffers, ArrayBuffers). */
+  retained: number;
+}
+
+export function memReply(): MemReply {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) gc();
+  const m = process.memoryUsage();
+  return { type: 'mem', gc: gc !== undefined, rss: m.rss, retained: m.heapUsed + m.external };
+}
 
 interface UndiciRequest {
   body?: unknown;
@@ -96,6 +116,10 @@ const CHANNELS: [string, (msg: unknown) => void][] = [
 
 if (process.send) {
   process.on('message', (msg: ProbeCommand) => {
+    if (msg?.type === 'mem') {
+      process.send!(memReply());
+      return;
+    }
     if (msg?.type !== 'probe') return;
     if (msg.on) {
       failures = new Map();
