@@ -334,8 +334,10 @@ export class LogicalRequest implements ProgressSource {
     }
     if (kind === FrameKind.Running && a.lazy) {
       if (a.frames++ === 0) this.onFirstFrame(a);
-      a.lastRaw = buf.subarray(start, end);
-      if (a.forwardRaw) this.write(a, buf.subarray(start, end));
+      // One view of the frame serves both: kept as the last raw frame and forwarded.
+      const raw = buf.subarray(start, end);
+      a.lastRaw = raw;
+      if (a.forwardRaw) this.write(a, raw);
       return;
     }
     this.onParsedFrame(a, buf, start, end);

@@ -61,9 +61,20 @@ const FINISH_KEY = Buffer.from('"finish_reason":');
 const ERROR_KEY = Buffer.from('"error"');
 const DONE = Buffer.from('[DONE]');
 
+/**
+ * `pattern` occurs in `buf` at `i`. A byte loop rather than Buffer.compare, whose argument
+ * checks cost more than comparing these few bytes (it runs three times per token), and which
+ * throws when the range runs past the buffer (a short frame at the end of a read).
+ */
+function matchAt(buf: Buffer, i: number, pattern: Buffer): boolean {
+  if (i < 0 || i + pattern.length > buf.length) return false;
+  for (let j = 0; j < pattern.length; j++) if (buf[i + j] !== pattern[j]) return false;
+  return true;
+}
+
 /** Offset of the payload of a `data:` frame, or -1. */
 export function payloadStart(buf: Buffer, start: number): number {
-  if (buf.compare(DATA, 0, 5, start, start + 5) !== 0) return -1;
+  if (!matchAt(buf, start, DATA)) return -1;
   return buf[start + 5] === 0x20 ? start + 6 : start + 5;
 }
 
@@ -82,10 +93,10 @@ export function classifyFrame(buf: Buffer, start: number, end: number): FrameKin
   const p = payloadStart(buf, start);
   if (p < 0) return FrameKind.Ignored;
   if (buf[p] === 0x5b /* [ */) {
-    return buf.compare(DONE, 0, DONE.length, p, p + DONE.length) === 0 ? FrameKind.Done : FrameKind.Unknown;
+    return matchAt(buf, p, DONE) ? FrameKind.Done : FrameKind.Unknown;
   }
   const first = skipSpaces(buf, p + 1, end);
-  if (buf.compare(ERROR_KEY, 0, ERROR_KEY.length, first, first + ERROR_KEY.length) === 0) return FrameKind.Error;
+  if (matchAt(buf, first, ERROR_KEY)) return FrameKind.Error;
   const k = buf.indexOf(FINISH_KEY, p);
   if (k < 0 || k >= end) return FrameKind.Unknown;
   const v = skipSpaces(buf, k + FINISH_KEY.length, end);
