@@ -5,6 +5,7 @@ import { startWorker, type SimWorker } from '../../../sim/worker.ts';
 import { startRouter, type RouterHandle } from '../../../router/index.ts';
 import type { RouterConfig } from '../../../router/config.ts';
 import { FaultBook, FaultProxy, type Fault } from './fault-proxy.ts';
+import { foldText } from './fold-text.ts';
 
 export type Mode = 'cumulative' | 'incremental' | 'mixed';
 
@@ -75,20 +76,7 @@ export interface Answer {
 /** Send a /generate and fold the answer the way an SGLang client would. */
 export async function generate(url: string, body: Record<string, unknown>, incrementalClient = false): Promise<Answer> {
   const res = await fetch(url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  if (!body.stream || !res.headers.get('content-type')?.includes('text/event-stream')) {
-    const json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
-    const err = json && typeof json.error === 'object' ? (json.error as { message: string }).message : null;
-    return { status: res.status, body: err ? null : json, error: err, frames: [], headers: res.headers };
-  }
-  if (!text.endsWith('data: [DONE]\n\n')) throw new Error(`stream did not end with [DONE]: ...${text.slice(-200)}`);
-  const frames = text.split('\n\n').filter((f) => f && f !== 'data: [DONE]').map((f) => {
-    if (!f.startsWith('data: ')) throw new Error(`not an SGLang frame: ${f.slice(0, 80)}`);
-    return JSON.parse(f.slice(6)) as Record<string, unknown>;
-  });
-  const last = frames.at(-1);
-  if (last && 'error' in last) return { status: res.status, body: null, error: (last.error as { message: string }).message, frames, headers: res.headers };
-  return { status: res.status, body: fold(frames, incrementalClient), error: null, frames, headers: res.headers };
+  return foldText(res.status, res.headers, await res.text(), Boolean(body.stream), incrementalClient);
 }
 
 type Meta = Record<string, unknown>;
