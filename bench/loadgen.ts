@@ -70,6 +70,7 @@ export interface RecordsResult {
 }
 
 const COMPLETION_KEY = Buffer.from('"completion_tokens":');
+const TAIL_BYTES = 1024;
 const MAX_ERROR_SAMPLES = 5;
 
 /** meta_info.completion_tokens of the last chunk in `buf`, or -1. */
@@ -111,10 +112,10 @@ class Call implements Dispatcher.DispatchHandler {
   private last = 0;
   private maxWait = 0;
   private ttftUs = 0;
-  // The last three chunks: the final frame's completion_tokens may sit one or two short chunks
-  // before the end (the final frame and [DONE] need not arrive together).
-  private p2: Buffer | null = null;
-  private p1: Buffer | null = null;
+  /**
+   * The stream's last TAIL_BYTES, however it was chunked: the final frame's completion_tokens
+   * sits a few dozen bytes before its end, and a proxy may cut the last bytes into tiny chunks.
+   */
   private tail: Buffer | null = null;
   private readonly t0 = performance.now();
 
@@ -146,9 +147,12 @@ class Call implements Dispatcher.DispatchHandler {
     this.last = now;
     r.bytes += chunk.length;
     r.chunks++;
-    this.p2 = this.p1;
-    this.p1 = this.tail;
-    this.tail = chunk;
+    // A view when the chunk alone is long enough; a small copy otherwise.
+    if (chunk.length >= TAIL_BYTES || this.tail === null) this.tail = chunk.length > TAIL_BYTES ? chunk.subarray(chunk.length - TAIL_BYTES) : chunk;
+    else {
+      const joined = Buffer.concat([this.tail, chunk]);
+      this.tail = joined.length > TAIL_BYTES ? joined.subarray(joined.length - TAIL_BYTES) : joined;
+    }
   }
 
   onResponseEnd(): void {
@@ -156,8 +160,6 @@ class Call implements Dispatcher.DispatchHandler {
     let tokens = -1;
     if (this.status === 200 && this.tail) {
       tokens = lastCompletionTokens(this.tail);
-      if (tokens < 0 && this.p1) tokens = lastCompletionTokens(Buffer.concat([this.p1, this.tail]));
-      if (tokens < 0 && this.p2) tokens = lastCompletionTokens(Buffer.concat([this.p2, this.p1!, this.tail]));
     }
     const ok = tokens === r.cmd.workload.newTokens;
     if (ok) {
@@ -178,7 +180,7 @@ class Call implements Dispatcher.DispatchHandler {
   }
 
   private finish(ok: boolean, tokens: number): void {
-    this.p2 = this.p1 = this.tail = null;
+    this.tail = null;
     if (this.run.cmd.record) {
       this.run.records.set(this.rid, { rid: this.rid, ok, startedUs: this.t0 * 1000, ttftUs: this.ttftUs, maxWaitUs: this.maxWait, tokens });
     }

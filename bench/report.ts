@@ -27,6 +27,8 @@ export interface Sample {
   rssIdleBytes: number | null;
   rssPeakBytes: number | null;
   concurrency: number;
+  /** The workers' token interval during the run. */
+  tokenIntervalMs: number;
   workersCpuUs: number;
   loadgenCpuUs: number;
 }
@@ -351,7 +353,18 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
   out.push({ workload: 'W2', what: 'throughput (tokens/s), Baton / nginx', limit: '≥ 0.9×', value: absent(w2n, true), met: ge(w2n, 0.9) });
   const w3 = find(fs, 'W3', 'baton');
   const added = w3?.addedGapMs?.p99 ?? null;
-  out.push({ workload: 'W3', what: 'added p99 inter-chunk latency vs direct', limit: '≤ 10 ms', value: added === null ? 'n/a' : `${added.toFixed(2)} ms`, met: le(added, 10) });
+  // When direct calls alone miss the token interval by half again at p99, the box cannot carry the
+  // streams: every target then measures the scheduler, and the difference says nothing.
+  const d3 = find(fs, 'W3', 'direct');
+  const interval = info3(samples);
+  const saturated = d3 !== undefined && interval !== null && d3.gapMs.p99 > interval * 1.5;
+  out.push({
+    workload: 'W3',
+    what: 'added p99 inter-chunk latency vs direct',
+    limit: '≤ 10 ms',
+    value: added === null ? 'n/a' : `${added.toFixed(2)} ms${saturated ? ` (not judged: direct's own p99 is ${d3!.gapMs.p99.toFixed(0)} ms at a ${interval} ms interval, the box is saturated)` : ''}`,
+    met: saturated ? null : le(added, 10),
+  });
   // Memory: what Baton retains after a full GC when its memory run has it (its RSS also holds
   // garbage not yet collected), else RSS growth.
   const mr = memory.find((m) => m.target === 'baton');
@@ -364,6 +377,11 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
     out.push({ workload: 'W4', what: `p99 gap, failure detected → continuation sent (${gapLabel(gap)})`, limit: '≤ 5 ms', value: g === null ? 'n/a' : `${g.toFixed(2)} ms`, met: le(g, 5) });
   }
   return out;
+}
+
+/** W3's token interval, as recorded with its samples. */
+function info3(samples: Sample[]): number | null {
+  return samples.find((s) => s.workload === 'W3')?.tokenIntervalMs ?? null;
 }
 
 // --- markdown ------------------------------------------------------------------------------
@@ -415,7 +433,8 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
     lines.push('');
     lines.push('| target | RSS growth KiB/stream | retained after a full GC KiB/stream |');
     lines.push('|---|--:|--:|');
-    for (const m of memory) lines.push(`| ${TARGET_LABELS[m.target]} | ${num(m.rssKiBPerStream, 1)} | ${num(m.retainedKiBPerStream, 1)} |`);
+    // A Node proxy's RSS between two full GCs moves with what V8 gives back, not with the streams.
+    for (const m of memory) lines.push(`| ${TARGET_LABELS[m.target]} | ${m.retainedKiBPerStream === null ? num(m.rssKiBPerStream, 1) : '(GC)'} | ${num(m.retainedKiBPerStream, 1)} |`);
     lines.push('');
   }
   for (const gap of gaps) {

@@ -298,6 +298,7 @@ export class BenchRun {
       rssIdleBytes: rssIdle,
       rssPeakBytes: rssPeak,
       concurrency: w.concurrency,
+      tokenIntervalMs: w.tokenIntervalMs,
       workersCpuUs: workersCpu() - w0,
       loadgenCpuUs: r.cpuUs,
     };

@@ -87,6 +87,7 @@ function sample(over: Partial<Sample>): Sample {
     rssIdleBytes: null,
     rssPeakBytes: null,
     concurrency: 64,
+    tokenIntervalMs: 0,
     workersCpuUs: 1e6,
     loadgenCpuUs: 2e5,
     ...over,
@@ -138,6 +139,20 @@ describe('figures and ratios', () => {
     expect(r.cpuPerRequestMedian).toBeCloseTo(1.2);
     expect(median([3, 1, 2, 4])).toBe(2.5);
     expect(median([])).toBeNull();
+  });
+
+  it('does not judge W3 latency when direct calls alone miss the token interval (the box is saturated)', () => {
+    const at = (ms: number) => {
+      const h = new Histogram();
+      h.add(ms * 1000);
+      return h.toJSON();
+    };
+    const w3 = (target: Sample['target'], gapMs: number) => sample({ workload: 'W3', target, tokenIntervalMs: 100, proxyCpuUs: target === 'direct' ? null : 1, gap: at(gapMs) });
+    const judged = checks(summarize([w3('direct', 120), w3('baton', 125)]), [], true).find((c) => c.workload === 'W3' && c.what.includes('latency'))!;
+    expect(judged.met).toBe(true);
+    const saturated = checks(summarize([w3('direct', 400), w3('baton', 300)]), [], true).find((c) => c.workload === 'W3' && c.what.includes('latency'))!;
+    expect(saturated.met).toBeNull();
+    expect(saturated.value).toContain('saturated');
   });
 
   it('ratio is null when either side is missing or zero', () => {
