@@ -174,6 +174,7 @@ export class BenchRun {
       const rampMs = Math.min(3000, o.w3DurationMs / 3);
       await this.interleave(lg, cluster, targets, [W.W3], o.w3Rounds, o.w3DurationMs, rampMs);
       for (const t of targets) {
+        await this.warmW3(lg, t, W.W3, rampMs);
         const m = await this.memoryRun(lg, t, W.W3, rampMs);
         if (m) memory.push(m);
       }
