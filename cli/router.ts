@@ -20,6 +20,9 @@ const HELP = `usage: baton router [options]
   --headers-timeout-ms T       a client must send its request headers within T ms (default 30000)
   --admin-token TOKEN          bearer token for the worker API, traces and events
                                (required when --host is not loopback)
+  --spare-connections N        most spare connections per worker, so that a continuation is
+                               written at once (default 64; 0 = off)
+  --listen-backlog N           pending-connection queue (default 4096, capped by somaxconn)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -43,6 +46,8 @@ const OPTIONS = {
   'max-concurrent-requests': { type: 'string' },
   'headers-timeout-ms': { type: 'string' },
   'admin-token': { type: 'string' },
+  'spare-connections': { type: 'string' },
+  'listen-backlog': { type: 'string' },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -68,6 +73,8 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         maxConcurrentRequests: v['max-concurrent-requests'],
         headersTimeoutMs: v['headers-timeout-ms'],
         adminToken: v['admin-token'],
+        spareConnections: v['spare-connections'],
+        listenBacklog: v['listen-backlog'],
       },
     });
   } catch (err) {

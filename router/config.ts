@@ -32,6 +32,10 @@ export interface RouterConfig {
   maxConcurrentRequests: number;
   /** Required to expose the admin surfaces (workers, traces, events) on a non-loopback host. */
   adminToken: string | null;
+  /** Most spare connections kept per worker so that a continuation is written at once; 0 = off. */
+  spareConnections: number;
+  /** Pending-connection queue of the listening socket (the kernel caps it at somaxconn). */
+  listenBacklog: number;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -57,6 +61,8 @@ export const DEFAULTS: RouterConfig = {
   headersTimeoutMs: 30_000,
   maxConcurrentRequests: 10_000,
   adminToken: null,
+  spareConnections: 64,
+  listenBacklog: 4096,
 };
 
 export class ConfigError extends Error {}
@@ -96,6 +102,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
     if (!Number.isInteger(n) || n < 0) throw bad('must be a non-negative integer');
     if (key === 'port' && n > 65535) throw bad('must be a port number (0 picks one)');
+    if (key === 'listenBacklog' && n < 1) throw bad('must be a positive integer');
     return n;
   }
   if (typeof value !== 'string' || value === '') throw bad('must be a string');

@@ -62,6 +62,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       healthTimeoutMs: config.healthTimeoutMs,
       healthFailureThreshold: config.healthFailureThreshold,
       benchMs: config.benchMs,
+      spareConnections: config.spareConnections,
     },
     createPolicy(config.policy),
     (w) => telemetry.workerChanged(w.info()),
@@ -307,7 +308,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port, config.host, () => {
+    // Node's default backlog (511) overflows when thousands of clients connect at once, which they
+    // see as SYN retransmits (a second or more) or resets; the kernel caps it at somaxconn.
+    server.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => {
       server.off('error', reject);
       resolve();
     });

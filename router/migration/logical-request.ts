@@ -309,7 +309,7 @@ export class LogicalRequest implements ProgressSource {
     this.current = a;
     worker.inFlight++;
     this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
-    a.call.start();
+    a.call.start(index > 0);
     return a;
   }
 

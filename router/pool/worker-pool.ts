@@ -14,12 +14,18 @@ export interface PoolOptions {
   /** Consecutive failed health checks before a worker is taken out. */
   healthFailureThreshold: number;
   benchMs: number;
+  /** Most spare connections per worker for continuations (spares.ts); 0 = off. */
+  spareConnections: number;
 }
+
+/** How often spare connections are resized to the load and renewed. */
+const SPARE_INTERVAL_MS = 250;
 
 export class WorkerPool {
   private readonly workers = new Map<string, Worker>();
   private nextId = 0;
   private timer: NodeJS.Timeout | null = null;
+  private spareTimer: NodeJS.Timeout | null = null;
   private checking = false;
 
   constructor(
@@ -46,7 +52,7 @@ export class WorkerPool {
     const normalized = normalizeWorkerUrl(url);
     const existing = this.byUrl(normalized);
     if (existing) return existing;
-    const w = new Worker(`w${this.nextId++}`, normalized, this.opts.circuit, this.opts.connectTimeoutMs, opts.simulated ?? false, opts.simIndex ?? null);
+    const w = new Worker(`w${this.nextId++}`, normalized, this.opts.circuit, this.opts.connectTimeoutMs, opts.simulated ?? false, opts.simIndex ?? null, this.opts.spareConnections);
     this.workers.set(w.id, w);
     await this.refresh(w);
     return w;
@@ -57,7 +63,7 @@ export class WorkerPool {
     if (!w) return false;
     this.workers.delete(id);
     // In-flight attempts keep their connections until they end; close() waits for them.
-    void w.pool.close().catch(() => undefined);
+    void w.close().catch(() => undefined);
     this.onRemove(id);
     return true;
   }
@@ -109,15 +115,46 @@ export class WorkerPool {
   }
 
   start(): void {
+    if (this.opts.spareConnections > 0 && !this.spareTimer) {
+      this.spareTimer = setInterval(() => this.maintainSpares(), SPARE_INTERVAL_MS);
+      this.spareTimer.unref();
+    }
     if (this.timer || this.opts.healthIntervalMs <= 0) return;
     this.timer = setInterval(() => void this.checkAll(), this.opts.healthIntervalMs);
     this.timer.unref();
   }
 
+  /**
+   * Size each worker's spares for the burst it would take if the busiest other worker died now:
+   * that worker's streams, shared among the other eligible workers, with a margin. No traffic,
+   * no spares.
+   */
+  maintainSpares(now = Date.now()): void {
+    let eligible = 0;
+    let busiest = 0;
+    let second = 0;
+    for (const w of this.workers.values()) {
+      if (w.eligible(now)) eligible++;
+      if (w.inFlight >= busiest) {
+        second = busiest;
+        busiest = w.inFlight;
+      } else if (w.inFlight > second) second = w.inFlight;
+    }
+    for (const w of this.workers.values()) {
+      if (!w.spares) continue;
+      const other = w.inFlight === busiest ? second : busiest;
+      const share = other === 0 || !w.eligible(now) ? 0 : Math.ceil((other * 1.25) / Math.max(1, eligible - 1)) + 1;
+      w.spares.target = Math.min(this.opts.spareConnections, share);
+      w.spares.maintain(now);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.spareTimer) clearInterval(this.spareTimer);
     this.timer = null;
-    await Promise.all(this.list().map((w) => w.pool.destroy().catch(() => undefined)));
+    this.spareTimer = null;
+    await Promise.all(this.list().map((w) => w.destroy().catch(() => undefined)));
     this.workers.clear();
   }
 

@@ -1,11 +1,19 @@
 // One upstream worker as the pool sees it: its connection pool, what probing learned about it,
 // and its health, bench and circuit state.
-import { Pool } from 'undici';
+import { Pool, buildConnector } from 'undici';
 import type { WorkerHealth, WorkerInfo } from '../events/types.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
+import { SpareConnections } from './spares.ts';
 
 export class Worker {
+  /** Attempt 0 of every request, health checks and probes: keep-alive connections. */
   readonly pool: Pool;
+  /**
+   * Continuations (attempts after a failure): one request per connection, on a spare when one is
+   * ready (see spares.ts). Null when spare connections are off.
+   */
+  readonly handoff: Pool | null;
+  readonly spares: SpareConnections | null;
   healthy = true; // optimistic until a check or a connect error says otherwise
   dead = false; // connect refused: gone until a health check answers
   benchedUntil = 0;
@@ -26,18 +34,33 @@ export class Worker {
     connectTimeoutMs: number,
     readonly simulated = false,
     readonly simIndex: number | null = null,
+    spareConnections = 0,
   ) {
     this.circuit = new CircuitBreaker(circuit);
+    const connect = buildConnector({ timeout: connectTimeoutMs });
     // Timeouts on the body and headers are the router's own (inter-token timeout, swept per
     // frame), because undici's would also fire while the router pauses a worker for a slow client.
-    this.pool = new Pool(url, {
-      connections: 512,
-      pipelining: 1,
-      connect: { timeout: connectTimeoutMs },
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      keepAliveTimeout: 30_000,
-    });
+    const common = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const;
+    this.pool = new Pool(url, { ...common, connections: 512, connect, keepAliveTimeout: 30_000 });
+    if (spareConnections > 0) {
+      this.spares = new SpareConnections(new URL(url), connect);
+      this.handoff = new Pool(url, { ...common, connect: this.spares.connector });
+    } else {
+      this.spares = null;
+      this.handoff = null;
+    }
+  }
+
+  /** Close every connection to the worker; in-flight attempts end with an error. */
+  async destroy(): Promise<void> {
+    this.spares?.close();
+    await Promise.all([this.pool.destroy(), this.handoff?.destroy()]);
+  }
+
+  /** Stop taking work; in-flight attempts keep their connections until they end. */
+  async close(): Promise<void> {
+    this.spares?.close();
+    await Promise.all([this.pool.close(), this.handoff?.close()]);
   }
 
   health(now = Date.now()): WorkerHealth {

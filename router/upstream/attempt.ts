@@ -44,15 +44,21 @@ export class UpstreamCall implements Watched {
     this.result = new Promise((r) => (this.resolve = r));
   }
 
-  start(): void {
+  /**
+   * Send the request. A continuation goes out on a connection of its own (a spare when one is
+   * ready, see pool/spares.ts), closed after its answer, so that it is written at once.
+   */
+  start(continuation = false): void {
     this.stalls.add(this);
-    this.worker.pool.dispatch(
+    const handoff = continuation ? this.worker.handoff : null;
+    (handoff ?? this.worker.pool).dispatch(
       {
         path: '/generate',
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
         body: this.body,
         blocking: true,
+        reset: handoff !== null,
       },
       this,
     );

@@ -1,0 +1,126 @@
+// Spare connections: a few connected sockets per worker that have never carried a request, kept
+// so that a continuation can be written to the survivor in the same event-loop turn in which the
+// failure was seen.
+//
+// Why: undici (7.x) will not write a request on a keep-alive socket that has carried one before
+// until a setImmediate has passed (GHSA-35p6-xmwp-9g52: bytes or a FIN the server sent while the
+// socket sat idle must be read first), and a new connection needs a turn to connect. Either way a
+// migration waits one whole event-loop iteration, which on a busy router is tens of ms. A socket
+// that never carried a request has nothing of that kind to wait for, so undici writes on it at
+// once. Continuations are rare and come in bursts (every stream of a dead worker at once), so the
+// spares are sized from the in-flight load of the other workers, exist only while there is
+// traffic, and are replaced before any server's idle timeout can close them.
+import type { Socket } from 'node:net';
+import type { buildConnector } from 'undici';
+
+/**
+ * A spare older than this is closed and replaced. Well under the idle timeouts of the servers
+ * SGLang-style workers run behind (uvicorn closes idle connections after 5 s by default, Node's
+ * http server after 5 s), so a spare is never taken just as the server closes it.
+ */
+export const SPARE_MAX_AGE_MS = 2_000;
+
+interface Spare {
+  socket: Socket;
+  at: number;
+  onGone: () => void;
+}
+
+export class SpareConnections {
+  /** How many spares to keep; set by the pool from the load, 0 when there is no traffic. */
+  target = 0;
+  private readonly idle: Spare[] = [];
+  private connecting = 0;
+  private closed = false;
+
+  constructor(
+    private readonly origin: URL,
+    private readonly connect: buildConnector.connector,
+  ) {}
+
+  get size(): number {
+    return this.idle.length;
+  }
+
+  /**
+   * The connector for the dispatcher that sends continuations: a spare when one is ready (handed
+   * over in a microtask, because undici ignores a resume from inside its own connect call), else a
+   * new connection as usual.
+   */
+  readonly connector: buildConnector.connector = (opts, callback) => {
+    const socket = this.take();
+    if (socket) {
+      queueMicrotask(() => callback(null, socket));
+      this.refill();
+    } else {
+      this.connect(opts, callback);
+    }
+  };
+
+  /** The newest usable spare, detached from the stash; null if none. */
+  take(now = Date.now()): Socket | null {
+    while (this.idle.length > 0) {
+      const s = this.idle.pop()!;
+      this.detach(s);
+      // Anything read on a socket that never carried a request (a 408, a FIN) makes it unusable.
+      if (!s.socket.destroyed && !s.socket.readableEnded && s.socket.readableLength === 0 && now - s.at < SPARE_MAX_AGE_MS) {
+        return s.socket;
+      }
+      s.socket.destroy();
+    }
+    return null;
+  }
+
+  /** Close spares that are too old or beyond the target, and open what is missing. */
+  maintain(now = Date.now()): void {
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const s = this.idle[i]!;
+      if (now - s.at >= SPARE_MAX_AGE_MS) this.drop(i);
+    }
+    // The oldest go first when there are too many.
+    while (this.idle.length > this.target) this.drop(0);
+    this.refill();
+  }
+
+  private refill(): void {
+    while (!this.closed && this.idle.length + this.connecting < this.target) this.open();
+  }
+
+  private open(): void {
+    this.connecting++;
+    const { protocol, hostname, host, port } = this.origin;
+    this.connect({ protocol, hostname, host, port, servername: undefined as unknown as string }, (err, socket) => {
+      this.connecting--;
+      if (err || !socket) return; // the next maintain() tries again; a dead worker is the pool's to notice
+      if (this.closed || this.idle.length >= this.target) {
+        socket.destroy();
+        return;
+      }
+      const spare: Spare = { socket: socket as Socket, at: Date.now(), onGone: () => this.forget(spare) };
+      socket.on('end', spare.onGone).on('close', spare.onGone).on('error', spare.onGone);
+      this.idle.push(spare);
+    });
+  }
+
+  private forget(spare: Spare): void {
+    const i = this.idle.indexOf(spare);
+    if (i >= 0) this.drop(i);
+  }
+
+  private drop(i: number): void {
+    const [s] = this.idle.splice(i, 1);
+    if (!s) return;
+    this.detach(s);
+    s.socket.destroy();
+  }
+
+  private detach(s: Spare): void {
+    s.socket.off('end', s.onGone).off('close', s.onGone).off('error', s.onGone);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.target = 0;
+    while (this.idle.length > 0) this.drop(0);
+  }
+}

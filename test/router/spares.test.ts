@@ -1,0 +1,153 @@
+// Spare connections (router/pool/spares.ts): sized by the pool, renewed before a server's idle
+// timeout, never used once the server closed or wrote to them; and, with real worker processes,
+// a continuation written to the survivor in the same event-loop turn as the failure.
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { createServer, type Server, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { buildConnector } from 'undici';
+import { SPARE_MAX_AGE_MS, SpareConnections } from '../../router/pool/spares.ts';
+import { startRouter, type RouterHandle } from '../../router/index.ts';
+import { startCluster, type SimCluster } from '../../sim/cluster.ts';
+import { runModel } from '../../sim/model.ts';
+import { stream, waitUntil } from './harness/procs.ts';
+
+describe('SpareConnections against a real TCP server', () => {
+  let server: Server;
+  const accepted: Socket[] = [];
+  let spares: SpareConnections;
+
+  async function listen(): Promise<URL> {
+    server = createServer((s) => {
+      accepted.push(s);
+      s.on('error', () => undefined);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as { port: number };
+    return new URL(`http://127.0.0.1:${port}`);
+  }
+
+  afterEach(async () => {
+    spares?.close();
+    for (const s of accepted) s.destroy();
+    accepted.length = 0;
+    await new Promise((r) => server.close(r));
+  });
+
+  it('opens the target, hands out a connected socket, refills, and closes everything on close()', async () => {
+    spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
+    spares.maintain();
+    expect(spares.size).toBe(0); // no target, no traffic: no connections
+    spares.target = 3;
+    spares.maintain();
+    await waitUntil(() => spares.size === 3 && accepted.length === 3, 5000, 'three spares');
+
+    const got = await new Promise<Socket>((resolve, reject) =>
+      spares.connector({ protocol: 'http:', hostname: '127.0.0.1', port: '' }, (err, s) => (err ? reject(err) : resolve(s as Socket))),
+    );
+    expect(got.destroyed).toBe(false);
+    expect(got.remotePort).toBe((server.address() as { port: number }).port);
+    // Taking one starts a replacement at once.
+    await waitUntil(() => spares.size === 3 && accepted.length === 4, 5000, 'a replacement');
+    got.destroy();
+
+    spares.close();
+    expect(spares.size).toBe(0);
+    await waitUntil(() => accepted.every((s) => s.readableEnded || s.destroyed), 5000, 'server sees every spare closed');
+  });
+
+  it('never hands out a socket the server closed or wrote to', async () => {
+    spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
+    spares.target = 2;
+    spares.maintain();
+    await waitUntil(() => spares.size === 2 && accepted.length === 2, 5000, 'two spares');
+    accepted[0]!.end(); // the server closes one (an idle timeout)
+    accepted[1]!.write('HTTP/1.1 408 Request Timeout\r\n\r\n'); // and answers on the other unasked
+    await waitUntil(() => spares.size < 2, 5000, 'the closed spare is forgotten');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(spares.take()).toBeNull();
+  });
+
+  it('renews spares before they reach SPARE_MAX_AGE_MS, and trims to a lower target', async () => {
+    spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
+    spares.target = 2;
+    spares.maintain();
+    await waitUntil(() => spares.size === 2, 5000, 'two spares');
+    expect(spares.take(Date.now() + SPARE_MAX_AGE_MS)).toBeNull(); // too old to use
+    spares.maintain();
+    await waitUntil(() => spares.size === 2 && accepted.length === 4, 5000, 'two new spares');
+    spares.maintain(Date.now() + SPARE_MAX_AGE_MS); // both aged out: replaced
+    await waitUntil(() => spares.size === 2 && accepted.length === 6, 5000, 'renewed');
+    spares.target = 0;
+    spares.maintain();
+    expect(spares.size).toBe(0);
+    await waitUntil(() => accepted.every((s) => s.readableEnded || s.destroyed), 5000, 'server sees them closed');
+  });
+
+  it('a worker that refuses connections leaves no spare and no error', async () => {
+    const url = await listen();
+    await new Promise((r) => server.close(r));
+    server = createServer(); // for afterEach
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    spares = new SpareConnections(url, buildConnector({ timeout: 2000 }));
+    spares.target = 2;
+    spares.maintain();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(spares.size).toBe(0);
+  });
+});
+
+describe('a continuation on a spare connection (real worker processes)', () => {
+  let cluster: SimCluster | null = null;
+  let router: RouterHandle | null = null;
+  afterAll(async () => {
+    await router?.close();
+    await cluster?.stop();
+  });
+
+  it('is written to the survivor before the event loop turns, and the answer is token-exact', async () => {
+    cluster = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 15 });
+    router = await startRouter({ port: 0, workers: cluster.workers().map((w) => w.url), healthIntervalMs: 0 });
+    let failure: { sentSameTurn: boolean | null } | null = null;
+    const onError = () => {
+      if (failure) return;
+      const f = { sentSameTurn: null as boolean | null };
+      failure = f;
+      // If the continuation's headers are not written by the time this runs, it waited a turn.
+      setImmediate(() => {
+        if (f.sentSameTurn === null) f.sentSameTurn = false;
+      });
+    };
+    const onSend = (msg: unknown) => {
+      // The continuation is the request whose rid ends in ~m1.
+      const body = String((msg as { request: { body?: unknown } }).request.body ?? '');
+      if (failure && failure.sentSameTurn === null && body.includes('~m1"')) failure.sentSameTurn = true;
+    };
+    diagnosticsChannel.subscribe('undici:request:error', onError);
+    diagnosticsChannel.subscribe('undici:client:sendHeaders', onSend);
+    try {
+      const body = { input_ids: [5, 6, 7, 8], sampling_params: { max_new_tokens: 120, ignore_eos: true } };
+      const r = await stream(router.url, body, async (n) => {
+        if (n !== 20) return;
+        const busy = router!.workers().find((w) => w.in_flight > 0)!;
+        // Spares are sized once a tick (250 ms) from the load: wait until the survivor has some.
+        await new Promise((res) => setTimeout(res, 600));
+        const victim = cluster!.workers().findIndex((w) => w.url === busy.url);
+        await cluster!.kill(victim);
+      });
+      expect(r.error).toBeNull();
+      expect(r.done).toBe(true);
+      const last = r.frames.at(-1)!;
+      expect(last.output_ids).toEqual(runModel(body.input_ids, body.sampling_params).output_ids);
+      expect(failure).not.toBeNull();
+      expect(failure!.sentSameTurn).toBe(true);
+      const rows = router.traceRows({ kind: 'attempt', request: (last.meta_info as { id: string }).id });
+      expect(rows.length).toBe(2);
+    } finally {
+      diagnosticsChannel.unsubscribe('undici:request:error', onError);
+      diagnosticsChannel.unsubscribe('undici:client:sendHeaders', onSend);
+    }
+  });
+});
