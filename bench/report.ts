@@ -164,6 +164,8 @@ export interface MigrationGap {
   ok: number;
   errors: number;
   errorSamples: string[];
+  /** Continuations sent on a spare connection / on a new one (Baton's /metrics); null if unread. */
+  connections: { spare: number; new: number } | null;
 }
 
 export interface GapInput {
@@ -177,6 +179,7 @@ export interface GapInput {
   ok: number;
   errors: number;
   errorSamples: string[];
+  connections?: { spare: number; new: number } | null;
 }
 
 export function migrationGap(input: GapInput): MigrationGap {
@@ -218,6 +221,7 @@ export function migrationGap(input: GapInput): MigrationGap {
     ok: input.ok,
     errors: input.errors,
     errorSamples: input.errorSamples,
+    connections: input.connections ?? null,
   };
 }
 
@@ -439,7 +443,8 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   }
   for (const gap of gaps) {
     const ms = (us: number) => num(us / 1000, 2);
-    lines.push(`W4 migration gap (Baton, W1's load, ${gapLabel(gap)}; ${gap.kills} worker kills, ${gap.continuations} continuations, ${gap.matched} matched to the failed connection):`);
+    const conns = gap.connections ? `; ${gap.connections.spare} sent on a spare connection, ${gap.connections.new} on a new one` : '';
+    lines.push(`W4 migration gap (Baton, W1's load, ${gapLabel(gap)}; ${gap.kills} worker kills, ${gap.continuations} continuations, ${gap.matched} matched to the failed connection${conns}):`);
     lines.push('');
     lines.push('| measure | p50 ms | p99 ms | max ms | n |');
     lines.push('|---|--:|--:|--:|--:|');

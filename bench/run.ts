@@ -410,6 +410,7 @@ export class BenchRun {
     const records: GapRecord[] = reply.records;
     const bases = [...new Set(records.map((r) => r.rid.replace(/~m\d+$/, '')))];
     const client = new Map((await lg.records(bases)).map((r) => [r.rid, { ok: r.ok, maxWaitUs: r.maxWaitUs }]));
+    const connections = await continuationConnections(baton.urls[0]!);
     await baton.stop();
     let traceText = '';
     try {
@@ -428,6 +429,7 @@ export class BenchRun {
       ok: result.ok,
       errors: result.errors,
       errorSamples: result.errorSamples,
+      connections,
     });
     this.say(
       `W4 (${how}): ${kills} kills, ${g.continuations} continuations; failure → continuation p50 ${(g.gapUs.p50 / 1000).toFixed(2)} ms p99 ${(g.gapUs.p99 / 1000).toFixed(2)} ms; ` +
@@ -450,5 +452,20 @@ export class BenchRun {
       await sleep(25);
     }
     throw new Error(`W4: Baton did not see ${worker} healthy again within 15 s of its restart`);
+  }
+}
+
+/** How many continuations Baton sent on a spare connection and on a new one, from its /metrics. */
+async function continuationConnections(router: string): Promise<{ spare: number; new: number } | null> {
+  try {
+    const text = await (await fetch(`${router}/metrics`)).text();
+    const sum = (source: string) => {
+      let n = 0;
+      for (const m of text.matchAll(new RegExp(`^baton_continuation_connections_total\\{[^}]*source="${source}"[^}]*\\} (\\d+)$`, 'gm'))) n += Number(m[1]);
+      return n;
+    };
+    return { spare: sum('spare'), new: sum('new') };
+  } catch {
+    return null;
   }
 }

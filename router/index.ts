@@ -68,7 +68,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     (w) => telemetry.workerChanged(w.info()),
     (id) => telemetry.workerRemoved(id, null),
   );
-  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors });
+  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats() });
   const stalls = new StallWatch(config.interTokenTimeoutMs);
   const loop: LoopContext = {
     settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen },

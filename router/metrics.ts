@@ -9,6 +9,15 @@ import type { WorkerInfo } from './events/types.ts';
 export interface ScrapeSources {
   workers(): WorkerInfo[];
   traceFileErrors(): number;
+  /** Spare connections per worker (pool/spares.ts); empty when they are off. */
+  spares(): SpareStats[];
+}
+
+export interface SpareStats {
+  worker: string;
+  idle: number;
+  taken: number;
+  missed: number;
 }
 
 const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
@@ -55,6 +64,28 @@ export class RouterMetrics {
       if (!this.sources) return;
       this.traceFileErrors.reset();
       this.traceFileErrors.inc(this.sources.traceFileErrors());
+    },
+  });
+
+  readonly spareIdle: Gauge = new Gauge({
+    name: 'baton_worker_spare_connections', help: 'Connected spare sockets kept for continuations to the worker', labelNames: ['worker'], registers: [this.registry],
+    collect: () => {
+      if (!this.sources) return;
+      this.spareIdle.reset();
+      for (const s of this.sources.spares()) this.spareIdle.set({ worker: s.worker }, s.idle);
+    },
+  });
+  readonly continuationConnections: Counter = new Counter({
+    name: 'baton_continuation_connections_total',
+    help: 'Connections continuations were sent on, by worker and source: spare (written at once) or new (connected first)',
+    labelNames: ['worker', 'source'], registers: [this.registry],
+    collect: () => {
+      if (!this.sources) return;
+      this.continuationConnections.reset();
+      for (const s of this.sources.spares()) {
+        this.continuationConnections.inc({ worker: s.worker, source: 'spare' }, s.taken);
+        this.continuationConnections.inc({ worker: s.worker, source: 'new' }, s.missed);
+      }
     },
   });
 

@@ -29,6 +29,9 @@ interface Spare {
 export class SpareConnections {
   /** How many spares to keep; set by the pool from the load, 0 when there is no traffic. */
   target = 0;
+  /** Continuations sent on a spare, and those that found none and connected anew (metrics). */
+  taken = 0;
+  missed = 0;
   private readonly idle: Spare[] = [];
   private connecting = 0;
   private closed = false;
@@ -50,9 +53,11 @@ export class SpareConnections {
   readonly connector: buildConnector.connector = (opts, callback) => {
     const socket = this.take();
     if (socket) {
+      this.taken++;
       queueMicrotask(() => callback(null, socket));
       this.refill();
     } else {
+      this.missed++;
       this.connect(opts, callback);
     }
   };

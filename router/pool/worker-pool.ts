@@ -1,6 +1,7 @@
 // The worker pool: which workers exist, which may take an attempt now, and the periodic health
 // checks and probes that keep that knowledge fresh. Policies only choose among the eligible.
 import type { WorkerInfo } from '../events/types.ts';
+import type { SpareStats } from '../metrics.ts';
 import type { CircuitOptions } from './circuit-breaker.ts';
 import type { Policy } from './policies/policy.ts';
 import { checkHealth, probeWorker } from './probe.ts';
@@ -19,7 +20,7 @@ export interface PoolOptions {
 }
 
 /** How often spare connections are resized to the load and renewed. */
-const SPARE_INTERVAL_MS = 250;
+const SPARE_INTERVAL_MS = 100;
 
 export class WorkerPool {
   private readonly workers = new Map<string, Worker>();
@@ -126,15 +127,13 @@ export class WorkerPool {
 
   /**
    * Size each worker's spares for the burst it would take if the busiest other worker died now:
-   * that worker's streams, shared among the other eligible workers, with a margin. No traffic,
-   * no spares.
+   * all of that worker's streams, plus one (the policy may send every continuation to the least
+   * loaded survivor, often a worker that has just come back). No traffic, no spares.
    */
   maintainSpares(now = Date.now()): void {
-    let eligible = 0;
     let busiest = 0;
     let second = 0;
     for (const w of this.workers.values()) {
-      if (w.eligible(now)) eligible++;
       if (w.inFlight >= busiest) {
         second = busiest;
         busiest = w.inFlight;
@@ -143,8 +142,7 @@ export class WorkerPool {
     for (const w of this.workers.values()) {
       if (!w.spares) continue;
       const other = w.inFlight === busiest ? second : busiest;
-      const share = other === 0 || !w.eligible(now) ? 0 : Math.ceil((other * 1.25) / Math.max(1, eligible - 1)) + 1;
-      w.spares.target = Math.min(this.opts.spareConnections, share);
+      w.spares.target = other === 0 || !w.eligible(now) ? 0 : Math.min(this.opts.spareConnections, other + 1);
       w.spares.maintain(now);
     }
   }
@@ -190,7 +188,18 @@ export class WorkerPool {
       w.healthy = false;
     }
     const after = w.info();
+    // A worker back in service gets its spares now, not at the next tick: it is the least loaded,
+    // so the next burst of continuations goes to it.
+    if (after.health === 'healthy' && before.health !== 'healthy' && w.spares) this.maintainSpares();
     if (before.health !== after.health || before.circuit !== after.circuit || before.incremental !== after.incremental) this.onChange(w);
+  }
+
+  spareStats(): SpareStats[] {
+    const out: SpareStats[] = [];
+    for (const w of this.workers.values()) {
+      if (w.spares) out.push({ worker: w.url, idle: w.spares.size, taken: w.spares.taken, missed: w.spares.missed });
+    }
+    return out;
   }
 
   infos(): WorkerInfo[] {

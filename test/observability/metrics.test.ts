@@ -24,6 +24,8 @@ const FAMILIES: Record<string, [MetricType, string[]]> = {
   baton_worker_healthy: ['gauge', ['worker']],
   baton_worker_circuit_state: ['gauge', ['worker']],
   baton_worker_in_flight: ['gauge', ['worker']],
+  baton_worker_spare_connections: ['gauge', ['worker']],
+  baton_continuation_connections_total: ['counter', ['worker', 'source']],
   baton_prompt_tokens_total: ['counter', []],
   baton_prompt_tokens_cached_total: ['counter', []],
   baton_prompt_tokens_recomputed_total: ['counter', []],
@@ -170,7 +172,7 @@ describe('/metrics', () => {
     for (const id of sentIds) expect(text.includes(`"${id}"`), id).toBe(false);
     for (const f of (await scrape(stack.router.url)).values()) {
       for (const s of f.samples) {
-        for (const [k, v] of Object.entries(s.labels)) expect(['outcome', 'worker', 'migration_type', 'reason', 'le', 'version', 'major', 'minor', 'patch', 'space', 'kind', 'type'], `${s.name}{${k}=${v}}`).toContain(k);
+        for (const [k, v] of Object.entries(s.labels)) expect(['outcome', 'worker', 'migration_type', 'reason', 'le', 'version', 'major', 'minor', 'patch', 'space', 'kind', 'type', 'source'], `${s.name}{${k}=${v}}`).toContain(k);
       }
     }
   });

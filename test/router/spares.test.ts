@@ -132,8 +132,8 @@ describe('a continuation on a spare connection (real worker processes)', () => {
       const r = await stream(router.url, body, async (n) => {
         if (n !== 20) return;
         const busy = router!.workers().find((w) => w.in_flight > 0)!;
-        // Spares are sized once a tick (250 ms) from the load: wait until the survivor has some.
-        await new Promise((res) => setTimeout(res, 600));
+        // Spares are sized once a tick (100 ms) from the load: wait until the survivor has some.
+        await new Promise((res) => setTimeout(res, 300));
         const victim = cluster!.workers().findIndex((w) => w.url === busy.url);
         await cluster!.kill(victim);
       });
