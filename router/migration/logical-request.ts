@@ -7,7 +7,7 @@ import { admit, type Admission } from './admission.ts';
 import { buildContinuation, buildFirstAttempt, remainingBudget } from './continuation.ts';
 import { BLAMES_WORKER, MIGRATES, classifyAbort, classifyInBandError, type Failure } from './failure.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf } from '../format/sglang/stitch.ts';
-import { FrameKind, classifyFrame, framePayload, scanCompletionTokens } from '../format/sglang/sse.ts';
+import { FrameKind, classifyFrame, framePayload, scanCompletionTokens, scanOutputIds } from '../format/sglang/sse.ts';
 import type { ClientSink } from '../format/sglang/client-sink.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
@@ -43,6 +43,12 @@ class AttemptState {
   lastChunk: JsonObject | null = null;
   /** A failure found in-band, with the raw frame to pass through when it is the client's. */
   passThroughFrame: Buffer | null = null;
+  /**
+   * Incremental worker, frames forwarded untouched: running frames after the first need only their
+   * new ids, read by a byte scan (sse.ts scanOutputIds). Off once a frame carries anything else
+   * the attempt must keep (text, logprob lists).
+   */
+  scanIds = false;
   call!: UpstreamCall;
 
   constructor(
@@ -115,7 +121,8 @@ export class LogicalRequest implements ProgressSource {
   progress(): { tokens: number; completion: number } {
     const a = this.current;
     if (!a) return { tokens: 0, completion: this.out.ids.length };
-    let tokens = a.output.completionTokens;
+    // A scanned attempt's counter is stale until its last frame; its ids are not.
+    let tokens = Math.max(a.output.completionTokens, a.scanIds ? a.output.ids.length : 0);
     if (a.lazy && a.lastRaw) tokens = Math.max(tokens, scanCompletionTokens(a.lastRaw, 0, a.lastRaw.length));
     return { tokens, completion: a.replayed + tokens };
   }
@@ -305,6 +312,7 @@ export class LogicalRequest implements ProgressSource {
     const forwardRaw = index === 0 && this.sink.streaming;
     const lazy = index === 0 && worker.incremental === false;
     const a = new AttemptState(index, rid, worker, replayed, budgetBefore, promptSent, forwardRaw, lazy);
+    a.scanIds = forwardRaw && worker.incremental === true && !this.req.returnLogprob;
     a.call = new UpstreamCall(worker, JSON.stringify(body), (buf, start, end) => this.onFrame(a, buf, start, end), this.ctx.stalls);
     this.current = a;
     worker.inFlight++;
@@ -338,6 +346,11 @@ export class LogicalRequest implements ProgressSource {
       const raw = buf.subarray(start, end);
       a.lastRaw = raw;
       if (a.forwardRaw) this.write(a, raw);
+      return;
+    }
+    if (kind === FrameKind.Running && a.scanIds && a.frames > 0 && scanOutputIds(buf, start, end, a.output.ids)) {
+      a.frames++;
+      this.write(a, buf.subarray(start, end));
       return;
     }
     this.onParsedFrame(a, buf, start, end);
@@ -376,6 +389,7 @@ export class LogicalRequest implements ProgressSource {
     a.lastRaw = null;
     a.output.absorb(chunk);
     a.lastChunk = chunk;
+    if (a.scanIds && (a.output.sawText || Object.keys(a.output.lists).length > 0)) a.scanIds = false;
     if (a.frames++ === 0) this.onFirstFrame(a);
     if (finish) {
       this.deliverFinal(a, chunk, buf.subarray(start, end));

@@ -3,7 +3,7 @@
 // byte scan agrees with a JSON parse on what a frame is.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { FrameKind, SseSplitter, classifyFrame, framePayload, scanCompletionTokens } from '../../router/format/sglang/sse.ts';
+import { FrameKind, SseSplitter, classifyFrame, framePayload, scanCompletionTokens, scanOutputIds } from '../../router/format/sglang/sse.ts';
 
 const chunkArb = fc.record({
   output_ids: fc.array(fc.nat(32000), { maxLength: 8 }),
@@ -68,5 +68,51 @@ describe('classifyFrame', () => {
     expect(k(': keep-alive\n\n')).toBe(FrameKind.Ignored);
     expect(k('data:{"output_ids":[1],"meta_info":{"finish_reason": null}}\n\n')).toBe(FrameKind.Running);
     expect(k('data: {"output_ids":[1],"meta_info":{}}\n\n')).toBe(FrameKind.Unknown);
+  });
+});
+
+describe('scanOutputIds', () => {
+  const frame = (json: string) => Buffer.from(`data: ${json}\n\n`);
+
+  it('reads the same ids as JSON.parse, however the list is spaced, after what is already there', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 2 ** 31 }), { maxLength: 40 }), fc.array(fc.nat(), { maxLength: 3 }), fc.constantFrom(undefined, 1, '\t'), (ids, prior, space) => {
+        const json = JSON.stringify({ text: undefined, output_ids: ids, meta_info: { id: 'x', finish_reason: null, completion_tokens: ids.length } }, null, space);
+        const buf = frame(json);
+        const out = [...prior];
+        expect(scanOutputIds(buf, 0, buf.length, out)).toBe(true);
+        expect(out).toEqual([...prior, ...(JSON.parse(json) as { output_ids: number[] }).output_ids]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses, leaving the list untouched, anything but a plain list of non-negative integers', () => {
+    for (const bad of [
+      '{"meta_info":{}}',
+      '{"output_ids":null}',
+      '{"output_ids":[1,-2]}',
+      '{"output_ids":[1,2.5]}',
+      '{"output_ids":[1,1e3]}',
+      '{"output_ids":[1,"2"]}',
+      '{"output_ids":[01]}',
+      '{"output_ids":[1,,2]}',
+      '{"output_ids":[1,2',
+      '{"output_ids":[12345678901234567890]}',
+    ]) {
+      const out = [7];
+      const buf = frame(bad);
+      expect(scanOutputIds(buf, 0, buf.length, out), bad).toBe(false);
+      expect(out).toEqual([7]);
+    }
+  });
+
+  it('stays inside the frame it is given', () => {
+    const buf = Buffer.concat([frame('{"meta_info":{}}'), frame('{"output_ids":[4,5]}')]);
+    const first = frame('{"meta_info":{}}').length;
+    const out: number[] = [];
+    expect(scanOutputIds(buf, 0, first, out)).toBe(false);
+    expect(scanOutputIds(buf, first, buf.length, out)).toBe(true);
+    expect(out).toEqual([4, 5]);
   });
 });
