@@ -1,6 +1,7 @@
 // What a process costs, read from the kernel rather than asked of the process: the same source for
 // a Node proxy and for nginx, and it counts every thread (GC, libuv pool), not only JavaScript.
 // Linux only (/proc); elsewhere the figures are reported as unavailable.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -82,4 +83,16 @@ export function describeMachine(nginx: string | null): Machine {
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     nginx,
   };
+}
+
+/**
+ * Restrict a process, every thread of it, to the CPUs in `cpus` ("0", "1-3"). False when
+ * `taskset` is not there or refuses (not Linux, no permission): the caller runs unpinned.
+ */
+export function pinProcess(pid: number, cpus: string): boolean {
+  try {
+    return spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
+  } catch {
+    return false;
+  }
 }

@@ -144,6 +144,8 @@ export interface MemoryRun {
 export interface MigrationGap {
   /** The workers' token interval while this part ran: 0 is W1's pace (the box saturated). */
   tokenIntervalMs: number;
+  /** The router ran on a CPU of its own (every other process of the run pinned to the others). */
+  ownCpu?: boolean;
   kills: number;
   /** Continuations seen by the probe. */
   continuations: number;
@@ -180,6 +182,7 @@ export interface GapInput {
   errors: number;
   errorSamples: string[];
   connections?: { spare: number; new: number } | null;
+  ownCpu?: boolean;
 }
 
 export function migrationGap(input: GapInput): MigrationGap {
@@ -208,6 +211,7 @@ export function migrationGap(input: GapInput): MigrationGap {
   const t = input.traceGapsMs;
   return {
     tokenIntervalMs: input.tokenIntervalMs,
+    ownCpu: input.ownCpu ?? false,
     kills: input.kills,
     continuations: input.records.length,
     matched: gaps.length,
@@ -391,7 +395,8 @@ function info3(samples: Sample[]): number | null {
 // --- markdown ------------------------------------------------------------------------------
 
 export function gapLabel(g: MigrationGap): string {
-  return g.tokenIntervalMs > 0 ? `workers paced at ${g.tokenIntervalMs} ms a token` : 'workers as fast as they go, box saturated';
+  const pace = g.tokenIntervalMs > 0 ? `workers paced at ${g.tokenIntervalMs} ms a token` : 'workers as fast as they go, box saturated';
+  return g.ownCpu ? `${pace}, router on a CPU of its own` : pace;
 }
 
 export interface RunInfo {

@@ -2,14 +2,14 @@
 // Every workload runs against every target in the same run, interleaved by rounds whose target
 // order rotates, so a machine that gets busier or quieter midway shifts all targets alike.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus as osCpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster, type SimCluster } from '../sim/cluster.ts';
 import { Histogram } from './histogram.ts';
 import type { LoadgenCommand, RecordsResult, RequestRecord, RunCommand, RunResult } from './loadgen.ts';
 import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-probe.ts';
 import { findNginx } from './nginx.ts';
-import { describeMachine, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
+import { describeMachine, pinProcess, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
 import { migrationGap, traceGaps, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
 import { direct, startBare, startBaton, startNginx, TARGET_LABELS, type Target, type TargetName } from './targets.ts';
@@ -378,7 +378,21 @@ export class BenchRun {
       flags: ['--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile, '--trace-ring-size', '1000'],
       env: { BATON_CIRCUIT_OPEN_MS: '200' },
     });
-    const how = intervalMs > 0 ? `workers paced at ${intervalMs} ms a token` : 'workers as fast as they go';
+    // Paced, the router gets CPU 0 to itself and everything else of the run (workers, load
+    // generator, this process) the other CPUs: as deployed, where the workers are on GPU hosts of
+    // their own. On a shared box, how soon the router reacts is otherwise how soon the scheduler
+    // gives it a CPU: a time slice of another process (a few ms) lands in the tail.
+    const cpus = osCpus().length;
+    const others = cpus > 2 ? `1-${cpus - 1}` : '1';
+    const everyone = `0-${cpus - 1}`;
+    const pinOthers = (cpuList: string) => {
+      for (const w of cluster.workers()) if (w.alive && w.pid) pinProcess(w.pid, cpuList);
+      pinProcess(lg.proc.pid, cpuList);
+      pinProcess(process.pid, cpuList);
+    };
+    const ownCpu = intervalMs > 0 && cpus >= 2 && pinProcess(baton.proc!.pid, '0');
+    if (ownCpu) pinOthers(others);
+    const how = (intervalMs > 0 ? `workers paced at ${intervalMs} ms a token` : 'workers as fast as they go') + (ownCpu ? ', router on CPU 0, the rest on the others' : '');
     this.say(`W4 (${how}): Baton with fast recovery settings (pid ${baton.proc!.pid}), ${maxKills} kills or ${Math.round(budgetMs / 1000)} s, whichever comes first`);
     await lg.run({ urls: baton.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: 'warm-w4', record: false });
 
@@ -395,6 +409,7 @@ export class BenchRun {
         await cluster.kill(i);
         kills++;
         await cluster.restart(i);
+        if (ownCpu) pinProcess(cluster.workers()[i]!.pid, others);
         await pace(i);
         await this.waitHealthy(baton.urls[0]!, urls[i]!);
         // Let the restarted worker take its share of streams before the next kill.
@@ -412,6 +427,7 @@ export class BenchRun {
     const client = new Map((await lg.records(bases)).map((r) => [r.rid, { ok: r.ok, maxWaitUs: r.maxWaitUs }]));
     const connections = await continuationConnections(baton.urls[0]!);
     await baton.stop();
+    if (ownCpu) pinOthers(everyone);
     let traceText = '';
     try {
       traceText = readFileSync(traceFile, 'utf8');
@@ -421,6 +437,7 @@ export class BenchRun {
     if (intervalMs > 0) for (let i = 0; i < urls.length; i++) await cluster.fault(i, { kind: 'clear' });
     const g = migrationGap({
       tokenIntervalMs: intervalMs,
+      ownCpu,
       kills,
       records,
       client,

@@ -14,11 +14,16 @@ import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
 
 /**
- * A spare older than this is closed and replaced. Well under the idle timeouts of the servers
- * SGLang-style workers run behind (uvicorn closes idle connections after 5 s by default, Node's
- * http server after 5 s), so a spare is never taken just as the server closes it.
+ * A spare older than this is closed. Under the shortest idle timeout of the servers SGLang-style
+ * workers run behind (uvicorn closes an idle keep-alive connection after 5 s by default, Node's
+ * http server too), so a spare is never taken just as the server closes it.
  */
-export const SPARE_MAX_AGE_MS = 2_000;
+export const SPARE_MAX_AGE_MS = 4_000;
+/**
+ * A spare older than this no longer counts toward the target: its replacement is opened while it
+ * can still be used, so that renewing never leaves a worker without spares for a turn.
+ */
+export const SPARE_RENEW_MS = 3_000;
 
 interface Spare {
   socket: Socket;
@@ -76,19 +81,22 @@ export class SpareConnections {
     return null;
   }
 
-  /** Close spares that are too old or beyond the target, and open what is missing. */
+  /**
+   * Close spares that are too old (all of them when the target is 0: no traffic), and open what
+   * the target lacks. Spares beyond a lowered target are left to age out: the load that set the
+   * target may come back, and a close plus a connect would cost more than the wait.
+   */
   maintain(now = Date.now()): void {
     for (let i = this.idle.length - 1; i >= 0; i--) {
-      const s = this.idle[i]!;
-      if (now - s.at >= SPARE_MAX_AGE_MS) this.drop(i);
+      if (this.target === 0 || now - this.idle[i]!.at >= SPARE_MAX_AGE_MS) this.drop(i);
     }
-    // The oldest go first when there are too many.
-    while (this.idle.length > this.target) this.drop(0);
-    this.refill();
+    this.refill(now);
   }
 
-  private refill(): void {
-    while (!this.closed && this.idle.length + this.connecting < this.target) this.open();
+  private refill(now = Date.now()): void {
+    let fresh = this.connecting;
+    for (const s of this.idle) if (now - s.at < SPARE_RENEW_MS) fresh++;
+    for (; !this.closed && fresh < this.target; fresh++) this.open();
   }
 
   private open(): void {
@@ -97,7 +105,7 @@ export class SpareConnections {
     this.connect({ protocol, hostname, host, port, servername: undefined as unknown as string }, (err, socket) => {
       this.connecting--;
       if (err || !socket) return; // the next maintain() tries again; a dead worker is the pool's to notice
-      if (this.closed || this.idle.length >= this.target) {
+      if (this.closed || this.target === 0) {
         socket.destroy();
         return;
       }

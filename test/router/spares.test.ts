@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
-import { SPARE_MAX_AGE_MS, SpareConnections } from '../../router/pool/spares.ts';
+import { SPARE_MAX_AGE_MS, SPARE_RENEW_MS, SpareConnections } from '../../router/pool/spares.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { runModel } from '../../sim/model.ts';
@@ -69,16 +69,24 @@ describe('SpareConnections against a real TCP server', () => {
     expect(spares.take()).toBeNull();
   });
 
-  it('renews spares before they reach SPARE_MAX_AGE_MS, and trims to a lower target', async () => {
+  it('renews spares before they reach SPARE_MAX_AGE_MS, never leaving none, and closes them all without traffic', async () => {
     spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
     spares.target = 2;
     spares.maintain();
     await waitUntil(() => spares.size === 2, 5000, 'two spares');
-    expect(spares.take(Date.now() + SPARE_MAX_AGE_MS)).toBeNull(); // too old to use
+    const oldBy = Date.now(); // the first two were made by now
+    expect(spares.take(oldBy + SPARE_MAX_AGE_MS)).toBeNull(); // too old to use: closed
     spares.maintain();
     await waitUntil(() => spares.size === 2 && accepted.length === 4, 5000, 'two new spares');
-    spares.maintain(Date.now() + SPARE_MAX_AGE_MS); // both aged out: replaced
-    await waitUntil(() => spares.size === 2 && accepted.length === 6, 5000, 'renewed');
+    const first = Date.now();
+    await new Promise((r) => setTimeout(r, 30));
+    // Due for renewal: replacements open while the old ones can still be used...
+    spares.maintain(first + SPARE_RENEW_MS + 20);
+    expect(spares.size).toBe(2);
+    await waitUntil(() => spares.size === 4 && accepted.length === 6, 5000, 'replacements beside the old');
+    // ...and the old close once too old, while the replacements stay.
+    spares.maintain(first + SPARE_MAX_AGE_MS);
+    expect(spares.size).toBe(2);
     spares.target = 0;
     spares.maintain();
     expect(spares.size).toBe(0);
