@@ -30,26 +30,25 @@ export class Telemetry {
     private readonly progressMs = 250,
   ) {}
 
-  private emit(e: BatonEvent): void {
-    if (this.bus.active) this.bus.emit(e);
-  }
+  // Events are built only when someone listens (`bus.active`): a headless router has no
+  // subscriber, and these run for every request.
 
   requestAdmitted(src: ProgressSource, e: Omit<Extract<BatonEvent, { type: 'request_admitted' }>, 'type' | 't'>): void {
     this.inFlight.add(src);
     this.metrics.inFlight.inc();
     if (!e.admitted && e.reason) this.metrics.notAdmitted.inc({ reason: e.reason });
-    this.emit({ type: 'request_admitted', t: Date.now(), ...e });
+    if (this.bus.active) this.bus.emit({ type: 'request_admitted', t: Date.now(), ...e });
     this.startTicker();
   }
 
   attemptStarted(e: Omit<Extract<BatonEvent, { type: 'attempt_started' }>, 'type' | 't'>): void {
     this.metrics.attemptsStarted.inc();
-    this.emit({ type: 'attempt_started', t: Date.now(), ...e });
+    if (this.bus.active) this.bus.emit({ type: 'attempt_started', t: Date.now(), ...e });
   }
 
   firstToken(requestId: string, attempt: number, ttftMs: number, logicalTtftMs: number | null): void {
     if (logicalTtftMs !== null) this.metrics.ttft.observe(logicalTtftMs / 1000);
-    this.emit({ type: 'first_token', t: Date.now(), request_id: requestId, attempt, ttft_ms: ttftMs });
+    if (this.bus.active) this.bus.emit({ type: 'first_token', t: Date.now(), request_id: requestId, attempt, ttft_ms: ttftMs });
   }
 
   attemptEnded(row: AttemptRow): void {
@@ -66,13 +65,13 @@ export class Telemetry {
       const decodeMs = row.ended_at - row.started_at - row.ttft_ms;
       if (decodeMs >= 0) this.metrics.interToken.observe(decodeMs / 1000 / (row.tokens - 1));
     }
-    this.emit({ type: 'attempt_ended', t: row.ended_at, row });
+    if (this.bus.active) this.bus.emit({ type: 'attempt_ended', t: row.ended_at, row });
   }
 
   /** `_replayed` is not counted here: recompute is counted when the continuation ends (see attemptEnded). */
   migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, _replayed: number): void {
     this.metrics.migrations.inc({ migration_type: ongoing ? 'ongoing_request' : 'new_request' });
-    this.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
+    if (this.bus.active) this.bus.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
   }
 
   maxSeqLenExceeded(): void {
@@ -95,16 +94,16 @@ export class Telemetry {
       const outcome = row.outcome === 'finished' ? 'success' : row.outcome === 'cancelled' ? 'cancelled' : 'failure';
       this.metrics.migrationDuration.observe({ outcome }, (row.ended_at - firstFailureAt) / 1000);
     }
-    this.emit({ type: 'request_finished', t: row.ended_at, row });
+    if (this.bus.active) this.bus.emit({ type: 'request_finished', t: row.ended_at, row });
   }
 
   // Worker gauges are read from the pool at scrape time (RouterMetrics.observe); only events here.
   workerChanged(info: WorkerInfo): void {
-    this.emit({ type: 'worker_state', t: Date.now(), worker: info });
+    if (this.bus.active) this.bus.emit({ type: 'worker_state', t: Date.now(), worker: info });
   }
 
   workerRemoved(id: string, _url: string | null): void {
-    this.emit({ type: 'worker_removed', t: Date.now(), worker_id: id });
+    if (this.bus.active) this.bus.emit({ type: 'worker_removed', t: Date.now(), worker_id: id });
   }
 
   /** Coalesced progress: at most one event per request per tick, only when it moved. */

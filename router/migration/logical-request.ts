@@ -7,7 +7,7 @@ import { admit, type Admission } from './admission.ts';
 import { buildContinuation, buildFirstAttempt, remainingBudget } from './continuation.ts';
 import { BLAMES_WORKER, MIGRATES, classifyAbort, classifyInBandError, type Failure } from './failure.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf } from '../format/sglang/stitch.ts';
-import { FrameKind, classifyFrame, framePayload, scanCompletionTokens, scanOutputIds } from '../format/sglang/sse.ts';
+import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from '../format/sglang/sse.ts';
 import type { ClientSink } from '../format/sglang/client-sink.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
@@ -343,14 +343,14 @@ export class LogicalRequest implements ProgressSource {
     if (kind === FrameKind.Running && a.lazy) {
       if (a.frames++ === 0) this.onFirstFrame(a);
       // One view of the frame serves both: kept as the last raw frame and forwarded.
-      const raw = buf.subarray(start, end);
+      const raw = frameBytes(buf, start, end);
       a.lastRaw = raw;
       if (a.forwardRaw) this.write(a, raw);
       return;
     }
     if (kind === FrameKind.Running && a.scanIds && a.frames > 0 && scanOutputIds(buf, start, end, a.output.ids)) {
       a.frames++;
-      this.write(a, buf.subarray(start, end));
+      this.write(a, frameBytes(buf, start, end));
       return;
     }
     this.onParsedFrame(a, buf, start, end);
@@ -392,12 +392,12 @@ export class LogicalRequest implements ProgressSource {
     if (a.scanIds && (a.output.sawText || Object.keys(a.output.lists).length > 0)) a.scanIds = false;
     if (a.frames++ === 0) this.onFirstFrame(a);
     if (finish) {
-      this.deliverFinal(a, chunk, buf.subarray(start, end));
+      this.deliverFinal(a, chunk, frameBytes(buf, start, end));
       a.call.end({ kind: 'finished' });
       return;
     }
     if (!this.sink.streaming) return;
-    if (a.forwardRaw) this.write(a, buf.subarray(start, end));
+    if (a.forwardRaw) this.write(a, frameBytes(buf, start, end));
     else this.writeChunk(a, this.out.render(chunk, a.output, false));
   }
 

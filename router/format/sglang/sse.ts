@@ -103,6 +103,14 @@ export function classifyFrame(buf: Buffer, start: number, end: number): FrameKin
   return buf[v] === 0x6e /* n(ull) */ ? FrameKind.Running : FrameKind.Finished;
 }
 
+/**
+ * The bytes of one frame as a Buffer: the read itself when the frame is all of it (the common
+ * case when tokens come one per read), so that forwarding allocates nothing.
+ */
+export function frameBytes(buf: Buffer, start: number, end: number): Buffer {
+  return start === 0 && end === buf.length ? buf : buf.subarray(start, end);
+}
+
 /** The JSON text of a data frame (without `data: ` and the blank line). */
 export function framePayload(buf: Buffer, start: number, end: number): string {
   const p = payloadStart(buf, start);
