@@ -24,6 +24,8 @@ export const SPARE_MAX_AGE_MS = 4_000;
  * can still be used, so that renewing never leaves a worker without spares for a turn.
  */
 export const SPARE_RENEW_MS = 3_000;
+/** After a failed connect, no new spare for this long: a worker that refuses is not hammered. */
+export const SPARE_RETRY_MS = 1_000;
 
 interface Spare {
   socket: Socket;
@@ -40,6 +42,7 @@ export class SpareConnections {
   private readonly idle: Spare[] = [];
   private connecting = 0;
   private closed = false;
+  private failedAt = -Infinity;
 
   constructor(
     private readonly origin: URL,
@@ -94,6 +97,7 @@ export class SpareConnections {
   }
 
   private refill(now = Date.now()): void {
+    if (now - this.failedAt < SPARE_RETRY_MS) return;
     let fresh = this.connecting;
     for (const s of this.idle) if (now - s.at < SPARE_RENEW_MS) fresh++;
     for (; !this.closed && fresh < this.target; fresh++) this.open();
@@ -102,9 +106,13 @@ export class SpareConnections {
   private open(): void {
     this.connecting++;
     const { protocol, hostname, host, port } = this.origin;
-    this.connect({ protocol, hostname, host, port, servername: undefined as unknown as string }, (err, socket) => {
+    this.connect({ protocol, hostname, host, port }, (err, socket) => {
       this.connecting--;
-      if (err || !socket) return; // the next maintain() tries again; a dead worker is the pool's to notice
+      if (err || !socket) {
+        // Tried again after SPARE_RETRY_MS; a dead worker is the pool's to notice.
+        this.failedAt = Date.now();
+        return;
+      }
       if (this.closed || this.target === 0) {
         socket.destroy();
         return;

@@ -52,3 +52,36 @@ describe('policies', () => {
     expect(() => createPolicy('best')).toThrow(/least_inflight, round_robin, power_of_two/);
   });
 });
+
+describe('spare connection sizing (WorkerPool.maintainSpares)', () => {
+  it("gives each worker the busiest other worker's streams plus one, capped, and none without traffic or when out", async () => {
+    const { WorkerPool } = await import('../../router/pool/worker-pool.ts');
+    const opts = {
+      circuit: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 500, healthIntervalMs: 0, healthTimeoutMs: 100, healthFailureThreshold: 1, benchMs: 1000,
+    };
+    // Port 9 on loopback refuses: spares are sized but never connect, so nothing is left open.
+    const sized = async (cap: number, inFlight: number[], out: number[] = []) => {
+      const pool = new WorkerPool({ ...opts, spareConnections: cap }, createPolicy('least_inflight'), () => undefined, () => undefined);
+      try {
+        const ws = [];
+        for (let i = 0; i < inFlight.length; i++) ws.push(await pool.add(`http://127.0.${i}.1:9`));
+        ws.forEach((w, i) => {
+          w.healthy = true;
+          w.dead = false;
+          w.inFlight = inFlight[i]!;
+          if (out.includes(i)) w.draining = true;
+        });
+        pool.maintainSpares();
+        return ws.map((w) => w.spares!.target);
+      } finally {
+        await pool.close();
+      }
+    };
+    expect(await sized(64, [10, 3, 0])).toEqual([4, 11, 11]);
+    expect(await sized(64, [7, 7, 1])).toEqual([8, 8, 8]); // a tie: each sees the other
+    expect(await sized(5, [10, 3, 0])).toEqual([4, 5, 5]);
+    expect(await sized(64, [0, 0, 0])).toEqual([0, 0, 0]);
+    expect(await sized(64, [10, 3, 0], [2])).toEqual([4, 11, 0]); // draining: takes no continuation
+  });
+});

@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
-import { SPARE_MAX_AGE_MS, SPARE_RENEW_MS, SpareConnections } from '../../router/pool/spares.ts';
+import { SPARE_MAX_AGE_MS, SPARE_RENEW_MS, SPARE_RETRY_MS, SpareConnections } from '../../router/pool/spares.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { runModel } from '../../sim/model.ts';
@@ -93,16 +93,28 @@ describe('SpareConnections against a real TCP server', () => {
     await waitUntil(() => accepted.every((s) => s.readableEnded || s.destroyed), 5000, 'server sees them closed');
   });
 
-  it('a worker that refuses connections leaves no spare and no error', async () => {
+  it('a worker that refuses connections leaves no spare and no error, and is not retried at once', async () => {
     const url = await listen();
     await new Promise((r) => server.close(r));
     server = createServer(); // for afterEach
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
-    spares = new SpareConnections(url, buildConnector({ timeout: 2000 }));
+    const base = buildConnector({ timeout: 2000 });
+    let attempts = 0;
+    const counting: buildConnector.connector = (opts, cb) => {
+      attempts++;
+      base(opts, cb);
+    };
+    spares = new SpareConnections(url, counting);
     spares.target = 2;
     spares.maintain();
-    await new Promise((r) => setTimeout(r, 200));
+    expect(attempts).toBe(2);
+    await waitUntil(() => spares.size === 0 && (spares as unknown as { connecting: number }).connecting === 0, 5000, 'refused');
+    spares.maintain();
+    spares.maintain();
+    expect(attempts).toBe(2); // within SPARE_RETRY_MS of the refusal
+    spares.maintain(Date.now() + SPARE_RETRY_MS);
+    expect(attempts).toBe(4);
     expect(spares.size).toBe(0);
   });
 });
