@@ -105,7 +105,9 @@ export class SpareConnections {
 
   private open(): void {
     this.connecting++;
-    const { protocol, hostname, host, port } = this.origin;
+    const { protocol, host, port } = this.origin;
+    // An IPv6 origin's hostname comes in brackets; the socket wants the bare address (as undici does).
+    const hostname = this.origin.hostname.replace(/^\[(.*)\]$/, '$1');
     this.connect({ protocol, hostname, host, port }, (err, socket) => {
       this.connecting--;
       if (err || !socket) {

@@ -57,6 +57,28 @@ describe('SpareConnections against a real TCP server', () => {
     await waitUntil(() => accepted.every((s) => s.readableEnded || s.destroyed), 5000, 'server sees every spare closed');
   });
 
+  it('connects to an IPv6 worker by its bare address', async (ctx) => {
+    server = createServer((s) => {
+      accepted.push(s);
+      s.on('error', () => undefined);
+    });
+    try {
+      server.listen(0, '::1');
+      await once(server, 'listening');
+    } catch (err) {
+      server = createServer().listen(0, '127.0.0.1'); // for afterEach
+      await once(server, 'listening');
+      ctx.skip(`skipped: no IPv6 loopback on this machine (${(err as Error).message})`);
+      return;
+    }
+    const { port } = server.address() as { port: number };
+    spares = new SpareConnections(new URL(`http://[::1]:${port}`), buildConnector({ timeout: 2000 }));
+    spares.target = 1;
+    spares.maintain();
+    await waitUntil(() => spares.size === 1 && accepted.length === 1, 5000, 'an IPv6 spare');
+    expect(accepted[0]!.remoteAddress).toBe('::1');
+  });
+
   it('never hands out a socket the server closed or wrote to', async () => {
     spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
     spares.target = 2;
