@@ -25,7 +25,7 @@ options:
   --w3-rounds N            rounds of W3 x every target (default 2; quick 1)
   --duration-ms T          one measured run of W1 or W2 (default 4000; quick 2500)
   --w3-duration-ms T       new streams start for this long in one W3 run (default 5000; quick 3000)
-  --warmup-ms T            warm-up per target and workload (default 1500; quick 700)
+  --warmup-ms T            warm-up per target and workload (default 6000; quick 700)
   --kills N                W4 worker kills with the workers paced (default 100; quick 5)
   --kills-saturated N      W4 worker kills at W1's pace, the box saturated (default 30; quick 4)
   --w4-interval-ms T       token interval of W4's paced part (default 5)
@@ -84,7 +84,7 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     w3Rounds: intFlag('w3-rounds', v['w3-rounds'], quick ? 1 : 2, 1),
     durationMs: intFlag('duration-ms', v['duration-ms'], quick ? 2500 : 4000, 100),
     w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 3000 : 5000, 100),
-    warmupMs: intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 1500, 0),
+    warmupMs: intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 6000, 0),
     kills: intFlag('kills', v.kills, quick ? 5 : 100, 0),
     killsSaturated: intFlag('kills-saturated', v['kills-saturated'], quick ? 4 : 30, 0),
     w4IntervalMs: intFlag('w4-interval-ms', v['w4-interval-ms'], 5, 1),
