@@ -418,6 +418,7 @@ export class BenchRun {
       }
     } finally {
       lg.halt();
+      if (ownCpu) pinOthers(everyone); // the measurement is over, even when it failed
     }
     const result = await load;
     send({ type: 'probe', on: false });
@@ -427,7 +428,6 @@ export class BenchRun {
     const client = new Map((await lg.records(bases)).map((r) => [r.rid, { ok: r.ok, maxWaitUs: r.maxWaitUs }]));
     const connections = await continuationConnections(baton.urls[0]!);
     await baton.stop();
-    if (ownCpu) pinOthers(everyone);
     let traceText = '';
     try {
       traceText = readFileSync(traceFile, 'utf8');
