@@ -2,15 +2,7 @@
 // give the same fault schedule and the same traffic, on any machine, so a violation found once
 // can be found again. Math.random cannot be seeded, hence this (sfc32, seeded by a 32-bit mix).
 
-/** murmur3's finaliser: spreads a 32-bit value over all bits. */
-export function mix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+import { fmix32 } from '../sim/model.ts';
 
 export class Rng {
   private a: number;
@@ -20,9 +12,9 @@ export class Rng {
 
   /** `stream` separates independent sequences drawn from one seed (schedule, request i, ...). */
   constructor(seed: number, stream = 0) {
-    this.a = mix32(seed ^ 0x9e3779b9);
-    this.b = mix32((seed + Math.imul(stream + 1, 0x85ebca6b)) >>> 0);
-    this.c = mix32(stream ^ 0xc2b2ae35);
+    this.a = fmix32(seed ^ 0x9e3779b9);
+    this.b = fmix32((seed + Math.imul(stream + 1, 0x85ebca6b)) >>> 0);
+    this.c = fmix32(stream ^ 0xc2b2ae35);
     this.d = 1;
     // Warm up: the first outputs of sfc32 are still correlated with the seed words.
     for (let i = 0; i < 12; i++) this.next();

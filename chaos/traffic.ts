@@ -3,7 +3,8 @@
 // right (stream and unary, logprobs with and without top lists and prompt windows, min/stop/EOS
 // rules, zero budgets) and a share that must NOT migrate (stateful sampling, unresolved budget).
 
-import { Rng, mix32 } from './rng.ts';
+import { fmix32 } from '../sim/model.ts';
+import { Rng } from './rng.ts';
 import { DEFAULT_MODEL, runModel, type DecodeParams } from '../sim/model.ts';
 
 export type TrafficKind = 'greedy' | 'sampling_seed' | 'frequency_penalty' | 'presence_penalty' | 'unresolved_budget';
@@ -50,7 +51,7 @@ export interface TrafficOptions {
 }
 
 export function planRequest(o: TrafficOptions, index: number): RequestSpec {
-  const rng = new Rng(o.seed, mix32(index + 1));
+  const rng = new Rng(o.seed, fmix32(index + 1));
   const id = `chaos-${o.seed}-${index}`;
   const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? rng.weighted(NOT_ADMITTED) : 'greedy';
   const stream = rng.chance(0.6);

@@ -64,7 +64,8 @@ export interface ModelOutput {
 
 export const INITIAL_STATE = 0x2545f491;
 
-function fmix32(h: number): number {
+/** murmur3's finaliser: spreads a 32-bit value over all bits (also the chaos campaign's seed mix). */
+export function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
