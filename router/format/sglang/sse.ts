@@ -117,20 +117,27 @@ export function framePayload(buf: Buffer, start: number, end: number): string {
   return buf.toString('utf8', p < 0 ? start : p, end - 2);
 }
 
+/** The index just past the run of ASCII digits that starts at `i` (`i` itself when none). */
+function digitsEnd(buf: Buffer, i: number, end: number): number {
+  while (i < end && buf[i]! >= 0x30 && buf[i]! <= 0x39) i++;
+  return i;
+}
+
+/** The value of the ASCII digits in [from, to). */
+function digitsValue(buf: Buffer, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) n = n * 10 + (buf[i]! - 0x30);
+  return n;
+}
+
 /** Cheap read of meta_info.completion_tokens for progress events (scan, no parse); -1 if absent. */
 const COMPLETION_KEY = Buffer.from('"completion_tokens":');
 export function scanCompletionTokens(buf: Buffer, start: number, end: number): number {
   const k = buf.lastIndexOf(COMPLETION_KEY, end - 1);
   if (k < start) return -1;
-  let i = skipSpaces(buf, k + COMPLETION_KEY.length, end);
-  let n = 0;
-  let digits = 0;
-  for (; i < end; i++, digits++) {
-    const c = buf[i]!;
-    if (c < 0x30 || c > 0x39) break;
-    n = n * 10 + (c - 0x30);
-  }
-  return digits > 0 ? n : -1;
+  const i = skipSpaces(buf, k + COMPLETION_KEY.length, end);
+  const j = digitsEnd(buf, i, end);
+  return j > i ? digitsValue(buf, i, j) : -1;
 }
 
 const IDS_KEY = Buffer.from('"output_ids":');
@@ -150,17 +157,12 @@ export function scanOutputIds(buf: Buffer, start: number, end: number, out: numb
   if (buf[i] === 0x5d /* ] */) return true;
   const mark = out.length;
   for (;;) {
-    let n = 0;
-    let digits = 0;
-    for (; i < end; i++, digits++) {
-      const c = buf[i]!;
-      if (c < 0x30 || c > 0x39) break;
-      n = n * 10 + (c - 0x30);
-    }
+    const j = digitsEnd(buf, i, end);
+    const digits = j - i;
     // No digits, a leading zero, or more than a safe integer holds: not a plain token id.
-    if (digits === 0 || digits > 15 || (digits > 1 && buf[i - digits] === 0x30)) break;
-    out.push(n);
-    i = skipSpaces(buf, i, end);
+    if (digits === 0 || digits > 15 || (digits > 1 && buf[i] === 0x30)) break;
+    out.push(digitsValue(buf, i, j));
+    i = skipSpaces(buf, j, end);
     if (buf[i] === 0x2c /* , */) {
       i = skipSpaces(buf, i + 1, end);
       continue;
