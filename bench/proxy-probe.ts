@@ -10,10 +10,11 @@
 // The channels are subscribed only while W4 runs: a subscriber on the per-chunk channel costs
 // a little on every chunk, and the other workloads measure Baton's CPU.
 import diagnosticsChannel from 'node:diagnostics_channel';
+import { parseUpstreamRid } from '../router/migration/rid.ts';
 
 /** One continuation, on the router's clock (µs). */
 export interface GapRecord {
-  /** The continuation's rid (`<request id>~m<n>`). */
+  /** The continuation's rid (`<request id>~m<n>~<nonce>`, see router/migration/rid.ts). */
   rid: string;
   /** The failed attempt's request ended with an error (its connection closed). */
   failedUs: number | null;
@@ -59,13 +60,18 @@ export function ridOf(body: unknown): string | null {
   return end < 0 ? null : body.toString('utf8', k + RID.length, end);
 }
 
-/** The rid of the attempt a continuation follows: `x~m1` follows `x`, `x~m2` follows `x~m1`. */
-export function previousRid(rid: string): string | null {
-  const m = /^(.*)~m(\d+)$/.exec(rid);
-  if (!m) return null;
-  const n = Number(m[2]);
-  return n <= 1 ? m[1]! : `${m[1]}~m${n - 1}`;
+/** The attempt an upstream rid belongs to, as a key: `<request id> <attempt>`; null for other rids. */
+export function attemptKey(rid: string): string | null {
+  const p = parseUpstreamRid(rid);
+  return p === null ? null : `${p.id}\u0000${p.attempt}`;
 }
+
+/** The key of the attempt a continuation follows (attempt n follows attempt n - 1); null for attempt 0. */
+export function previousAttemptKey(rid: string): string | null {
+  const p = parseUpstreamRid(rid);
+  return p === null || p.attempt === 0 ? null : `${p.id}\u0000${p.attempt - 1}`;
+}
+
 
 const nowUs = () => performance.now() * 1000;
 
@@ -76,7 +82,8 @@ let created = new WeakMap<object, number>();
 
 function onError(msg: unknown): void {
   const rid = ridOf((msg as { request: UndiciRequest }).request.body);
-  if (rid !== null && !failures.has(rid)) failures.set(rid, nowUs());
+  const key = rid === null ? null : attemptKey(rid);
+  if (key !== null && !failures.has(key)) failures.set(key, nowUs());
 }
 
 function onCreate(msg: unknown): void {
@@ -86,11 +93,11 @@ function onCreate(msg: unknown): void {
 function onSendHeaders(msg: unknown): void {
   const request = (msg as { request: UndiciRequest }).request;
   const rid = ridOf(request.body);
-  if (rid === null || !rid.includes('~m')) return;
-  const prev = previousRid(rid);
+  const prev = rid === null ? null : previousAttemptKey(rid);
+  if (rid === null || prev === null) return;
   const rec: GapRecord = {
     rid,
-    failedUs: prev === null ? null : (failures.get(prev) ?? null),
+    failedUs: failures.get(prev) ?? null,
     createdUs: created.get(request) ?? null,
     sentUs: nowUs(),
     firstChunkUs: null,

@@ -5,6 +5,12 @@ import { Histogram, percentileOf, type HistogramData } from './histogram.ts';
 import type { Machine } from './proc.ts';
 import { TARGET_LABELS, type TargetName } from './targets.ts';
 import type { WorkloadName } from './workloads.ts';
+import { parseUpstreamRid } from '../router/migration/rid.ts';
+
+/** The logical request id of an upstream rid (the rid itself when it is not one of Baton's). */
+export function requestIdOf(rid: string): string {
+  return parseUpstreamRid(rid)?.id ?? rid;
+}
 
 /** One measured run of one workload against one target. */
 export interface Sample {
@@ -193,7 +199,7 @@ export function migrationGap(input: GapInput): MigrationGap {
   const stalls: number[] = [];
   const perBase = new Map<string, number>();
   for (const r of input.records) {
-    const base = r.rid.replace(/~m\d+$/, '');
+    const base = requestIdOf(r.rid);
     perBase.set(base, (perBase.get(base) ?? 0) + 1);
   }
   for (const r of input.records) {
@@ -203,7 +209,7 @@ export function migrationGap(input: GapInput): MigrationGap {
     if (r.firstChunkUs === null) continue;
     const ttft = r.firstChunkUs - r.sentUs;
     ttfts.push(ttft);
-    const base = r.rid.replace(/~m\d+$/, '');
+    const base = requestIdOf(r.rid);
     const c = input.client.get(base);
     if (c && c.ok && perBase.get(base) === 1) stalls.push(c.maxWaitUs - ttft);
   }

@@ -11,7 +11,7 @@ import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-prob
 import { findNginx } from './nginx.ts';
 import { describeMachine, pinProcess, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
-import { migrationGap, traceGaps, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
+import { migrationGap, requestIdOf, traceGaps, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
 import { direct, startBare, startBaton, startNginx, TARGET_LABELS, type Target, type TargetName } from './targets.ts';
 import { workloads, type Workload, type WorkloadName } from './workloads.ts';
 
@@ -424,7 +424,7 @@ export class BenchRun {
     send({ type: 'probe', on: false });
     const reply = await waitForMessage(probe, (m) => ((m as ProbeReply)?.type === 'probe-records' ? (m as ProbeReply) : undefined));
     const records: GapRecord[] = reply.records;
-    const bases = [...new Set(records.map((r) => r.rid.replace(/~m\d+$/, '')))];
+    const bases = [...new Set(records.map((r) => requestIdOf(r.rid)))];
     const client = new Map((await lg.records(bases)).map((r) => [r.rid, { ok: r.ok, maxWaitUs: r.maxWaitUs }]));
     const connections = await continuationConnections(baton.urls[0]!);
     await baton.stop();

@@ -11,7 +11,10 @@ const HELP = `usage: baton router [options]
   --migration-limit N          migrations per request (default 3; 0 = off)
   --migration-max-seq-len N    stop migrating when prompt + replayed tokens exceed N
   --policy NAME                least_inflight (default), round_robin, power_of_two
-  --inter-token-timeout-ms T   no data for T ms counts as a stalled worker (default 30000; 0 = off)
+  --inter-token-timeout-ms T   no data for T ms after the first token counts as a stalled
+                               worker (default 30000; 0 = off)
+  --first-token-timeout-ms T   no first token within T ms (queue + prefill) moves the attempt
+                               to another worker without blaming this one (default 120000; 0 = off)
   --bench-ms T                 keep a failed worker out of new requests for T ms (default 5000)
   --health-interval-ms T       health-check period (default 5000)
   --trace-file PATH            append trace rows to PATH as JSON Lines
@@ -38,6 +41,7 @@ const OPTIONS = {
   'migration-max-seq-len': { type: 'string' },
   policy: { type: 'string' },
   'inter-token-timeout-ms': { type: 'string' },
+  'first-token-timeout-ms': { type: 'string' },
   'connect-timeout-ms': { type: 'string' },
   'bench-ms': { type: 'string' },
   'health-interval-ms': { type: 'string' },
@@ -65,6 +69,7 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         migrationMaxSeqLen: v['migration-max-seq-len'],
         policy: v.policy,
         interTokenTimeoutMs: v['inter-token-timeout-ms'],
+        firstTokenTimeoutMs: v['first-token-timeout-ms'],
         connectTimeoutMs: v['connect-timeout-ms'],
         benchMs: v['bench-ms'],
         healthIntervalMs: v['health-interval-ms'],

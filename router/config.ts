@@ -12,8 +12,13 @@ export interface RouterConfig {
   migrationLimit: number;
   migrationMaxSeqLen: number | null;
   policy: string;
-  /** No data from a worker for this long counts as a stall (also before the headers). 0 = off. */
+  /** No data from a worker for this long, once its first token came, counts as a stall. 0 = off. */
   interTokenTimeoutMs: number;
+  /**
+   * No first token within this long of sending an attempt (queueing + prefill, which grow with
+   * load and with the replayed tokens): the attempt moves on, without blaming the worker. 0 = off.
+   */
+  firstTokenTimeoutMs: number;
   connectTimeoutMs: number;
   /** A worker whose attempt failed takes no new attempts for this long. */
   benchMs: number;
@@ -46,6 +51,7 @@ export const DEFAULTS: RouterConfig = {
   migrationMaxSeqLen: null,
   policy: 'least_inflight',
   interTokenTimeoutMs: 30_000,
+  firstTokenTimeoutMs: 120_000,
   connectTimeoutMs: 5_000,
   benchMs: 5_000,
   healthIntervalMs: 5_000,

@@ -11,6 +11,8 @@ export interface WorkerInfo {
   circuit: 'closed' | 'open' | 'half_open';
   token_only: boolean | null;          // null until probed
   incremental: boolean | null;         // null until probed
+  model_path: string | null;           // null until probed (or not advertised)
+  weight_version: string | null;       // probed, and re-read from each attempt's meta_info
   in_flight: number;
   simulated: boolean;                  // a worker of the embedded simulated cluster (has fault controls)
   sim_index: number | null;

@@ -24,11 +24,17 @@ export function buildContinuation(
   replayed: readonly number[],
   budget: number,
   rid: string,
+  minNewTokens = req.minNewTokens,
 ): JsonObject {
   const remaining = remainingBudget(budget, replayed.length);
+  // Always explicit, even where the client relied on a worker default: the worker's default would
+  // grant the whole budget again. `budget` is already clamped to the context (admission.ts), so
+  // SGLang's check of an explicit budget (prompt + max_new_tokens < context_len) passes.
   const sampling: JsonObject = { ...req.sampling, max_new_tokens: remaining };
-  if (req.sampling.min_new_tokens !== undefined && req.sampling.min_new_tokens !== null) {
-    sampling.min_new_tokens = remainingMinTokens(req.minNewTokens, replayed.length, remaining);
+  // min_new_tokens shrinks wherever it came from: the client, or a default the worker advertises
+  // (which the worker would otherwise apply in full again).
+  if (minNewTokens > 0 || (req.sampling.min_new_tokens !== undefined && req.sampling.min_new_tokens !== null)) {
+    sampling.min_new_tokens = remainingMinTokens(minNewTokens, replayed.length, remaining);
   }
   const body: JsonObject = {
     ...req.body,
@@ -37,9 +43,13 @@ export function buildContinuation(
     rid,
     stream: true,
   };
+  // `text` beside `input_ids` is served from input_ids by SGLang (io_struct.py); a continuation's
+  // prompt is the ids, so the text must not travel with them.
+  delete body.text;
   // The client already holds the original prompt's input logprobs from attempt 0; ask for the
-  // least prompt-logprob work SGLang allows (-1: the last prompt position only). With nothing
-  // replayed the continuation *is* the original prompt, so keep what the client asked for.
+  // least prompt-logprob work SGLang allows (-1: none, or the last prompt position in older
+  // versions). With nothing replayed the continuation *is* the original prompt, so keep what the
+  // client asked for.
   if (req.returnLogprob && replayed.length > 0) body.logprob_start_len = -1;
   return body;
 }

@@ -4,6 +4,7 @@
 // rebasing) and, on a failure, the output so far becomes the replay of the next attempt.
 import type { GenerateRequest, JsonObject } from '../format/sglang/request.ts';
 import { admit, type Admission } from './admission.ts';
+import { upstreamRid } from './rid.ts';
 import { buildContinuation, buildFirstAttempt, remainingBudget } from './continuation.ts';
 import { BLAMES_WORKER, MIGRATES, classifyAbort, classifyInBandError, type Failure } from './failure.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf } from '../format/sglang/stitch.ts';
@@ -11,7 +12,7 @@ import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionToken
 import type { ClientSink } from '../format/sglang/client-sink.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
-import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { ContinuationPin, WorkerPool } from '../pool/worker-pool.ts';
 import type { Worker } from '../pool/worker.ts';
 import type { Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
@@ -43,6 +44,8 @@ class AttemptState {
   lastChunk: JsonObject | null = null;
   /** A failure found in-band, with the raw frame to pass through when it is the client's. */
   passThroughFrame: Buffer | null = null;
+  /** The parsed chunk of that frame (an abort finish), to rebase on a continuation. */
+  passThroughChunk: JsonObject | null = null;
   /**
    * Incremental worker, frames forwarded untouched: running frames after the first need only their
    * new ids, read by a byte scan (sse.ts scanOutputIds). Off once a frame carries anything else
@@ -50,6 +53,8 @@ class AttemptState {
    */
   scanIds = false;
   call!: UpstreamCall;
+  /** `"<upstream rid>"` as the worker writes it in meta_info.id (rid.ts: plain ASCII). */
+  private readonly ridJson: Buffer;
 
   constructor(
     readonly index: number,
@@ -62,8 +67,22 @@ class AttemptState {
     readonly forwardRaw: boolean,
     /** Running frames need not be parsed (cumulative worker): parse the last one when needed. */
     readonly lazy: boolean,
+    /** `"<logical id>"`: what the client must see in meta_info.id. */
+    private readonly idJson: Buffer,
   ) {
     this.output = new AttemptOutput(worker.incremental, replayed);
+    this.ridJson = Buffer.from(JSON.stringify(rid));
+  }
+
+  /**
+   * A frame forwarded as the worker wrote it, with the upstream rid in meta_info.id replaced by
+   * the client's id: the one rewrite an untouched frame needs. The rid's bytes are unique (a
+   * 16-hex nonce), and meta_info.id is written before finish_reason, early in the frame.
+   */
+  swapId(frame: Buffer): Buffer {
+    const k = frame.indexOf(this.ridJson);
+    if (k < 0) return frame;
+    return Buffer.concat([frame.subarray(0, k), this.idJson, frame.subarray(k + this.ridJson.length)]);
   }
 
   /** Bring `output` up to date with the last raw frame (lazy mode). */
@@ -92,9 +111,14 @@ export class LogicalRequest implements ProgressSource {
   private current: AttemptState | null = null;
   private attempts = 0;
   private cancelled = false;
+  /** The client asked the router's /abort_request to stop this request. */
+  private aborted = false;
+  /** What a continuation must share with the attempts before it (set by attempt 0's worker). */
+  private pin: ContinuationPin | null = null;
   private firstFailureAt: number | null = null;
   private logicalFirstTokenSeen = false;
   private readonly promptIds: number[];
+  private readonly idJson: Buffer;
   /** Where each ended attempt's tokens start in the logical output (for the dashboard). */
   private readonly segments: { attempt: number; worker: string; from_token: number; tokens: number }[] = [];
 
@@ -104,13 +128,17 @@ export class LogicalRequest implements ProgressSource {
     readonly id: string,
     private readonly sink: ClientSink,
   ) {
+    const defaults = ctx.pool.samplingDefaults();
     this.admission = admit(req, {
       migrationLimit: ctx.settings.migrationLimit,
       migrationMaxSeqLen: ctx.settings.migrationMaxSeqLen,
-      workerDefaultMaxNewTokens: ctx.pool.defaultMaxNewTokens(),
+      workerDefaults: defaults.agreed,
+      disputedDefaults: defaults.disputed,
+      maxReqLen: ctx.pool.maxReqLen(),
     });
     this.promptIds = req.prompt.kind === 'input_ids' ? req.prompt.ids : [];
-    const budget = this.admission.budget ?? (typeof req.maxNewTokens === 'number' ? req.maxNewTokens : null);
+    this.idJson = Buffer.from(JSON.stringify(id));
+    const budget = this.admission.budget;
     this.out = new LogicalOutput({ id, promptTokens: req.promptLength ?? 0, budget, startedAt: this.startedAt, clientIncremental: false });
   }
 
@@ -135,9 +163,20 @@ export class LogicalRequest implements ProgressSource {
     a.call.abort({ kind: 'cancelled' });
     // Closing the connection makes SGLang abort the request; say it explicitly too, so the
     // worker frees the slot even if it has not yet noticed the closed socket.
-    void a.worker.pool
-      .request({ path: '/abort_request', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rid: a.rid }), signal: AbortSignal.timeout(2000) })
-      .then((r) => r.body.dump(), () => undefined);
+    sendAbort(a);
+  }
+
+  /**
+   * The client called the router's /abort_request for this request: SGLang's own abort, sent to
+   * the worker that holds the current attempt (by its upstream rid, which no other request's rid
+   * starts with). The worker ends the stream with its abort finish, which reaches the client as
+   * SGLang wrote it (rebased); an abort is never undone by a migration.
+   */
+  abort(): void {
+    if (this.aborted || this.cancelled) return;
+    this.aborted = true;
+    const a = this.current;
+    if (a) sendAbort(a);
   }
 
   async run(): Promise<void> {
@@ -198,10 +237,19 @@ export class LogicalRequest implements ProgressSource {
         outcome = 'cancelled';
         break;
       }
-      const worker = this.ctx.pool.pick(this.exclude);
+      if (this.aborted) {
+        // Aborted between attempts (or the worker died before its abort frame): end as SGLang's
+        // /abort_request ends a request, without another worker call.
+        this.finishAborted();
+        outcome = 'finished';
+        finishReason = 'abort';
+        break;
+      }
+      const pin = this.attempts > 0 ? this.pin : null;
+      const worker = this.ctx.pool.pick(this.exclude, pin);
       if (!worker) {
         const message = lastFailure
-          ? `no worker left to continue on after: ${lastFailure.message}`
+          ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null })})`
           : 'no healthy worker available';
         if (lastFailure) exhausted = true;
         this.sink.fail(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');
@@ -224,6 +272,12 @@ export class LogicalRequest implements ProgressSource {
           // A whole frame that is not JSON: its tokens were never forwarded as understood.
         }
       }
+      if (a.output.weightVersion !== null) this.ctx.pool.noteWeightVersion(worker, a.output.weightVersion);
+      // The model every continuation must share is attempt 0's; the weights are those of the first
+      // attempt that produced tokens (as its meta_info named them, else as probed): tokens of two
+      // sets of weights are not one answer, while a failure before any token binds nothing.
+      this.pin ??= { modelPath: worker.modelPath, weightVersion: null };
+      if (this.pin.weightVersion === null && a.output.ids.length > 0) this.pin.weightVersion = a.output.weightVersion ?? worker.weightVersion;
 
       if (result.kind === 'finished') {
         this.ctx.pool.credit(worker);
@@ -243,6 +297,11 @@ export class LogicalRequest implements ProgressSource {
       const failure = result.failure;
       lastFailure = failure;
       this.out.commit(a.output);
+      if (this.aborted && failure.kind !== 'worker_abort') {
+        // The worker failed before its abort frame came: the client still gets its abort.
+        this.endAttempt(a, 'failed', failure);
+        continue;
+      }
       if (!MIGRATES[failure.kind]) {
         // The request's own fault (4xx, validation): the client gets it as the worker wrote it.
         this.endAttempt(a, 'failed', failure);
@@ -301,17 +360,17 @@ export class LogicalRequest implements ProgressSource {
   private startAttempt(worker: Worker): AttemptState {
     const index = this.attempts++;
     const replayed = this.out.ids.length;
-    const rid = index === 0 ? this.id : `${this.id}~m${index}`;
+    const rid = upstreamRid(this.id, index);
     const budget = this.out.info.budget;
     const budgetBefore = budget === null ? null : remainingBudget(budget, replayed);
     const body = index === 0 || !this.admission.admitted || budget === null
       ? buildFirstAttempt(this.req, rid)
-      : buildContinuation(this.req, this.promptIds, this.out.ids, budget, rid);
+      : buildContinuation(this.req, this.promptIds, this.out.ids, budget, rid, this.admission.minNewTokens);
     const promptSent = (this.req.promptLength ?? 0) + replayed;
     if (index === 0) this.out.info.clientIncremental = worker.incremental === true;
     const forwardRaw = index === 0 && this.sink.streaming;
     const lazy = index === 0 && worker.incremental === false;
-    const a = new AttemptState(index, rid, worker, replayed, budgetBefore, promptSent, forwardRaw, lazy);
+    const a = new AttemptState(index, rid, worker, replayed, budgetBefore, promptSent, forwardRaw, lazy, this.idJson);
     a.scanIds = forwardRaw && worker.incremental === true && !this.req.returnLogprob;
     a.call = new UpstreamCall(worker, JSON.stringify(body), (buf, start, end) => this.onFrame(a, buf, start, end), this.ctx.stalls);
     this.current = a;
@@ -345,12 +404,12 @@ export class LogicalRequest implements ProgressSource {
       // One view of the frame serves both: kept as the last raw frame and forwarded.
       const raw = frameBytes(buf, start, end);
       a.lastRaw = raw;
-      if (a.forwardRaw) this.write(a, raw);
+      if (a.forwardRaw) this.write(a, a.swapId(raw));
       return;
     }
     if (kind === FrameKind.Running && a.scanIds && a.frames > 0 && scanOutputIds(buf, start, end, a.output.ids)) {
       a.frames++;
-      this.write(a, frameBytes(buf, start, end));
+      this.write(a, a.swapId(frameBytes(buf, start, end)));
       return;
     }
     this.onParsedFrame(a, buf, start, end);
@@ -381,7 +440,18 @@ export class LogicalRequest implements ProgressSource {
       // falls through to the finish path below, like any other finish reason.
       if (failure.kind !== 'worker_abort') {
         a.passThroughFrame = buf.subarray(start, end);
+        a.passThroughChunk = chunk;
         a.call.abort({ kind: 'failed', failure });
+        return;
+      }
+    }
+    if (a.index > 0 && a.frames === 0 && this.pin?.weightVersion) {
+      // A continuation's first chunk names the weights it runs on; tokens of other weights than
+      // the request started on would not be one answer. Nothing of it has reached the client.
+      const wv = metaWeightVersion(chunk);
+      if (wv !== null && wv !== this.pin.weightVersion) {
+        this.ctx.pool.noteWeightVersion(a.worker, wv);
+        a.call.abort({ kind: 'failed', failure: { kind: 'weights_changed', message: `${a.worker.url} now serves weight_version ${wv}, not ${this.pin.weightVersion}`, status: 503, evidence: `first chunk of a continuation: meta_info.weight_version ${wv}` } });
         return;
       }
     }
@@ -397,7 +467,7 @@ export class LogicalRequest implements ProgressSource {
       return;
     }
     if (!this.sink.streaming) return;
-    if (a.forwardRaw) this.write(a, frameBytes(buf, start, end));
+    if (a.forwardRaw) this.write(a, a.swapId(frameBytes(buf, start, end)));
     else this.writeChunk(a, this.out.render(chunk, a.output, false));
   }
 
@@ -426,7 +496,7 @@ export class LogicalRequest implements ProgressSource {
     const sink = this.sink;
     const headers = { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(this.attempts - 1) };
     if (sink.streaming) {
-      if (a.forwardRaw) sink.writeRaw(raw);
+      if (a.forwardRaw) sink.writeRaw(a.swapId(raw));
       else sink.writeChunk(this.out.render(chunk, a.output, false));
       sink.endStream();
       return;
@@ -434,7 +504,7 @@ export class LogicalRequest implements ProgressSource {
     // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
     if (a.index === 0 && a.output.incremental === false) {
       const p = raw.indexOf('{');
-      sink.json(200, raw.subarray(p, raw.length - 2), headers);
+      sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);
     } else {
       sink.json(200, JSON.stringify(this.out.render(chunk, a.output, true)), headers);
     }
@@ -450,19 +520,47 @@ export class LogicalRequest implements ProgressSource {
     }
   }
 
-  /** A failure that belongs to the client: forwarded as the worker wrote it. */
+  /**
+   * A failure that belongs to the client: forwarded as the worker wrote it. On a continuation a
+   * frame with meta_info is rebased like every other frame (the logical id, the original prompt
+   * length, the whole output so far), so the client cannot tell which attempt refused.
+   */
   private passThrough(a: AttemptState, failure: Failure): void {
     const sink = this.sink;
+    if (sink.streaming && sink.started) {
+      // The stream started on an earlier attempt: an HTTP status can no longer be sent, so the
+      // refusal ends the stream in band, as SGLang ends a stream that fails after its headers.
+      if (a.passThroughChunk && a.index > 0) sink.writeChunk(this.out.render(a.passThroughChunk, new AttemptOutput(a.output.incremental, this.out.ids.length), false));
+      else if (a.passThroughFrame) sink.writeRaw(a.swapId(a.passThroughFrame));
+      else {
+        sink.endStreamWithError(failure.message, { type: failure.kind, code: failure.status, retryable: false });
+        return;
+      }
+      sink.endStream();
+      return;
+    }
     if (failure.body) {
       sink.json(failure.status, failure.body, failure.contentType ? { 'content-type': failure.contentType } : {});
       return;
     }
     if (sink.streaming && a.passThroughFrame) {
-      sink.writeRaw(a.passThroughFrame);
+      if (a.passThroughChunk && a.index > 0) sink.writeChunk(this.out.render(a.passThroughChunk, new AttemptOutput(a.output.incremental, this.out.ids.length), false));
+      else sink.writeRaw(a.swapId(a.passThroughFrame));
       sink.endStream();
       return;
     }
     sink.fail(failure.status, failure.message, failure.kind);
+  }
+
+  /** SGLang's answer for a request aborted by /abort_request, rendered from the output so far. */
+  private finishAborted(): void {
+    const chunk = this.out.renderAbort(!this.sink.streaming);
+    if (this.sink.streaming) {
+      this.sink.writeChunk(chunk);
+      this.sink.endStream();
+    } else {
+      this.sink.json(200, JSON.stringify(chunk), { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(Math.max(0, this.attempts - 1)) });
+    }
   }
 
   private endAttempt(a: AttemptState, outcome: AttemptOutcome, failure: Failure | null): void {
@@ -487,9 +585,22 @@ export class LogicalRequest implements ProgressSource {
       outcome,
       error_kind: failure?.kind ?? null,
       error: failure?.message ?? null,
+      error_evidence: failure?.evidence ?? null,
       finish_reason: outcome === 'finished' ? finishReasonType(a.lastChunk) : null,
     });
   }
+}
+
+function metaWeightVersion(chunk: JsonObject): string | null {
+  const m = chunk.meta_info;
+  return isObject(m) && typeof m.weight_version === 'string' ? m.weight_version : null;
+}
+
+/** SGLang's /abort_request for one attempt, best effort (the worker may be gone). */
+function sendAbort(a: AttemptState): void {
+  void a.worker.pool
+    .request({ path: '/abort_request', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rid: a.rid }), signal: AbortSignal.timeout(2000) })
+    .then((r) => r.body.dump(), () => undefined);
 }
 
 function finishReasonType(chunk: JsonObject | null): string | null {

@@ -22,12 +22,44 @@ export interface PoolOptions {
 /** How often spare connections are resized to the load and renewed. */
 const SPARE_INTERVAL_MS = 100;
 
+/**
+ * What a continuation's worker must share with the attempts before it to continue exactly: the
+ * model, the weights (RL clusters update weights while serving: tokens from two sets of weights
+ * are not one answer), and token-only output (a worker that returns text cannot be stitched).
+ */
+export interface ContinuationPin {
+  modelPath: string | null;
+  weightVersion: string | null;
+}
+
+/** Why a worker cannot continue a request pinned to `pin`, or null when it can. */
+export function pinMismatch(w: Worker, pin: ContinuationPin): string | null {
+  if (w.tokenOnly === false) return `${w.url} returns text (not --skip-tokenizer-init)`;
+  if (pin.modelPath !== null && w.modelPath !== null && w.modelPath !== pin.modelPath) return `${w.url} serves model ${w.modelPath}, not ${pin.modelPath}`;
+  if (pin.weightVersion !== null && w.weightVersion !== null && w.weightVersion !== pin.weightVersion) {
+    return `${w.url} serves weight_version ${w.weightVersion}, not ${pin.weightVersion}`;
+  }
+  return null;
+}
+
+/** Worker-advertised sampling defaults, as admission sees them (see samplingDefaults). */
+export interface SamplingDefaults {
+  /** Keys every probed worker advertises with the same value. */
+  agreed: Readonly<Record<string, unknown>>;
+  /** Keys some probed worker advertises and others advertise differently or not at all. */
+  disputed: ReadonlySet<string>;
+}
+
+const NO_DEFAULTS: SamplingDefaults = Object.freeze({ agreed: Object.freeze({}), disputed: new Set<string>() });
+
 export class WorkerPool {
   private readonly workers = new Map<string, Worker>();
   private nextId = 0;
   private timer: NodeJS.Timeout | null = null;
   private spareTimer: NodeJS.Timeout | null = null;
   private checking = false;
+  /** samplingDefaults(), recomputed only when a probe changed what workers advertise. */
+  private defaultsCache: SamplingDefaults | null = null;
 
   constructor(
     private readonly opts: PoolOptions,
@@ -55,6 +87,7 @@ export class WorkerPool {
     if (existing) return existing;
     const w = new Worker(`w${this.nextId++}`, normalized, this.opts.circuit, this.opts.connectTimeoutMs, opts.simulated ?? false, opts.simIndex ?? null, this.opts.spareConnections);
     this.workers.set(w.id, w);
+    this.defaultsCache = null;
     await this.refresh(w);
     return w;
   }
@@ -63,6 +96,7 @@ export class WorkerPool {
     const w = this.workers.get(id);
     if (!w) return false;
     this.workers.delete(id);
+    this.defaultsCache = null;
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id);
@@ -77,13 +111,76 @@ export class WorkerPool {
     return true;
   }
 
-  /** Pick a worker for an attempt, never one in `exclude` nor one that may not take work now. */
-  pick(exclude: ReadonlySet<string>): Worker | null {
+  /**
+   * Pick a worker for an attempt, never one in `exclude` nor one that may not take work now. A
+   * continuation passes its `pin`: only workers that can continue it exactly qualify.
+   */
+  pick(exclude: ReadonlySet<string>, pin: ContinuationPin | null = null): Worker | null {
     const now = Date.now();
     const candidates: Worker[] = [];
-    for (const w of this.workers.values()) if (!exclude.has(w.id) && w.eligible(now)) candidates.push(w);
+    for (const w of this.workers.values()) {
+      if (!exclude.has(w.id) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
+    }
     if (candidates.length === 0) return null;
     return this.policy.select(candidates);
+  }
+
+  /** Why no worker could take a continuation pinned to `pin` (for the client's error). */
+  whyNoContinuation(exclude: ReadonlySet<string>, pin: ContinuationPin): string {
+    const now = Date.now();
+    const reasons: string[] = [];
+    for (const w of this.workers.values()) {
+      if (exclude.has(w.id)) continue;
+      if (!w.eligible(now)) {
+        reasons.push(`${w.url} is ${w.health(now)}`);
+        continue;
+      }
+      const m = pinMismatch(w, pin);
+      if (m) reasons.push(m);
+    }
+    return reasons.length === 0 ? 'every worker already failed this request' : reasons.join('; ');
+  }
+
+  /**
+   * The sampling defaults workers advertise (preferred_sampling_params), which SGLang merges under
+   * each request's own. Admission treats an agreed default as if the client had sent it; a
+   * default the workers disagree on makes whatever it governs unresolved.
+   */
+  samplingDefaults(): SamplingDefaults {
+    if (this.defaultsCache) return this.defaultsCache;
+    const probed = this.list().filter((w) => w.probed);
+    let result = NO_DEFAULTS;
+    if (probed.some((w) => w.preferred !== null)) {
+      const keys = new Set<string>();
+      for (const w of probed) for (const k of Object.keys(w.preferred ?? {})) keys.add(k);
+      const agreed: Record<string, unknown> = {};
+      const disputed = new Set<string>();
+      for (const k of keys) {
+        const values = probed.map((w) => (w.preferred && k in w.preferred ? JSON.stringify(w.preferred[k]) : undefined));
+        if (values.every((v) => v !== undefined && v === values[0])) agreed[k] = probed[0]!.preferred![k];
+        else disputed.add(k);
+      }
+      result = { agreed, disputed };
+    }
+    this.defaultsCache = result;
+    return result;
+  }
+
+  /** The smallest scheduler bound on prompt + output among probed workers (null: none advertised). */
+  maxReqLen(): number | null {
+    let min: number | null = null;
+    for (const w of this.workers.values()) {
+      const m = w.probed ? w.maxReqLen() : null;
+      if (m !== null && (min === null || m < min)) min = m;
+    }
+    return min;
+  }
+
+  /** An attempt's meta_info named the weights it ran on: the worker now serves those. */
+  noteWeightVersion(w: Worker, version: string): void {
+    if (w.weightVersion === version) return;
+    w.weightVersion = version;
+    this.onChange(w);
   }
 
   /** The default budget every probed worker advertises alike; null if any differs or none says. */
@@ -173,14 +270,19 @@ export class WorkerPool {
     if (!this.workers.has(w.id)) return;
     if (ok) {
       w.healthFailures = 0;
-      if (!w.healthy || w.dead || !w.probed) {
-        const probe = await probeWorker(w.pool, this.opts.healthTimeoutMs);
-        if (probe) {
-          w.tokenOnly = probe.tokenOnly;
-          w.incremental = probe.incremental;
-          w.defaultMaxNewTokens = probe.defaultMaxNewTokens;
-          w.probed = true;
-        }
+      // Re-probed at every check, not only when new: weights are updated while serving.
+      const probe = await probeWorker(w.pool, this.opts.healthTimeoutMs);
+      if (probe && this.workers.has(w.id)) {
+        if (JSON.stringify(probe.preferred) !== JSON.stringify(w.preferred) || !w.probed) this.defaultsCache = null;
+        w.tokenOnly = probe.tokenOnly;
+        w.incremental = probe.incremental;
+        w.defaultMaxNewTokens = probe.defaultMaxNewTokens;
+        w.preferred = probe.preferred;
+        w.modelPath = probe.modelPath;
+        w.weightVersion = probe.weightVersion;
+        w.contextLength = probe.contextLength;
+        w.maxTotalTokens = probe.maxTotalTokens;
+        w.probed = true;
       }
       w.healthy = true;
       w.dead = false;
@@ -191,7 +293,8 @@ export class WorkerPool {
     // A worker back in service gets its spares now, not at the next tick: it is the least loaded,
     // so the next burst of continuations goes to it.
     if (after.health === 'healthy' && before.health !== 'healthy' && w.spares) this.maintainSpares();
-    if (before.health !== after.health || before.circuit !== after.circuit || before.incremental !== after.incremental) this.onChange(w);
+    if (before.health !== after.health || before.circuit !== after.circuit || before.incremental !== after.incremental
+      || before.weight_version !== after.weight_version || before.model_path !== after.model_path || before.token_only !== after.token_only) this.onChange(w);
   }
 
   spareStats(): SpareStats[] {

@@ -23,6 +23,13 @@ export class Worker {
   incremental: boolean | null = null;
   /** preferred_sampling_params.max_new_tokens, when advertised. */
   defaultMaxNewTokens: number | null = null;
+  /** preferred_sampling_params, merged by SGLang under every request's own (null: none). */
+  preferred: Record<string, unknown> | null = null;
+  modelPath: string | null = null;
+  /** As probed, and as the latest attempt's meta_info reported it (RL clusters update weights live). */
+  weightVersion: string | null = null;
+  contextLength: number | null = null;
+  maxTotalTokens: number | null = null;
   probed = false;
   healthFailures = 0;
   readonly circuit: CircuitBreaker;
@@ -72,6 +79,15 @@ export class Worker {
     return 'healthy';
   }
 
+  /**
+   * SGLang's scheduler bound on prompt + output (scheduler.py: `max_req_len =
+   * min(context_len - 1, max_total_num_tokens - 1)`), or null when not advertised.
+   */
+  maxReqLen(): number | null {
+    const bounds = [this.contextLength, this.maxTotalTokens].filter((n): n is number => n !== null).map((n) => n - 1);
+    return bounds.length === 0 ? null : Math.min(...bounds);
+  }
+
   /** May take new attempts now. */
   eligible(now = Date.now()): boolean {
     return !this.draining && !this.dead && this.healthy && this.benchedUntil <= now && this.circuit.allows(now);
@@ -85,6 +101,8 @@ export class Worker {
       circuit: this.circuit.state(),
       token_only: this.tokenOnly,
       incremental: this.incremental,
+      model_path: this.modelPath,
+      weight_version: this.weightVersion,
       in_flight: this.inFlight,
       simulated: this.simulated,
       sim_index: this.simIndex,

@@ -11,10 +11,13 @@ export type ErrorKind =
   | 'http_4xx'         // client error from the worker: passed through, never migrated
   | 'stream_broken'    // socket closed or reset mid-body, or ended without a finished chunk
   | 'stalled'          // no chunk within the inter-token timeout
-  | 'engine_abort'     // in-band abort with a 5xx status_code, or an in-band non-validation error
-  | 'validation'       // in-band validation error: passed through, never migrated
+  | 'first_token_timeout' // no first byte within the first-token timeout (queue + prefill): migrated, worker not blamed
+  | 'engine_abort'     // in-band abort with a 5xx status_code, or an in-band error frame with a 5xx code / retryable
+  | 'validation'       // the request's refusal (in-band error frame, 4xx abort): passed through, never migrated
   | 'worker_abort'     // aborted at the worker without an error status (/abort_request): passed through
+  | 'weights_changed'  // a continuation's worker reported other weights than the request started on
   | 'client_cancel'    // the client went away
+  | 'client_abort'     // the client called the router's /abort_request
   | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
   | 'no_worker';       // no eligible worker was left to try
 
@@ -36,6 +39,8 @@ export interface AttemptRow {
   outcome: AttemptOutcome;
   error_kind: ErrorKind | null;
   error: string | null;
+  /** What the failure's classification was read from (a status, a frame's code, a timeout). */
+  error_evidence: string | null;
   finish_reason: string | null;
 }
 

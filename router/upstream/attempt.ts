@@ -3,7 +3,7 @@
 // to its owner; it knows nothing of rebasing or budgets. It ends exactly once, with a result.
 import type { Dispatcher } from 'undici';
 import type { Failure } from '../migration/failure.ts';
-import { classifyTransportError } from '../migration/failure.ts';
+import { classifyHttpStatus, classifyTransportError } from '../migration/failure.ts';
 import { SseSplitter, type FrameSink } from '../format/sglang/sse.ts';
 import type { StallWatch, Watched } from './stall-watch.ts';
 import type { Worker } from '../pool/worker.ts';
@@ -96,8 +96,11 @@ export class UpstreamCall implements Watched {
     this.controller?.resume();
   }
 
-  onStall(idleMs: number): void {
-    this.abort({ kind: 'failed', failure: { kind: 'stalled', message: `no data from worker for ${idleMs} ms`, status: 504 } });
+  onStall(idleMs: number, firstToken: boolean): void {
+    const failure: Failure = firstToken
+      ? { kind: 'first_token_timeout', message: `no first token from worker within ${idleMs} ms (queue + prefill)`, status: 504, evidence: `first-token deadline: nothing for ${idleMs} ms since the request was sent` }
+      : { kind: 'stalled', message: `no data from worker for ${idleMs} ms`, status: 504, evidence: `inter-token deadline: nothing for ${idleMs} ms after ${this.chunks} reads` };
+    this.abort({ kind: 'failed', failure });
   }
 
   // --- undici DispatchHandler -------------------------------------------------------------
@@ -136,12 +139,7 @@ export class UpstreamCall implements Watched {
   onResponseEnd(): void {
     if (this.done) return;
     if (this.errorBody) {
-      const body = Buffer.concat(this.errorBody);
-      const status = this.status;
-      const failure: Failure = status >= 500
-        ? { kind: 'http_5xx', message: `worker answered ${status}: ${body.toString('utf8', 0, 300)}`, status }
-        : { kind: status >= 400 ? 'http_4xx' : 'protocol', message: `worker answered ${status}`, status, body, contentType: this.contentType };
-      this.end({ kind: 'failed', failure });
+      this.end({ kind: 'failed', failure: classifyHttpStatus(this.status, Buffer.concat(this.errorBody), this.contentType) });
       return;
     }
     if (this.unaryBody) {
@@ -149,12 +147,12 @@ export class UpstreamCall implements Watched {
       const payload = Buffer.concat([Buffer.from('data: '), ...this.unaryBody, Buffer.from('\n\n')]);
       this.unaryBody = null;
       this.onFrame(payload, 0, payload.length);
-      if (!this.done) this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'worker answered without a finished chunk', status: 502 } });
+      if (!this.done) this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'worker answered without a finished chunk', status: 502, evidence: 'a unary body without a finished chunk' } });
       return;
     }
     // The stream ended (with or without [DONE]) before a chunk with finish_reason arrived; a
     // frame cut by the end stays in the splitter and is dropped.
-    this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended without a finished chunk', status: 502 } });
+    this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended without a finished chunk', status: 502, evidence: `stream ended after ${this.chunks} reads without a finished chunk` } });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {

@@ -2,6 +2,10 @@
 // per token: an attempt records that data arrived by bumping a counter (the only per-chunk cost);
 // the sweeper notices counters that stopped moving. Paused attempts (a slow client) are not
 // stalls: the worker is waiting for us, not we for it.
+//
+// Two deadlines: until an attempt's first body byte, the first-token deadline (it covers
+// queueing and prefill, which grow with load and with the replayed tokens); after it, the
+// inter-token deadline. A slow prefill under load is not a stalled stream.
 export interface Watched {
   /** Bumped on every upstream data event. */
   chunks: number;
@@ -9,7 +13,8 @@ export interface Watched {
   /** Internal to the sweeper. */
   seenChunks: number;
   lastMovedAt: number;
-  onStall(idleMs: number): void;
+  /** `firstToken`: nothing had arrived yet (the first-token deadline passed). */
+  onStall(idleMs: number, firstToken: boolean): void;
 }
 
 export class StallWatch {
@@ -18,12 +23,17 @@ export class StallWatch {
   private readonly tickMs: number;
   private lastSweepAt = 0;
 
-  constructor(private readonly timeoutMs: number) {
-    this.tickMs = Math.max(10, Math.min(1000, Math.floor(timeoutMs / 4)));
+  /** 0 turns a deadline off. */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly firstTokenMs = timeoutMs,
+  ) {
+    const shortest = Math.min(...[timeoutMs, firstTokenMs].filter((t) => t > 0), 4000);
+    this.tickMs = Math.max(10, Math.min(1000, Math.floor(shortest / 4)));
   }
 
   add(w: Watched): void {
-    if (this.timeoutMs <= 0) return;
+    if (this.timeoutMs <= 0 && this.firstTokenMs <= 0) return;
     w.seenChunks = w.chunks;
     w.lastMovedAt = Date.now();
     this.active.add(w);
@@ -54,9 +64,13 @@ export class StallWatch {
       if (w.chunks !== w.seenChunks || w.paused) {
         w.seenChunks = w.chunks;
         w.lastMovedAt = now;
-      } else if (now - w.lastMovedAt > this.timeoutMs) {
-        this.delete(w);
-        w.onStall(now - w.lastMovedAt);
+      } else {
+        const first = w.chunks === 0;
+        const limit = first ? this.firstTokenMs : this.timeoutMs;
+        if (limit > 0 && now - w.lastMovedAt > limit) {
+          this.delete(w);
+          w.onStall(now - w.lastMovedAt, first);
+        }
       }
     }
   }

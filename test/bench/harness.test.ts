@@ -6,7 +6,8 @@ import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
 import { checks, figuresOf, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, type Sample } from '../../bench/report.ts';
 import { lastCompletionTokens } from '../../bench/loadgen.ts';
-import { previousRid, ridOf } from '../../bench/proxy-probe.ts';
+import { attemptKey, previousAttemptKey, ridOf } from '../../bench/proxy-probe.ts';
+import { upstreamRid } from '../../router/migration/rid.ts';
 import { promptIds, requestBody, workloads } from '../../bench/workloads.ts';
 
 describe('histogram', () => {
@@ -179,9 +180,9 @@ describe('W4 migration gap', () => {
       tokenIntervalMs: 5,
       kills: 1,
       records: [
-        { rid: 'a~m1', failedUs: 1000, createdUs: 1100, sentUs: 1400, firstChunkUs: 3400 },
-        { rid: 'b~m1', failedUs: 1000, createdUs: 1200, sentUs: 1900, firstChunkUs: 3900 },
-        { rid: 'c~m1', failedUs: null, createdUs: 900, sentUs: 1000, firstChunkUs: null },
+        { rid: upstreamRid('a', 1), failedUs: 1000, createdUs: 1100, sentUs: 1400, firstChunkUs: 3400 },
+        { rid: upstreamRid('b', 1), failedUs: 1000, createdUs: 1200, sentUs: 1900, firstChunkUs: 3900 },
+        { rid: upstreamRid('c', 1), failedUs: null, createdUs: 900, sentUs: 1000, firstChunkUs: null },
       ],
       client: new Map([
         ['a', { ok: true, maxWaitUs: 3000 }],
@@ -221,9 +222,13 @@ describe('W4 migration gap', () => {
   it('finds the rid in an upstream body and the attempt a continuation follows', () => {
     expect(ridOf(Buffer.from('{"rid":"W4-1-7~m1","input_ids":[1]}'))).toBe('W4-1-7~m1');
     expect(ridOf('{"input_ids":[1]}')).toBeNull();
-    expect(previousRid('r~m1')).toBe('r');
-    expect(previousRid('r~m3')).toBe('r~m2');
-    expect(previousRid('r')).toBeNull();
+    const r0 = upstreamRid('r', 0);
+    const r1 = upstreamRid('r', 1);
+    const r3 = upstreamRid('r', 3);
+    expect(previousAttemptKey(r1)).toBe(attemptKey(r0));
+    expect(previousAttemptKey(r3)).toBe(attemptKey(upstreamRid('r', 2)));
+    expect(previousAttemptKey(r0)).toBeNull();
+    expect(previousAttemptKey('r')).toBeNull();
   });
 });
 

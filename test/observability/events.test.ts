@@ -18,7 +18,7 @@ const requestIdOf = (e: BatonEvent): string => ('request_id' in e ? e.request_id
 function attemptRow(id: string, error: string): AttemptRow {
   return {
     kind: 'attempt', request_id: id, attempt: 0, rid: id, worker: 'http://w:1', started_at: 1, ended_at: 2, ttft_ms: 1, prompt_tokens_sent: 4,
-    replayed_tokens: 0, tokens: 3, budget_before: 3, budget_after: 0, cached_tokens: 0, outcome: 'finished', error_kind: null, error, finish_reason: 'length',
+    replayed_tokens: 0, tokens: 3, budget_before: 3, budget_after: 0, cached_tokens: 0, outcome: 'finished', error_kind: null, error, error_evidence: null, finish_reason: 'length',
   };
 }
 function requestRow(id: string): RequestRow {

@@ -75,7 +75,7 @@ describe('TraceStore ring', () => {
   it('filters by each field as documented', () => {
     const attempt = (worker: string, outcome: AttemptRow['outcome'], ended: number): AttemptRow => ({
       kind: 'attempt', request_id: 'r1', attempt: 0, rid: 'r1', worker, started_at: 0, ended_at: ended, ttft_ms: null, prompt_tokens_sent: 1,
-      replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, outcome, error_kind: null, error: null, finish_reason: null,
+      replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, outcome, error_kind: null, error: null, error_evidence: null, finish_reason: null,
     });
     const a = attempt('http://w1:1', 'failed', 10);
     const r = row(20);

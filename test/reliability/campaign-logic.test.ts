@@ -158,7 +158,7 @@ describe('the trace check', () => {
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
     kind: 'attempt', request_id: 'r', attempt, rid: attempt ? `r~m${attempt}` : 'r', worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
-    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, finish_reason: 'length', ...over,
+    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', ...over,
   });
   const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
     kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,

@@ -1,6 +1,7 @@
-// Stalls: a worker that hangs mid-stream, and a server that accepts a /generate but never answers
-// its headers, are both caught by the inter-token timeout; the request migrates and the client
-// still gets the fault-free answer, token for token.
+// Stalls: a worker that hangs mid-stream is caught by the inter-token timeout, a server that
+// accepts a /generate but never answers by the first-token timeout (which does not bench the
+// worker: queueing and prefill are load, not a fault); the request migrates and the client still
+// gets the fault-free answer, token for token.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server, type Socket } from 'node:net';
 import { runModel } from '../../sim/model.ts';
@@ -122,7 +123,7 @@ describe('a server that accepts /generate but never answers its headers', () => 
     const addr = blackHole.address();
     blackHoleUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
     healthy = await startWorker({ tokenIntervalMs: 2 });
-    router = await startRouter({ port: 0, workers: [blackHoleUrl, healthy.url], interTokenTimeoutMs: STALL_MS, healthIntervalMs: 0, benchMs: 0 });
+    router = await startRouter({ port: 0, workers: [blackHoleUrl, healthy.url], interTokenTimeoutMs: 60_000, firstTokenTimeoutMs: STALL_MS, healthIntervalMs: 0, benchMs: 0 });
   });
   afterAll(async () => {
     await router.close();
@@ -132,7 +133,7 @@ describe('a server that accepts /generate but never answers its headers', () => 
   });
 
   for (const stream of [true, false]) {
-    it(`is detected by the same timeout and the ${stream ? 'stream' : 'unary'} request migrates, token-exact`, async () => {
+    it(`is detected by the first-token timeout and the ${stream ? 'stream' : 'unary'} request migrates, token-exact, without benching the worker`, async () => {
       const rid = `blackhole-${stream}`;
       const other = router.workers().find((w) => w.url === healthy.url)!;
       router.drainWorker(other.id, true);
@@ -146,9 +147,11 @@ describe('a server that accepts /generate but never answers its headers', () => 
       expectExact(body);
       const attempts = router.traceRows({ request: rid, kind: 'attempt' });
       expect(attempts.map((a) => a.kind === 'attempt' && [a.worker, a.outcome, a.error_kind, a.tokens])).toEqual([
-        [blackHoleUrl, 'failed', 'stalled', 0],
+        [blackHoleUrl, 'failed', 'first_token_timeout', 0],
         [healthy.url, 'finished', null, BUDGET],
       ]);
+      // Queueing and prefill are load, not a fault: the silent worker is not benched.
+      expect(router.workers().find((w) => w.url === blackHoleUrl)!.health).toBe('healthy');
     });
   }
 });

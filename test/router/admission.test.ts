@@ -1,11 +1,11 @@
 // Admission and continuation building are pure decisions over plain data.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { admit } from '../../router/migration/admission.ts';
+import { admit, type AdmissionContext } from '../../router/migration/admission.ts';
 import { buildContinuation, remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
 import { parseGenerateRequest, ValidationError } from '../../router/format/sglang/request.ts';
 
-const ctx = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaultMaxNewTokens: null };
+const ctx: AdmissionContext = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaults: {}, disputedDefaults: new Set(), maxReqLen: null };
 const req = (body: Record<string, unknown>) => parseGenerateRequest({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 10 }, ...body });
 
 describe('admission', () => {
@@ -31,18 +31,43 @@ describe('admission', () => {
     ['return_text_in_logprobs', { return_text_in_logprobs: true }, {}],
     ['disaggregation', { bootstrap_room: 7 }, {}],
     ['max_seq_len', {}, { migrationMaxSeqLen: 2 }],
+    ['session_params', { session_params: { id: 's1' } }, {}],
+    ['thinking_budget', { sampling_params: { max_new_tokens: 10, custom_params: { thinking_budget: 32 } } }, {}],
+    ['thinking_budget', { sampling_params: { max_new_tokens: 10, max_thinking_tokens: 32 } }, {}],
+    // Worker-advertised defaults count as if the client had sent them (SGLang merges them under the request's).
+    ['repetition_penalty', {}, { workerDefaults: { repetition_penalty: 1.2 } }],
+    ['frequency_penalty', {}, { workerDefaults: { frequency_penalty: 0.5 } }],
+    ['stop_strings', {}, { workerDefaults: { stop: ['</s>'] } }],
+    ['unresolved_budget', { sampling_params: {} }, { disputedDefaults: new Set(['max_new_tokens']) }],
+    ['worker_defaults_disagree_presence_penalty', {}, { disputedDefaults: new Set(['presence_penalty']) }],
   ])('refuses %s', (reason, body, over) => {
     const a = admit(req(body), { ...ctx, ...over });
     expect(a).toMatchObject({ admitted: false, reason });
   });
 
   it('admits greedy token-id requests, a seed at temperature 0, and zero penalties', () => {
-    expect(admit(req({}), ctx)).toEqual({ admitted: true, reason: null, budget: 10 });
+    expect(admit(req({}), ctx)).toMatchObject({ admitted: true, reason: null, budget: 10, budgetFromDefault: false, minNewTokens: 0 });
     expect(admit(req({ sampling_params: { max_new_tokens: 5, temperature: 0, sampling_seed: 3, frequency_penalty: 0, repetition_penalty: 1, stop: [] } }), ctx).admitted).toBe(true);
   });
 
   it('takes a default budget the workers advertise alike', () => {
-    expect(admit(req({ sampling_params: {} }), { ...ctx, workerDefaultMaxNewTokens: 64 })).toEqual({ admitted: true, reason: null, budget: 64 });
+    expect(admit(req({ sampling_params: {} }), { ...ctx, workerDefaults: { max_new_tokens: 64 } })).toMatchObject({ admitted: true, reason: null, budget: 64, budgetFromDefault: true });
+  });
+
+  it('a client penalty of no effect overrides an advertised one, and an explicit null shows the default through', () => {
+    expect(admit(req({ sampling_params: { max_new_tokens: 10, repetition_penalty: 1 } }), { ...ctx, workerDefaults: { repetition_penalty: 1.2 } }).admitted).toBe(true);
+    expect(admit(req({ sampling_params: { max_new_tokens: 10, repetition_penalty: null } }), { ...ctx, workerDefaults: { repetition_penalty: 1.2 } }).reason).toBe('repetition_penalty');
+  });
+
+  it('takes min_new_tokens from an advertised default', () => {
+    expect(admit(req({}), { ...ctx, workerDefaults: { min_new_tokens: 4 } })).toMatchObject({ admitted: true, minNewTokens: 4 });
+  });
+
+  it("clamps the budget as SGLang's scheduler does: min(budget, max_req_len - prompt - 1)", () => {
+    // prompt 3 tokens; max_req_len 10 → at most 6 new tokens, default or explicit alike.
+    expect(admit(req({ sampling_params: {} }), { ...ctx, workerDefaults: { max_new_tokens: 128 }, maxReqLen: 10 })).toMatchObject({ admitted: true, budget: 6, budgetFromDefault: true });
+    expect(admit(req({ sampling_params: { max_new_tokens: 100 } }), { ...ctx, maxReqLen: 10 })).toMatchObject({ budget: 6 });
+    expect(admit(req({ sampling_params: { max_new_tokens: 4 } }), { ...ctx, maxReqLen: 10 })).toMatchObject({ budget: 4 });
   });
 });
 
@@ -52,7 +77,7 @@ describe('continuation', () => {
       fc.property(fc.array(fc.nat(32000), { minLength: 1, maxLength: 10 }), fc.nat(100), fc.nat(100), fc.array(fc.nat(32000), { maxLength: 120 }), (prompt, budget, min, replayed) => {
         const minNew = Math.min(min, budget);
         const r = parseGenerateRequest({ input_ids: prompt, sampling_params: { max_new_tokens: budget, min_new_tokens: minNew, top_k: 5 }, return_logprob: true, lora_path: 'x', custom: { a: 1 } });
-        const c = buildContinuation(r, prompt, replayed, budget, 'rid~m1');
+        const c = buildContinuation(r, prompt, replayed, budget, 'rid~m1~0123456789abcdef');
         const sp = c.sampling_params as Record<string, unknown>;
         const rem = remainingBudget(budget, replayed.length);
         expect(rem).toBe(Math.max(0, budget - replayed.length));
@@ -61,7 +86,7 @@ describe('continuation', () => {
         expect(sp.min_new_tokens as number).toBeLessThanOrEqual(rem);
         expect(sp.top_k).toBe(5);
         expect(c.input_ids).toEqual([...prompt, ...replayed]);
-        expect(c.rid).toBe('rid~m1');
+        expect(c.rid).toBe('rid~m1~0123456789abcdef');
         expect(c.stream).toBe(true);
         expect(c.lora_path).toBe('x');
         expect(c.custom).toEqual({ a: 1 });
@@ -69,6 +94,15 @@ describe('continuation', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('continuation with a worker default', () => {
+  it('sends an explicit reduced min_new_tokens when the default came from the workers', () => {
+    const r = parseGenerateRequest({ input_ids: [1, 2, 3], sampling_params: {} });
+    const c = buildContinuation(r, [1, 2, 3], [7, 8], 10, 'x', 5);
+    expect(c.sampling_params).toMatchObject({ max_new_tokens: 8, min_new_tokens: 3 });
+    expect(c.text).toBeUndefined();
   });
 });
 

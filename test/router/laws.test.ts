@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { Fixture, generate, essence, waitFor, type Mode } from './harness/setup.ts';
 import type { Fault } from './harness/fault-proxy.ts';
 import { predict } from './harness/oracle.ts';
-import { runModel } from '../../sim/model.ts';
+import { runModel, type DecodeParams } from '../../sim/model.ts';
 import type { AttemptRow, RequestRow } from '../../router/trace/row.ts';
 
 const RUNS = Number(process.env.LAW_RUNS ?? 200);
@@ -24,11 +24,20 @@ afterAll(async () => {
   for (const f of fixtures.values()) await f.close();
 });
 
+/** Failures that migrate. */
 const faultArb: fc.Arbitrary<Fault> = fc.oneof(
   fc.constantFrom(500, 502, 503, 529).map((status) => ({ kind: 'refuse' as const, status })),
   fc.record({ kind: fc.constantFrom('reset' as const, 'cut' as const, 'abort' as const, 'error' as const, 'end' as const), afterFrames: fc.integer({ min: 0, max: 40 }) }),
   fc.constant({ kind: 'lose_final' as const }),
 );
+
+/** The request's own refusals, on any attempt: in band (both of SGLang's shapes) or a 4xx. */
+const refusalArb: fc.Arbitrary<Fault> = fc.oneof(
+  fc.record({ kind: fc.constant('refusal' as const), afterFrames: fc.integer({ min: 0, max: 40 }), legacy: fc.boolean() }),
+  fc.constantFrom(400, 401, 403, 413, 429).map((status) => ({ kind: 'status4xx' as const, status })),
+);
+
+const anyFaultArb: fc.Arbitrary<Fault> = fc.oneof({ arbitrary: faultArb, weight: 4 }, { arbitrary: refusalArb, weight: 1 });
 
 const requestArb = fc.record({
   prompt: fc.array(fc.integer({ min: 3, max: 31999 }), { minLength: 1, maxLength: 24 }),
@@ -38,12 +47,28 @@ const requestArb = fc.record({
   stream: fc.boolean(),
   logprob: fc.option(fc.record({ top: fc.integer({ min: 0, max: 3 }), start: fc.option(fc.nat(), { nil: undefined }) }), { nil: undefined }),
   mode: fc.constantFrom<Mode>('cumulative', 'incremental', 'mixed'),
+  // Absent: SGLang's default temperature 1.0 (the simulator's draws are a pure function of the
+  // context, so a continuation samples what the uninterrupted run would have).
+  temperature: fc.constantFrom(undefined, 0, 0.7),
+  // A stop token taken from the uninterrupted answer at this position (modulo its length).
+  stopAt: fc.option(fc.nat(40), { nil: undefined }),
 });
 type Req = typeof requestArb extends fc.Arbitrary<infer T> ? T : never;
 
-function bodyOf(r: Req, id: string): Record<string, unknown> {
-  const sp: Record<string, unknown> = { max_new_tokens: r.budget, ignore_eos: r.ignoreEos };
+/** The sampling params a case sends (and the reference run uses). */
+function samplingOf(r: Req): Record<string, unknown> & DecodeParams {
+  const sp: Record<string, unknown> & DecodeParams = { max_new_tokens: r.budget, ignore_eos: r.ignoreEos };
   if (r.minNew !== undefined) sp.min_new_tokens = Math.min(r.minNew, r.budget);
+  if (r.temperature !== undefined) sp.temperature = r.temperature;
+  if (r.stopAt !== undefined) {
+    const free = runModel(r.prompt, { ...sp, stop_token_ids: [] });
+    if (free.output_ids.length > 0) sp.stop_token_ids = [free.output_ids[r.stopAt % free.output_ids.length]!];
+  }
+  return sp;
+}
+
+function bodyOf(r: Req, id: string): Record<string, unknown> {
+  const sp: Record<string, unknown> = samplingOf(r);
   const body: Record<string, unknown> = { rid: id, input_ids: r.prompt, sampling_params: sp, stream: r.stream };
   if (r.logprob) {
     body.return_logprob = true;
@@ -59,7 +84,7 @@ function fit(r: Req, schedule: Fault[]): Fault[] {
 }
 
 function fullRun(r: Req) {
-  return runModel(r.prompt, { max_new_tokens: r.budget, ignore_eos: r.ignoreEos, min_new_tokens: r.minNew === undefined ? 0 : Math.min(r.minNew, r.budget) });
+  return runModel(r.prompt, samplingOf(r));
 }
 
 async function rowsOf(f: { traceRows(x: object): unknown[] }, id: string): Promise<{ attempts: AttemptRow[]; request: RequestRow }> {
@@ -116,17 +141,18 @@ describe('law 2: admission', () => {
     ['unresolved_budget', (b) => delete (b.sampling_params as Record<string, unknown>).max_new_tokens],
     ['return_hidden_states', (b) => Object.assign(b, { return_hidden_states: true })],
     ['custom_logit_processor', (b) => Object.assign(b, { custom_logit_processor: 'x' })],
+    ['thinking_budget', (b) => Object.assign(b.sampling_params as object, { custom_params: { thinking_budget: 16 } })],
   ];
   it(`refused requests are never continued; admitted ones are continued after every failure until the limit (${RUNS} cases)`, async () => {
     await fc.assert(
-      fc.asyncProperty(requestArb, fc.option(fc.constantFrom(...refusals.keys()), { nil: undefined }), fc.array(faultArb, { minLength: 1, maxLength: 5 }), async (r, refusal, raw) => {
+      fc.asyncProperty(requestArb, fc.option(fc.constantFrom(...refusals.keys()), { nil: undefined }), fc.array(anyFaultArb, { minLength: 1, maxLength: 5 }), async (r, refusal, raw) => {
         const fx = fixtures.get(r.mode)!;
         const limit = 3;
         const router = await fx.router(limit);
         const id = nextId('adm');
         const schedule = fit({ ...r, ignoreEos: true }, raw).map((f) => (f.kind === 'lose_final' ? { kind: 'reset' as const, afterFrames: 0 } : f));
         fx.schedule(id, schedule);
-        const body = bodyOf({ ...r, budget: Math.max(r.budget, 41) }, id); // budget beyond every fault point
+        const body = bodyOf({ ...r, budget: Math.max(r.budget, 41), stopAt: undefined }, id); // budget beyond every fault point
         (body.sampling_params as Record<string, unknown>).ignore_eos = true;
         if (refusal !== undefined) refusals[refusal]![1](body);
         const answer = await send(fx, router.url, body, id);
@@ -152,7 +178,7 @@ describe('law 2: admission', () => {
 describe('law 3: budget', () => {
   it(`continuations ask for the saturating remainder and nothing beyond the budget is delivered (${RUNS} cases)`, async () => {
     await fc.assert(
-      fc.asyncProperty(requestArb, fc.array(faultArb, { maxLength: 5 }), async (r, raw) => {
+      fc.asyncProperty(requestArb, fc.array(anyFaultArb, { maxLength: 5 }), async (r, raw) => {
         const fx = fixtures.get(r.mode)!;
         const router = await fx.router(3);
         const id = nextId('bud');
@@ -221,7 +247,7 @@ function tokensOfCall(c: { framesSent: number; fault: Fault | null }, _last: boo
 describe('law 4: limit', () => {
   it(`never more than limit + 1 attempts; the last error reaches the client (${RUNS} cases)`, async () => {
     await fc.assert(
-      fc.asyncProperty(requestArb, fc.integer({ min: 0, max: 3 }), fc.array(faultArb, { minLength: 0, maxLength: 6 }), async (r, limit, raw) => {
+      fc.asyncProperty(requestArb, fc.integer({ min: 0, max: 3 }), fc.array(anyFaultArb, { minLength: 0, maxLength: 6 }), async (r, limit, raw) => {
         const fx = fixtures.get(r.mode)!;
         const router = await fx.router(limit);
         const id = nextId('lim');
@@ -233,8 +259,16 @@ describe('law 4: limit', () => {
         const p = predict(fullRun(r).output_ids.length, r.budget, limit > 0, limit, schedule, Boolean(r.logprob));
         expect(answer.error === null).toBe(p.ok);
         if (!p.ok) {
-          expect(answer.error).toMatch(limit === 0 ? /not migratable \(migration_disabled\)|injected|CUDA|worker answered|stream ended/ : /exhausted/);
-          if (answer.frames.length === 0) expect(answer.status).toBeGreaterThanOrEqual(500);
+          const last = schedule[p.attempts - 1];
+          if (last?.kind === 'refusal' || last?.kind === 'status4xx') {
+            // The request's own refusal reaches the client as the worker wrote it, on that attempt.
+            expect(answer.error).toMatch(/injected (refusal|4\d\d)/);
+            const status = last.kind === 'status4xx' ? last.status : 400;
+            if (answer.frames.length === 0 && !(r.stream && last.kind === 'refusal')) expect(answer.status).toBe(status);
+          } else {
+            expect(answer.error).toMatch(limit === 0 ? /not migratable \(migration_disabled\)|injected|CUDA|worker answered|stream ended/ : /exhausted/);
+            if (answer.frames.length === 0) expect(answer.status).toBeGreaterThanOrEqual(500);
+          }
         }
       }),
       params(),
@@ -245,7 +279,7 @@ describe('law 4: limit', () => {
 describe('law 5: trace rows', () => {
   it(`attempts started = attempt rows, one request row per request (${RUNS} cases)`, async () => {
     await fc.assert(
-      fc.asyncProperty(requestArb, fc.array(faultArb, { maxLength: 5 }), async (r, raw) => {
+      fc.asyncProperty(requestArb, fc.array(anyFaultArb, { maxLength: 5 }), async (r, raw) => {
         const fx = fixtures.get(r.mode)!;
         const router = await fx.router(3);
         const id = nextId('tr');
@@ -283,7 +317,7 @@ describe('law 5: trace rows', () => {
 describe('law 6: oracle', () => {
   it(`an independent model predicts outcome, attempts and tokens per attempt (${RUNS} cases)`, async () => {
     await fc.assert(
-      fc.asyncProperty(requestArb, fc.array(fc.option(faultArb, { nil: null, freq: 4 }), { maxLength: 5 }), async (r, rawSchedule) => {
+      fc.asyncProperty(requestArb, fc.array(fc.option(anyFaultArb, { nil: null, freq: 4 }), { maxLength: 5 }), async (r, rawSchedule) => {
         const fx = fixtures.get(r.mode)!;
         const router = await fx.router(3);
         const id = nextId('or');

@@ -163,9 +163,9 @@ describe('a continuation on a spare connection (real worker processes)', () => {
       });
     };
     const onSend = (msg: unknown) => {
-      // The continuation is the request whose rid ends in ~m1.
+      // The continuation is the request whose rid says attempt 1 (router/migration/rid.ts).
       const body = String((msg as { request: { body?: unknown } }).request.body ?? '');
-      if (failure && failure.sentSameTurn === null && body.includes('~m1"')) failure.sentSameTurn = true;
+      if (failure && failure.sentSameTurn === null && /~m1~[0-9a-f]{16}"/.test(body)) failure.sentSameTurn = true;
     };
     diagnosticsChannel.subscribe('undici:request:error', onError);
     diagnosticsChannel.subscribe('undici:client:sendHeaders', onSend);

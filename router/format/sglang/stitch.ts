@@ -12,6 +12,18 @@ const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs', 'input_token_
 
 type OutputList = (typeof OUTPUT_LISTS)[number];
 
+/**
+ * Counters the router does not own that grow with an attempt's output: the client sees the sum
+ * over attempts (each attempt's worker counts only its own tokens). See docs/trace-rows.md,
+ * "meta_info keys across a migration", for every key.
+ */
+export const SUMMED_COUNTERS = ['reasoning_tokens', 'num_retractions', 'spec_verify_ct', 'spec_accepted_tokens'] as const;
+
+/** Append `src` to `dst` without spreading it into arguments (a 130k-entry spread throws). */
+function appendAll<T>(dst: T[], src: readonly T[]): void {
+  for (let i = 0; i < src.length; i++) dst.push(src[i]!);
+}
+
 function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -36,6 +48,10 @@ export class AttemptOutput {
   cachedTokens: number | null = null;
   input: Partial<Record<(typeof INPUT_LISTS)[number], Json>> = {};
   sawText = false;
+  /** The latest value of each summed counter this attempt reported (cumulative per attempt). */
+  counters: Partial<Record<(typeof SUMMED_COUNTERS)[number], number>> = {};
+  /** meta_info.weight_version, as the worker reported it. */
+  weightVersion: string | null = null;
   /** Text mode (a worker without --skip-tokenizer-init): the attempt's text so far. */
   text = '';
   textSent = 0;
@@ -66,12 +82,17 @@ export class AttemptOutput {
     for (const key of OUTPUT_LISTS) {
       const v = meta[key];
       if (!Array.isArray(v)) continue;
-      if (append) (this.lists[key] ??= []).push(...v);
+      if (append) appendAll((this.lists[key] ??= []), v);
       else this.lists[key] = v;
     }
     for (const key of INPUT_LISTS) if (meta[key] !== undefined && this.input[key] === undefined) this.input[key] = meta[key];
     if (typeof meta.completion_tokens === 'number') this.completionTokens = meta.completion_tokens;
     if (typeof meta.cached_tokens === 'number' && this.cachedTokens === null) this.cachedTokens = meta.cached_tokens;
+    if (typeof meta.weight_version === 'string') this.weightVersion = meta.weight_version;
+    for (const key of SUMMED_COUNTERS) {
+      const c = meta[key];
+      if (typeof c === 'number') this.counters[key] = c;
+    }
   }
 }
 
@@ -92,6 +113,8 @@ export class LogicalOutput {
   input: Partial<Record<(typeof INPUT_LISTS)[number], Json>> = {};
   cachedTokens: number | null = null;
   sawText = false;
+  /** Sums of the summed counters over the attempts that ended. */
+  counters: Partial<Record<(typeof SUMMED_COUNTERS)[number], number>> = {};
 
   constructor(readonly info: LogicalInfo) {}
 
@@ -105,10 +128,14 @@ export class LogicalOutput {
         this.cachedTokens = a.cachedTokens;
       }
     }
-    for (const t of a.ids) this.ids.push(t);
+    appendAll(this.ids, a.ids);
     for (const key of OUTPUT_LISTS) {
       const v = a.lists[key];
-      if (v) (this.lists[key] ??= []).push(...v);
+      if (v) appendAll((this.lists[key] ??= []), v);
+    }
+    for (const key of SUMMED_COUNTERS) {
+      const c = a.counters[key];
+      if (c !== undefined) this.counters[key] = (this.counters[key] ?? 0) + c;
     }
     this.sawText ||= a.sawText;
   }
@@ -150,8 +177,16 @@ export class LogicalOutput {
       }
     }
     meta.id = info.id;
-    meta.prompt_tokens = info.promptTokens;
+    // A queued abort has no prompt_tokens (SGLang omits them): keep what the worker wrote.
+    if (meta.prompt_tokens !== undefined || chunk.meta_info === undefined) meta.prompt_tokens = info.promptTokens;
     meta.completion_tokens = a.replayed + a.completionTokens;
+    for (const key of SUMMED_COUNTERS) {
+      const c = meta[key];
+      if (typeof c === 'number') meta[key] = (this.counters[key] ?? 0) + c;
+    }
+    if (typeof meta.output_token_logprobs_length === 'number') {
+      meta.output_token_logprobs_length = (this.lists.output_token_logprobs?.length ?? 0) + meta.output_token_logprobs_length;
+    }
     const cached = a.replayed === 0 ? a.cachedTokens : this.cachedTokens;
     if (meta.cached_tokens !== undefined || cached !== null) {
       meta.cached_tokens = Math.min(cached ?? 0, info.promptTokens);
@@ -164,8 +199,16 @@ export class LogicalOutput {
     return out;
   }
 
+  /**
+   * The answer of a request aborted by the router's /abort_request when no attempt could say it
+   * itself: SGLang's finish for an aborted request (scheduler FINISH_ABORT defaults).
+   */
+  renderAbort(cumulative: boolean): JsonObject {
+    return this.renderLocalFinish(cumulative, null, { type: 'abort', message: 'Aborted', status_code: null, err_type: null });
+  }
+
   /** The answer of a request whose budget ran out at a failure: no further worker call. */
-  renderLocalFinish(cumulative: boolean, template: JsonObject | null): JsonObject {
+  renderLocalFinish(cumulative: boolean, template: JsonObject | null, finish: JsonObject | null = null): JsonObject {
     const info = this.info;
     const base: JsonObject = template ? { ...template } : {};
     const meta: JsonObject = template ? { ...metaOf(template) } : {};
@@ -176,9 +219,11 @@ export class LogicalOutput {
       meta[key] = incrementalOut ? [] : (this.lists[key] ?? []).slice();
     }
     for (const key of INPUT_LISTS) if (this.input[key] !== undefined) meta[key] = this.input[key]!;
+    for (const key of SUMMED_COUNTERS) if (meta[key] !== undefined || this.counters[key] !== undefined) meta[key] = this.counters[key] ?? 0;
+    if (meta.output_token_logprobs_length !== undefined) meta.output_token_logprobs_length = this.lists.output_token_logprobs?.length ?? 0;
     Object.assign(meta, {
       id: info.id,
-      finish_reason: { type: 'length', length: info.budget },
+      finish_reason: finish ?? { type: 'length', length: info.budget },
       prompt_tokens: info.promptTokens,
       completion_tokens: this.ids.length,
       cached_tokens: Math.min(this.cachedTokens ?? 0, info.promptTokens),

@@ -11,8 +11,12 @@ export type Fault =
   | { kind: 'reset'; afterFrames: number } // socket destroyed after k whole frames
   | { kind: 'cut'; afterFrames: number } // k whole frames, half of the next, then destroyed
   | { kind: 'abort'; afterFrames: number } // SGLang's in-band abort chunk (status_code 500), then [DONE]
-  | { kind: 'error'; afterFrames: number } // an in-band {"error"} frame that is not a validation error
+  | { kind: 'error'; afterFrames: number } // an in-band {"error"} frame the engine marks as its own (code 500, retryable)
   | { kind: 'end'; afterFrames: number } // a clean [DONE] without a finished chunk
+  // The request's own refusal, in band, in current SGLang's shape or the pre-2026-06 one
+  // (`{"message"}` only): never migrated, passed to the client, the worker not blamed.
+  | { kind: 'refusal'; afterFrames: number; legacy: boolean }
+  | { kind: 'status4xx'; status: number } // a 4xx answer before any body (a proxy's 429, 413, 401, ...)
   | { kind: 'lose_final' }; // the finishing frame arrives with finish_reason null, then a reset
 
 export interface Call {
@@ -85,6 +89,11 @@ export class FaultProxy {
       res.end(JSON.stringify({ object: 'error', message: 'injected refusal', type: 'ServiceUnavailable', param: null, code: fault.status }));
       return;
     }
+    if (fault?.kind === 'status4xx') {
+      res.writeHead(fault.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `injected ${fault.status} from a proxy`, type: 'ProxyError', code: fault.status } }));
+      return;
+    }
     const ac = new AbortController();
     res.on('close', () => ac.abort());
     let up: Response;
@@ -131,7 +140,7 @@ export class FaultProxy {
   private onFrame(frame: string, call: Call, res: ServerResponse): boolean {
     const f = call.fault;
     const isDone = frame.startsWith('data: [DONE]');
-    if (f && f.kind !== 'refuse' && f.kind !== 'lose_final' && !isDone && call.framesSent === f.afterFrames) {
+    if (f && f.kind !== 'refuse' && f.kind !== 'status4xx' && f.kind !== 'lose_final' && !isDone && call.framesSent === f.afterFrames) {
       switch (f.kind) {
         case 'reset':
           res.destroy();
@@ -147,8 +156,14 @@ export class FaultProxy {
           return true;
         }
         case 'error':
-          res.end('data: {"error":{"message":"CUDA error: an illegal memory access was encountered"}}\n\ndata: [DONE]\n\n');
+          res.end('data: {"error":{"message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError","code":500,"retryable":true}}\n\ndata: [DONE]\n\n');
           return true;
+        case 'refusal': {
+          // Worded so that no word list could take it for a refusal: only the shape says so.
+          const error = f.legacy ? { message: 'injected refusal: token 99999 out of range' } : { message: 'injected refusal: token 99999 out of range', type: 'BadRequestError', code: 400, retryable: false };
+          res.end(`data: ${JSON.stringify({ error })}\n\ndata: [DONE]\n\n`);
+          return true;
+        }
         case 'end':
           res.end('data: [DONE]\n\n');
           return true;

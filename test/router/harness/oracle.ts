@@ -21,12 +21,17 @@ export function predict(total: number, budget: number, admitted: boolean, limit:
     const frames = Math.max(left, 1);
     let produced = left;
     let failed = false;
+    // The request's own refusals (a 4xx, an in-band error frame without an engine mark) end it
+    // where they happen: never migrated (migration.md, "Never migrate").
+    let terminal = false;
     if (f?.kind === 'refuse') [produced, failed] = [0, true];
+    else if (f?.kind === 'status4xx') [produced, failed, terminal] = [0, true, true];
     else if (f?.kind === 'lose_final') failed = true;
-    else if (f && f.afterFrames < frames) [produced, failed] = [f.afterFrames, true];
+    else if (f && f.afterFrames < frames) [produced, failed, terminal] = [f.afterFrames, true, f.kind === 'refusal'];
     per.push(produced);
     t += produced;
     if (!failed) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
+    if (terminal) return { ok: false, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
     // Budget spent: finish without another call, unless nothing came back yet and the client
     // asked for prompt logprobs, which only a worker can compute.
     if (admitted && t >= budget && (t > 0 || !logprobs)) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: true };

@@ -115,6 +115,10 @@ export function essence(a: Record<string, unknown>): Record<string, unknown> {
     output_top_logprobs: m.output_top_logprobs,
     input_token_logprobs: m.input_token_logprobs,
     input_top_logprobs: m.input_top_logprobs,
+    // Counters that grow with the output: rebased across attempts (docs/trace-rows.md).
+    output_token_logprobs_length: m.output_token_logprobs_length,
+    reasoning_tokens: m.reasoning_tokens,
+    num_retractions: m.num_retractions,
   };
 }
 
