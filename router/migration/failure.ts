@@ -33,7 +33,6 @@ export const MIGRATES: Record<ErrorKind, boolean> = {
   validation: false,
   worker_abort: false,
   client_cancel: false,
-  client_abort: false,
   no_worker: false,
 };
 
@@ -55,7 +54,6 @@ export const BLAMES_WORKER: Record<ErrorKind, boolean> = {
   validation: false,
   worker_abort: false,
   client_cancel: false,
-  client_abort: false,
   no_worker: false,
 };
 

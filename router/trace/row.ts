@@ -17,7 +17,6 @@ export type ErrorKind =
   | 'worker_abort'     // aborted at the worker without an error status (/abort_request): passed through
   | 'weights_changed'  // a continuation's worker reported other weights than the request started on
   | 'client_cancel'    // the client went away
-  | 'client_abort'     // the client called the router's /abort_request
   | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
   | 'no_worker';       // no eligible worker was left to try
 

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { Fixture, generate, essence, waitFor, type Mode } from './harness/setup.ts';
 import type { Fault } from './harness/fault-proxy.ts';
 import { predict } from './harness/oracle.ts';
-import { runModel, type DecodeParams } from '../../sim/model.ts';
+import { DEFAULT_MODEL, runModel, weightsSalt, type DecodeParams } from '../../sim/model.ts';
 import type { AttemptRow, RequestRow } from '../../router/trace/row.ts';
 
 const RUNS = Number(process.env.LAW_RUNS ?? 200);
@@ -17,11 +17,16 @@ const fixtures = new Map<Mode | 'defaults', Fixture>();
 let caseNo = 0;
 const nextId = (law: string) => `${law}-${process.pid}-${caseNo++}`;
 
+let weightsFixture: Fixture;
+
 beforeAll(async () => {
   for (const m of ['cumulative', 'incremental', 'mixed'] as const) fixtures.set(m, await Fixture.start(m));
+  // Two weight versions side by side, as an RL cluster has while it rolls new weights out.
+  weightsFixture = await Fixture.start('mixed', 4, ['default', 'v2', 'default', 'v2']);
 });
 afterAll(async () => {
   for (const f of fixtures.values()) await f.close();
+  await weightsFixture?.close();
 });
 
 /** Failures that migrate. */
@@ -78,9 +83,12 @@ function bodyOf(r: Req, id: string): Record<string, unknown> {
   return body;
 }
 
-/** lose_final needs a length finish (an EOS lost with its frame is ambiguous, see the proxy). */
+/** A stop can end this request's answer (EOS or a stop token), not only its budget. */
+const canStop = (r: Req) => !r.ignoreEos || r.stopAt !== undefined;
+
+/** lose_final needs a length finish (a stop lost with its frame is ambiguous, see the proxy). */
 function fit(r: Req, schedule: Fault[]): Fault[] {
-  return schedule.map((f) => (f.kind === 'lose_final' && !r.ignoreEos ? { kind: 'reset', afterFrames: 0 } : f));
+  return schedule.map((f) => (f.kind === 'lose_final' && canStop(r) ? { kind: 'reset', afterFrames: 0 } : f));
 }
 
 function fullRun(r: Req) {
@@ -321,7 +329,7 @@ describe('law 6: oracle', () => {
         const fx = fixtures.get(r.mode)!;
         const router = await fx.router(3);
         const id = nextId('or');
-        const schedule = rawSchedule.map((f) => (f && f.kind === 'lose_final' && !r.ignoreEos ? ({ kind: 'reset', afterFrames: 0 } as Fault) : f));
+        const schedule = rawSchedule.map((f) => (f && f.kind === 'lose_final' && canStop(r) ? ({ kind: 'reset', afterFrames: 0 } as Fault) : f));
         fx.schedule(id, schedule);
         const answer = await send(fx, router.url, bodyOf(r, id), id);
         const full = fullRun(r);
@@ -342,3 +350,29 @@ describe('law 6: oracle', () => {
   });
 });
 
+
+describe('law 7: weights', () => {
+  it(`no answer mixes tokens of two weight versions: it is one version's exact answer, or an error that says why (${RUNS} cases)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(requestArb, fc.array(faultArb, { maxLength: 3 }), async (r, raw) => {
+        const fx = weightsFixture;
+        const router = await fx.router(3);
+        const id = nextId('wv');
+        const schedule = fit(r, raw);
+        fx.schedule(id, schedule);
+        const answer = await send(fx, router.url, bodyOf(r, id), id);
+        const { attempts } = await rowsOf(router, id);
+        const producing = attempts.filter((a) => a.tokens > 0).map((a) => fx.versionOf.get(a.worker)!);
+        expect(new Set(producing).size).toBeLessThanOrEqual(1);
+        if (answer.error === null) {
+          const version = producing[0] ?? fx.versionOf.get(attempts.at(-1)!.worker)!;
+          const ref = runModel(r.prompt, samplingOf(r), DEFAULT_MODEL, weightsSalt('baton-sim', version));
+          expect(answer.body!.output_ids).toEqual(ref.output_ids);
+        } else {
+          expect(answer.error).toMatch(/weight_version|exhausted|no worker/);
+        }
+      }),
+      params(),
+    );
+  });
+});

@@ -16,15 +16,20 @@ export class Fixture {
   readonly modeOf = new Map<string, 'cumulative' | 'incremental'>();
   private routers = new Map<string, RouterHandle>();
 
-  static async start(mode: Mode, n = 5): Promise<Fixture> {
+  /** Each worker's weight_version (the default weights unless `weightVersions` says otherwise). */
+  readonly versionOf = new Map<string, string>();
+
+  static async start(mode: Mode, n = 5, weightVersions: string[] = []): Promise<Fixture> {
     const f = new Fixture();
     for (let i = 0; i < n; i++) {
       const incremental = mode === 'incremental' || (mode === 'mixed' && i % 2 === 1);
-      const w = await startWorker({ tokenIntervalMs: 0, incremental, prefillUsPerToken: 0 });
+      const weightVersion = weightVersions[i] ?? 'default';
+      const w = await startWorker({ tokenIntervalMs: 0, incremental, prefillUsPerToken: 0, weightVersion });
       f.workers.push(w);
       const p = await new FaultProxy(w.url, f.book).start();
       f.proxies.push(p);
       f.modeOf.set(p.url, incremental ? 'incremental' : 'cumulative');
+      f.versionOf.set(p.url, weightVersion);
     }
     return f;
   }
