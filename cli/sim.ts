@@ -14,8 +14,19 @@ options:
   --incremental                incremental streaming chunks (SGLang's --incremental-streaming-output)
   --text                       text mode (built-in vocabulary); default is token-only (--skip-tokenizer-init)
   --preferred-max-new-tokens M advertise preferred_sampling_params {"max_new_tokens": M}
+  --legacy-errors              older SGLang's in-band stream error frame: {"error":{"message"}} only
+  --enable-custom-logit-processor  accept custom_logit_processor (SGLang refuses it without this flag)
+  --enable-return-hidden-states    accept return_hidden_states (SGLang refuses it without this flag)
+  --page-size P                prefix cache page size, like SGLang's --page-size (default 1)
+  --model-path NAME            model_path / served_model_name (default baton-sim)
+  --weight-version V           weight_version (default "default"); path and version salt the model
   --control-port C             also serve the cluster control API (kill, restart, faults) on port C
   -h, --help                   show this help`;
+
+function nonEmpty(name: string, value: string | undefined): string | undefined {
+  if (value === '') throw new UsageError(`--${name} must not be empty`);
+  return value;
+}
 
 // node:util's parse errors can span lines; the CLI promises one line per mistake.
 function flags(argv: string[]) {
@@ -28,6 +39,12 @@ function flags(argv: string[]) {
       incremental: { type: 'boolean' },
       text: { type: 'boolean' },
       'preferred-max-new-tokens': { type: 'string' },
+      'legacy-errors': { type: 'boolean' },
+      'enable-custom-logit-processor': { type: 'boolean' },
+      'enable-return-hidden-states': { type: 'boolean' },
+      'page-size': { type: 'string' },
+      'model-path': { type: 'string' },
+      'weight-version': { type: 'string' },
       'control-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
@@ -55,6 +72,12 @@ export async function run(argv: string[]): Promise<void> {
     incremental: v.incremental ?? false,
     text: v.text ?? false,
     preferredSamplingParams: preferredMax === undefined ? null : { max_new_tokens: intFlag('preferred-max-new-tokens', preferredMax, 0) },
+    legacyErrors: v['legacy-errors'] ?? false,
+    enableCustomLogitProcessor: v['enable-custom-logit-processor'] ?? false,
+    enableReturnHiddenStates: v['enable-return-hidden-states'] ?? false,
+    pageSize: intFlag('page-size', v['page-size'], 1, 1),
+    modelPath: nonEmpty('model-path', v['model-path']),
+    weightVersion: nonEmpty('weight-version', v['weight-version']),
   };
   const controlPort = v['control-port'] === undefined ? null : intFlag('control-port', v['control-port'], 0);
   let cluster: SimCluster;

@@ -5,10 +5,19 @@
 // piece to running strings (the re-send of the whole prefix is inherent to SGLang's cumulative
 // mode, the re-serialisation is not), incremental chunks keep only what arrived since the last
 // chunk. Input-side logprobs are serialised once and repeated, as SGLang repeats them.
+//
+// meta_info keys come in SGLang's order (tokenizer_manager.py _handle_batch_output): id,
+// finish_reason, prompt_tokens, weight_version, num_retractions, the logprob lists
+// (add_logprob_to_meta_info), reasoning_tokens, completion_tokens, cached_tokens, e2e_latency.
 
 import type { FinishReason, Step, TopEntry } from './model.ts';
 import type { SampleRequest } from './request.ts';
 import type { Vocabulary } from './vocab.ts';
+
+/** The worker's live weight version, already JSON-encoded; read at every render. */
+export interface WeightLabel {
+  versionJson: string;
+}
 
 export interface AnswerOptions {
   /** Deltas instead of the whole output so far (only for stream chunks of an incremental worker). */
@@ -17,7 +26,7 @@ export interface AnswerOptions {
   text: boolean;
   /** Add `index` (batch and n > 1 streams). */
   indexed: boolean;
-  weightVersion: string;
+  weights: WeightLabel;
   vocab: Vocabulary;
 }
 
@@ -26,12 +35,14 @@ export class Answer {
   private ids = '';
   private lps = '';
   private tops = '';
+  private idLps = '';
   private fullText = '';
   private emittedText = 0;
   private emittedTokens = 0;
   private textEnd: number | null = null;
   private inputLps = '[]';
   private inputTops = '[]';
+  private inputIdLps = '[]';
   private cached = 0;
   private readonly head: string;
   private readonly tail: string;
@@ -46,13 +57,15 @@ export class Answer {
   }
 
   /** Prefill results: cache hits and the prompt's logprobs, fixed for the rest of the request. */
-  setPrefill(cachedTokens: number, inputLogprobs: (number | null)[], inputTops: (TopEntry[] | null)[]): void {
+  setPrefill(cachedTokens: number, inputLogprobs: (number | null)[], inputTops: (TopEntry[] | null)[], inputIds: (number[] | null)[] = []): void {
     this.cached = cachedTokens;
     if (!this.req.returnLogprob) return;
     const start = this.req.logprobStart;
     const prompt = this.req.promptIds;
     this.inputLps = '[' + inputLogprobs.map((lp, i) => this.triple(lp, prompt[start + i]!)).join(',') + ']';
     this.inputTops = '[' + inputTops.map((t) => (t === null ? 'null' : this.entries(t))).join(',') + ']';
+    const wanted = this.req.tokenIdsLogprob;
+    if (wanted) this.inputIdLps = '[' + inputIds.map((v) => (v === null ? 'null' : this.idEntries(v, wanted))).join(',') + ']';
   }
 
   push(step: Step): void {
@@ -63,6 +76,7 @@ export class Answer {
     if (this.req.returnLogprob) {
       this.lps += sep + this.triple(step.logprob, step.token);
       if (this.req.topLogprobsNum > 0) this.tops += sep + this.entries(step.top);
+      if (this.req.tokenIdsLogprob) this.idLps += sep + this.idEntries(step.idsLogprobs, this.req.tokenIdsLogprob);
     }
     if (this.o.text) this.fullText += this.o.vocab.piece(step.token);
   }
@@ -88,10 +102,13 @@ export class Answer {
     }
     out += `"output_ids":[${this.ids}],`;
     out += this.head + (finish === null ? 'null' : JSON.stringify(finish));
-    out += `,"prompt_tokens":${r.promptIds.length},"weight_version":${JSON.stringify(this.o.weightVersion)}`;
+    out += `,"prompt_tokens":${r.promptIds.length},"weight_version":${this.o.weights.versionJson},"num_retractions":0`;
     if (r.returnLogprob) {
-      out += `,"input_token_logprobs":${this.inputLps},"output_token_logprobs":[${this.lps}]`;
+      // output_token_logprobs_length counts every output logprob so far, also when the list itself
+      // is an incremental slice (it is computed before _slice_streaming_output_meta_info).
+      out += `,"input_token_logprobs":${this.inputLps},"output_token_logprobs":[${this.lps}],"output_token_logprobs_length":${this.tokens.length}`;
       if (r.topLogprobsNum > 0) out += `,"input_top_logprobs":${this.inputTops},"output_top_logprobs":[${this.tops}]`;
+      if (r.tokenIdsLogprob) out += `,"input_token_ids_logprobs":${this.inputIdLps},"output_token_ids_logprobs":[${this.idLps}]`;
     }
     out += `,"reasoning_tokens":0,"completion_tokens":${this.tokens.length},"cached_tokens":${this.cached}`;
     if (e2eLatency !== null) out += `,"e2e_latency":${e2eLatency}`;
@@ -100,8 +117,30 @@ export class Answer {
       this.ids = '';
       this.lps = '';
       this.tops = '';
+      this.idLps = '';
       this.emittedTokens = this.tokens.length;
     }
+    return out;
+  }
+
+  /**
+   * The answer of a request aborted while still queued, built by tokenizer_manager.py
+   * _handle_abort_req rather than from a scheduler output: `text` (even in token-only mode), no
+   * prompt_tokens / cached_tokens / num_retractions, e2e_latency before the logprob lists,
+   * completion_tokens last, and in a stream only the last output id.
+   */
+  renderQueuedAbort(finish: FinishReason, e2eLatency: number, stream: boolean): string {
+    const r = this.req;
+    const ids = stream ? (this.tokens.length > 0 ? String(this.tokens.at(-1)) : '') : this.tokens.join(',');
+    let out = `{"text":${JSON.stringify(this.fullText)},"output_ids":[${ids}],`;
+    out += this.head + JSON.stringify(finish);
+    out += `,"weight_version":${this.o.weights.versionJson},"e2e_latency":${e2eLatency}`;
+    if (r.returnLogprob) {
+      out += `,"input_token_logprobs":[],"output_token_logprobs":[],"output_token_logprobs_length":0`;
+      if (r.topLogprobsNum > 0) out += `,"input_top_logprobs":[],"output_top_logprobs":[]`;
+      if (r.tokenIdsLogprob) out += `,"input_token_ids_logprobs":[],"output_token_ids_logprobs":[]`;
+    }
+    out += `,"completion_tokens":${this.tokens.length}}` + this.tail;
     return out;
   }
 
@@ -113,6 +152,12 @@ export class Answer {
   private entries(top: TopEntry[]): string {
     let s = '[';
     for (let i = 0; i < top.length; i++) s += (i ? ',' : '') + this.triple(top[i]![0], top[i]![1]);
+    return s + ']';
+  }
+
+  private idEntries(lps: readonly number[], ids: readonly number[]): string {
+    let s = '[';
+    for (let i = 0; i < ids.length; i++) s += (i ? ',' : '') + this.triple(lps[i]!, ids[i]!);
     return s + ']';
   }
 }

@@ -21,6 +21,16 @@ export interface ClusterOptions {
   text?: boolean;
   preferredSamplingParams?: Record<string, unknown> | null;
   eosEvery?: number;
+  /** Older SGLang's in-band error frame (`{"error":{"message"}}` only). */
+  legacyErrors?: boolean;
+  enableCustomLogitProcessor?: boolean;
+  enableReturnHiddenStates?: boolean;
+  /** Prefix cache page size (SGLang's --page-size), default 1. */
+  pageSize?: number;
+  /** model_path / served_model_name, default "baton-sim". */
+  modelPath?: string;
+  /** weight_version, default "default"; with modelPath it salts the model. */
+  weightVersion?: string;
 }
 
 export interface SimWorkerProc {
@@ -85,6 +95,12 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
     if (opts.text) f.push('--text');
     if (opts.preferredSamplingParams) f.push('--preferred-sampling-params', JSON.stringify(opts.preferredSamplingParams));
     if (opts.eosEvery !== undefined) f.push('--eos-every', String(opts.eosEvery));
+    if (opts.legacyErrors) f.push('--legacy-errors');
+    if (opts.enableCustomLogitProcessor) f.push('--enable-custom-logit-processor');
+    if (opts.enableReturnHiddenStates) f.push('--enable-return-hidden-states');
+    if (opts.pageSize !== undefined) f.push('--page-size', String(opts.pageSize));
+    if (opts.modelPath !== undefined) f.push('--model-path', opts.modelPath);
+    if (opts.weightVersion !== undefined) f.push('--weight-version', opts.weightVersion);
     return f;
   };
 

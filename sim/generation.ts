@@ -3,7 +3,7 @@
 // generation only asks it to write, to wait out a hang, and to count.
 
 import type { ServerResponse } from 'node:http';
-import { Answer } from './answer.ts';
+import { Answer, type WeightLabel } from './answer.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { Decoder, promptLogprobs, type FinishReason, type ModelConfig } from './model.ts';
 import type { PrefixCache } from './prefix-cache.ts';
@@ -29,6 +29,10 @@ export interface GenerationHost {
   readonly tokenIntervalMs: number;
   readonly cache: PrefixCache;
   readonly metrics: WorkerMetrics;
+  /** The salt of the weights the worker serves now (model.ts weightsSalt). */
+  readonly weights: number;
+  /** Its weight_version, JSON-encoded, as every chunk reports it. */
+  readonly weightLabel: WeightLabel;
   queued: number;
   /** Counts a token; returns faults that came due, to run once its frame is on the wire. */
   tokenGenerated(): (() => void) | undefined;
@@ -56,10 +60,10 @@ export class Generation {
       incremental: call.stream && w.incremental,
       text: w.settings.text,
       indexed: call.stream && call.batch,
-      weightVersion: 'default',
+      weights: w.weightLabel,
       vocab: w.settings.vocab,
     });
-    this.decoder = new Decoder(req.promptIds, req.decode, w.model);
+    this.decoder = new Decoder(req.promptIds, req.decode, w.model, w.weights);
   }
 
   get contextTokens(): number {
@@ -84,8 +88,8 @@ export class Generation {
     this.prefilled = true;
     const r = this.req;
     if (r.returnLogprob) {
-      const lp = promptLogprobs(r.promptIds, r.logprobStart, r.topLogprobsNum, this.w.model);
-      this.answer.setPrefill(cached, lp.logprobs, lp.tops);
+      const lp = promptLogprobs(r.promptIds, r.logprobStart, r.topLogprobsNum, this.w.model, this.w.weights, r.tokenIdsLogprob ?? []);
+      this.answer.setPrefill(cached, lp.logprobs, lp.tops, lp.ids);
     } else this.answer.setPrefill(cached, [], []);
     this.w.cache.insertSequence(r.promptIds);
     this.w.metrics.promptTokens.inc(r.promptIds.length);
@@ -159,7 +163,9 @@ export class Generation {
     this.ended = true;
     this.clearTimer();
     if (!this.prefilled && !this.req.startError) this.w.queued--;
-    if (reason.type === 'abort' && reason.status_code !== null && reason.status_code >= 500) this.engineAbort = { message: reason.message, status_code: reason.status_code };
+    if (reason.type === 'abort' && 'status_code' in reason && reason.status_code !== null && reason.status_code >= 500) {
+      this.engineAbort = { message: reason.message, status_code: reason.status_code };
+    }
     this.w.cache.insertSequence([...this.req.promptIds, ...this.answer.tokens]);
     const e2e = (performance.now() - this.arrived) / 1000;
     this.w.metrics.e2e.observe(e2e);
@@ -168,9 +174,35 @@ export class Generation {
     this.w.emit(this.call, this, this.answer.render(reason, e2e), true, flushed);
   }
 
-  /** /abort_request or an engine abort: the answer ends with an abort finish reason. */
+  /** An engine abort (the `abort` fault): the answer ends with that abort finish reason. */
   abort(reason: FinishReason): void {
     this.finish(reason);
+  }
+
+  /**
+   * /abort_request: a running request ends at its next step with the scheduler's default
+   * FINISH_ABORT; one still queued (before prefill) is answered by the tokenizer manager with
+   * the queued-abort shape (Answer.renderQueuedAbort).
+   */
+  abortByRequest(): void {
+    if (this.ended) return;
+    if (this.prefilled || this.req.startError) {
+      this.finish({ type: 'abort', message: 'Aborted', status_code: null, err_type: null });
+      return;
+    }
+    this.ended = true;
+    this.clearTimer();
+    this.w.queued--;
+    const e2e = (performance.now() - this.arrived) / 1000;
+    this.w.metrics.e2e.observe(e2e);
+    this.w.metrics.requests.inc();
+    this.w.generationEnded(this, 'aborted');
+    this.w.emit(this.call, this, this.answer.renderQueuedAbort({ type: 'abort', message: 'Abort in waiting queue' }, e2e, this.call.stream), true);
+  }
+
+  /** The worker's weights changed (a live weight update): the next tokens come from the new ones. */
+  setWeights(weights: number): void {
+    this.decoder.setWeights(weights);
   }
 
   /** The client went away: stop at once, nothing more to write. */

@@ -6,10 +6,15 @@
 // Rules (documented in docs/simulator.md):
 // - per state, a ranked candidate list c0, c1, ... with strictly decreasing logprobs; c0 is the
 //   EOS token with probability 1/eosEvery (from the hash), otherwise no special token is ranked;
-// - deterministic (greedy: first allowed candidate) unless a temperature > 0 was asked for
-//   explicitly; then a weighted draw among the top candidates, seeded by sampling_seed if given;
-// - EOS and stop_token_ids are not allowed before min_new_tokens; EOS is never chosen with ignore_eos;
+// - SGLang's default temperature is 1.0, so a request samples unless it asks for greedy decoding
+//   (temperature < 1e-6 or top_k 1); every draw is still a pure function of the context state
+//   (and of sampling_seed when given, and of the worker's weights), never of Math.random;
+// - logit_bias shifts the biased ids' logits and renormalises; the ranking follows the new logits;
+// - EOS and stop_token_ids are not allowed before min_new_tokens (SGLang's min-new-tokens penalizer);
+//   with ignore_eos EOS may be chosen like any token, it just does not end the answer;
 // - SGLang's finish order: budget first ({"type":"length"}), then stop tokens ({"type":"stop"}).
+// - the worker's weights (model_path + weight_version) salt every state, so two workers that serve
+//   different weights answer differently; the default weights ("baton-sim", "default") salt nothing.
 
 export interface ModelConfig {
   vocabSize: number;
@@ -19,6 +24,12 @@ export interface ModelConfig {
 }
 
 export const DEFAULT_MODEL: Readonly<ModelConfig> = Object.freeze({ vocabSize: 32000, eosTokenId: 2, eosEvery: 64 });
+
+/** The model path and weight version a worker serves unless told otherwise. */
+export const DEFAULT_MODEL_PATH = 'baton-sim';
+export const DEFAULT_WEIGHT_VERSION = 'default';
+/** The weights salt of the default weights: none, so the default model is the historical one. */
+export const DEFAULT_WEIGHTS = 0;
 
 /** Ids below this are special (unk, bos, eos) and are never ranked, except EOS as said above. */
 const FIRST_ORDINARY_ID = 3;
@@ -30,7 +41,9 @@ const PROMPT_RANK_WIDTH = 20;
 export type LengthFinish = { type: 'length'; length: number };
 export type StopFinish = { type: 'stop'; matched: number | string };
 export type AbortFinish = { type: 'abort'; message: string; status_code: number | null; err_type: string | null };
-export type FinishReason = LengthFinish | StopFinish | AbortFinish;
+/** The finish reason of a request aborted while still queued: only type and message (tokenizer_manager.py _handle_abort_req). */
+export type QueuedAbortFinish = { type: 'abort'; message: string };
+export type FinishReason = LengthFinish | StopFinish | AbortFinish | QueuedAbortFinish;
 
 /** One ranked alternative: [logprob, token id]. */
 export type TopEntry = [number, number];
@@ -40,17 +53,26 @@ export interface DecodeParams {
   min_new_tokens?: number;
   ignore_eos?: boolean;
   stop_token_ids?: readonly number[];
-  /** Only an explicit value > 0 samples; absent means deterministic. */
+  /** SGLang's default is 1.0 (absent means 1.0): the request samples. < 1e-6 is greedy. */
   temperature?: number;
+  /** 1 is greedy; -1, 0 or absent: no limit (the draw still looks at the top 8 only). */
   top_k?: number;
+  top_p?: number;
+  min_p?: number;
   sampling_seed?: number;
+  /** {"<token id>": bias}: added to that token's logit before ranking and sampling. */
+  logit_bias?: Readonly<Record<string, number>>;
   top_logprobs_num?: number;
+  /** Ids whose logprob is reported at every step (SGLang's token_ids_logprob). */
+  token_ids_logprob?: readonly number[];
 }
 
 export interface Step {
   token: number;
   logprob: number;
   top: TopEntry[];
+  /** The logprobs of `token_ids_logprob`, in its order (empty when not asked for). */
+  idsLogprobs: number[];
   /** Set on the step that ends the run. */
   finish: FinishReason | null;
 }
@@ -59,6 +81,8 @@ export interface ModelOutput {
   output_ids: number[];
   output_logprobs: number[];
   output_top_logprobs: TopEntry[][];
+  /** Per step, the logprobs of `token_ids_logprob` (empty lists when not asked for). */
+  output_ids_logprobs: number[][];
   finish_reason: FinishReason;
 }
 
@@ -86,6 +110,23 @@ export function contextState(tokens: readonly number[]): number {
   return s;
 }
 
+/**
+ * The salt of a worker's weights: 0 (no salt) for the default ("baton-sim", "default"), otherwise
+ * a non-zero 32-bit hash of model path and weight version. Pass it to runModel / Decoder /
+ * promptLogprobs to compute what a worker serving those weights answers.
+ */
+export function weightsSalt(modelPath: string, weightVersion: string): number {
+  if (modelPath === DEFAULT_MODEL_PATH && weightVersion === DEFAULT_WEIGHT_VERSION) return DEFAULT_WEIGHTS;
+  // FNV-1a over the UTF-16 code units of "path\0version", then mixed.
+  const key = `${modelPath}\u0000${weightVersion}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return fmix32(h >>> 0) || 1;
+}
+
+/** The state the model reads: the context hash, salted by the weights (unchanged for the default weights). */
+const salted = (state: number, weights: number) => (weights === DEFAULT_WEIGHTS ? state : fmix32((state ^ weights) >>> 0));
+
 // A second mixer for values derived from a state, so that no derived value coincides with the
 // state that some next token would produce.
 function derive(state: number, salt: number): number {
@@ -97,19 +138,31 @@ const SALT_Q = 0xa54ff53a;
 const SALT_EOS = 0x510e527f;
 const SALT_TAIL = 0x1f83d9ab;
 const SALT_SEED = 0x5be0cd19;
+/** The draw of a request without sampling_seed. */
+const SALT_DRAW = 0x9b05688c;
 const tokenSalt = (j: number) => (Math.imul(j + 1, 0x9e3779b9) ^ 0x6a09e667) >>> 0;
 
 const unit = (h: number) => h / 4294967296;
+/** Shared by every step that reports no token_ids_logprob (never mutated). */
+const NO_IDS: number[] = [];
 
 /** Logprobs are rounded so that they survive any JSON round trip (and a Python one) unchanged. */
 export const roundLogprob = (x: number) => Math.round(x * 1e6) / 1e6;
+
+/** A ranked next-token distribution: candidate j's id and logprob, any token's logprob. */
+interface Distribution {
+  id(j: number): number;
+  logprob(j: number): number;
+  top(n: number): TopEntry[];
+  logprobOf(token: number): number;
+}
 
 /**
  * The ranked candidates of one context state, computed lazily: most steps need only c0.
  * p(c0) in [0.5, 0.95]; the rest of the mass decays geometrically, so the list is a plausible
  * (sub-)distribution and strictly decreasing even after rounding.
  */
-class Ranking {
+class Ranking implements Distribution {
   private readonly ids: number[] = [];
   private readonly lnP0: number;
   private readonly lnRest: number;
@@ -123,8 +176,13 @@ class Ranking {
     this.lnQ = Math.log(q);
   }
 
+  /** Unrounded, for the biased distribution's arithmetic. */
+  rawLogprob(j: number): number {
+    return j === 0 ? this.lnP0 : this.lnRest + (j - 1) * this.lnQ;
+  }
+
   logprob(j: number): number {
-    return roundLogprob(j === 0 ? this.lnP0 : this.lnRest + (j - 1) * this.lnQ);
+    return roundLogprob(this.rawLogprob(j));
   }
 
   id(j: number): number {
@@ -148,17 +206,98 @@ class Ranking {
     return out;
   }
 
-  /** The logprob of any token, ranked or not; unranked ones sit below every ranked one. */
-  logprobOf(token: number): number {
-    for (let j = 0; j < PROMPT_RANK_WIDTH; j++) if (this.id(j) === token) return this.logprob(j);
+  /** Unrounded logprob of any token, ranked or not; unranked ones sit below every ranked one. */
+  rawLogprobOf(token: number): number {
+    for (let j = 0; j < PROMPT_RANK_WIDTH; j++) if (this.id(j) === token) return this.rawLogprob(j);
     const floor = this.lnRest + (PROMPT_RANK_WIDTH - 1) * this.lnQ;
-    return roundLogprob(floor - 1 - 8 * unit(derive(this.state, (SALT_TAIL ^ token) >>> 0)));
+    return floor - 1 - 8 * unit(derive(this.state, (SALT_TAIL ^ token) >>> 0));
+  }
+
+  logprobOf(token: number): number {
+    return roundLogprob(this.rawLogprobOf(token));
   }
 }
 
-/** True when the request asked for random sampling; everything else decodes deterministically. */
+/**
+ * A ranking under logit_bias: every biased token's logit moves by its bias, the distribution is
+ * renormalised (the base ranking sums to 1, so log Z = log(1 + Σ (e^(l+b) − e^l)) over the biased
+ * ids), and candidates are re-ranked by the new logprobs (ties keep the base order). The first
+ * PROMPT_RANK_WIDTH base candidates and every biased id are ranked explicitly; deeper base
+ * candidates follow in base order.
+ */
+class BiasedRanking implements Distribution {
+  private readonly list: { id: number; lp: number }[];
+  private readonly biased: ReadonlyMap<number, number>;
+  private readonly lnZ: number;
+  private nextBase: number;
+
+  constructor(private readonly base: Ranking, bias: ReadonlyMap<number, number>, width: number) {
+    this.biased = bias;
+    let extra = 0;
+    const raw = new Map<number, number>();
+    for (const [id, b] of bias) {
+      const l = base.rawLogprobOf(id);
+      raw.set(id, l + b);
+      extra += Math.exp(l + b) - Math.exp(l);
+    }
+    // Guard: a distribution whose whole mass was biased away keeps its base normaliser.
+    this.lnZ = 1 + extra > 1e-300 ? Math.log(1 + extra) : 0;
+    const entries: { id: number; lp: number; order: number }[] = [];
+    const depth = Math.max(PROMPT_RANK_WIDTH, width);
+    for (let j = 0; j < depth; j++) {
+      const id = base.id(j);
+      if (!bias.has(id)) entries.push({ id, lp: base.rawLogprob(j) - this.lnZ, order: j });
+    }
+    for (const [id, l] of raw) entries.push({ id, lp: l - this.lnZ, order: depth + entries.length });
+    entries.sort((a, b) => b.lp - a.lp || a.order - b.order);
+    this.list = entries.map(({ id, lp }) => ({ id, lp }));
+    this.nextBase = depth;
+  }
+
+  private grow(j: number): void {
+    while (this.list.length <= j) {
+      const id = this.base.id(this.nextBase);
+      if (!this.biased.has(id)) this.list.push({ id, lp: this.base.rawLogprob(this.nextBase) - this.lnZ });
+      this.nextBase++;
+    }
+  }
+
+  id(j: number): number {
+    this.grow(j);
+    return this.list[j]!.id;
+  }
+
+  logprob(j: number): number {
+    this.grow(j);
+    return roundLogprob(this.list[j]!.lp);
+  }
+
+  top(n: number): TopEntry[] {
+    const out: TopEntry[] = new Array(n);
+    for (let j = 0; j < n; j++) out[j] = [this.logprob(j), this.id(j)];
+    return out;
+  }
+
+  logprobOf(token: number): number {
+    const b = this.biased.get(token) ?? 0;
+    return roundLogprob(this.base.rawLogprobOf(token) + b - this.lnZ);
+  }
+}
+
+/** The logit_bias of a request as id → bias (keys validated by the request parser). */
+function biasMap(bias: Readonly<Record<string, number>> | undefined): ReadonlyMap<number, number> | null {
+  if (!bias) return null;
+  const m = new Map<number, number>();
+  for (const [k, v] of Object.entries(bias)) if (typeof v === 'number' && Number.isFinite(v) && v !== 0) m.set(Number(k), v);
+  return m.size > 0 ? m : null;
+}
+
+/** The request's temperature as SGLang reads it: absent means 1.0. */
+const temperatureOf = (p: DecodeParams) => p.temperature ?? 1.0;
+
+/** True when the request samples: SGLang's default (temperature 1.0) does; < 1e-6 or top_k 1 is greedy. */
 export function samples(p: DecodeParams): boolean {
-  return p.temperature !== undefined && p.temperature >= 1e-6 && p.top_k !== 1;
+  return temperatureOf(p) >= 1e-6 && p.top_k !== 1;
 }
 
 /** Step-by-step decoding of one request, O(1) per step (plus the top list asked for). */
@@ -169,14 +308,23 @@ export class Decoder {
   private readonly stopIds: ReadonlySet<number>;
   private readonly minNew: number;
   private readonly topN: number;
-  private readonly seedSalt: number | null;
+  private readonly drawSalt: number;
+  private readonly bias: ReadonlyMap<number, number> | null;
+  private readonly idsLogprob: readonly number[];
 
-  constructor(prompt: readonly number[] | number, private readonly p: DecodeParams, private readonly cfg: ModelConfig = DEFAULT_MODEL) {
+  constructor(
+    prompt: readonly number[] | number,
+    private readonly p: DecodeParams,
+    private readonly cfg: ModelConfig = DEFAULT_MODEL,
+    private weights: number = DEFAULT_WEIGHTS,
+  ) {
     this.state = typeof prompt === 'number' ? prompt : contextState(prompt);
     this.stopIds = new Set(p.stop_token_ids ?? []);
     this.minNew = p.min_new_tokens ?? 0;
     this.topN = p.top_logprobs_num ?? 0;
-    this.seedSalt = p.sampling_seed === undefined ? null : fmix32((p.sampling_seed ^ SALT_SEED) >>> 0);
+    this.drawSalt = p.sampling_seed === undefined ? SALT_DRAW : fmix32((p.sampling_seed ^ SALT_SEED) >>> 0);
+    this.bias = biasMap(p.logit_bias);
+    this.idsLogprob = p.token_ids_logprob ?? [];
     if (p.max_new_tokens <= 0) this.done = { type: 'length', length: Math.max(0, p.max_new_tokens) };
   }
 
@@ -193,12 +341,25 @@ export class Decoder {
     return this.done;
   }
 
+  /** New weights from the next step on (a live weight update of the worker). */
+  setWeights(weights: number): void {
+    this.weights = weights;
+  }
+
   next(): Step {
     if (this.done) throw new Error('decoder already finished');
-    const ranking = new Ranking(this.state, this.cfg);
-    const j = samples(this.p) ? this.draw(ranking) : this.firstAllowed(ranking);
-    const token = ranking.id(j);
-    const step: Step = { token, logprob: ranking.logprob(j), top: this.topN > 0 ? ranking.top(this.topN) : [], finish: null };
+    const s = salted(this.state, this.weights);
+    const base = new Ranking(s, this.cfg);
+    const dist: Distribution = this.bias ? new BiasedRanking(base, this.bias, Math.max(SAMPLE_WIDTH, this.topN)) : base;
+    const j = samples(this.p) ? this.draw(dist, s) : this.firstAllowed(dist);
+    const token = dist.id(j);
+    const step: Step = {
+      token,
+      logprob: dist.logprob(j),
+      top: this.topN > 0 ? dist.top(this.topN) : [],
+      idsLogprobs: this.idsLogprob.length > 0 ? this.idsLogprob.map((id) => dist.logprobOf(id)) : NO_IDS,
+      finish: null,
+    };
     this.produced++;
     this.state = foldToken(this.state, token);
     if (this.produced >= this.p.max_new_tokens) step.finish = { type: 'length', length: this.p.max_new_tokens };
@@ -210,44 +371,67 @@ export class Decoder {
 
   private allowed(id: number): boolean {
     const early = this.produced < this.minNew;
-    if (id === this.cfg.eosTokenId && (early || this.p.ignore_eos)) return false;
+    if (id === this.cfg.eosTokenId && early) return false;
     return !(early && this.stopIds.has(id));
   }
 
-  private firstAllowed(r: Ranking): number {
+  private firstAllowed(r: Distribution): number {
     for (let j = 0; ; j++) if (this.allowed(r.id(j))) return j;
   }
 
-  private draw(r: Ranking): number {
-    const t = this.p.temperature!;
-    const width = Math.min(SAMPLE_WIDTH, this.p.top_k !== undefined && this.p.top_k > 0 ? this.p.top_k : SAMPLE_WIDTH);
+  /**
+   * A weighted draw among the top candidates: top_k (at most 8), then top_p (the smallest prefix
+   * whose probability reaches top_p) and min_p (p >= min_p * p(first allowed)), weights p^(1/T).
+   * u is a pure function of the salted state and of sampling_seed (a fixed salt without one).
+   */
+  private draw(r: Distribution, state: number): number {
+    const t = temperatureOf(this.p);
+    const k = this.p.top_k !== undefined && this.p.top_k > 0 ? Math.min(this.p.top_k, SAMPLE_WIDTH) : SAMPLE_WIDTH;
+    const topP = this.p.top_p ?? 1;
+    const minP = this.p.min_p ?? 0;
+    const picks: number[] = [];
     const weights: number[] = [];
     let total = 0;
-    for (let j = 0; j < width; j++) {
-      const w = this.allowed(r.id(j)) ? Math.exp(r.logprob(j) / t) : 0;
+    let mass = 0;
+    let pMax = -1;
+    for (let j = 0; j < k && mass < topP; j++) {
+      if (!this.allowed(r.id(j))) continue;
+      const p = Math.exp(r.logprob(j));
+      if (pMax < 0) pMax = p;
+      mass += p;
+      if (p < minP * pMax) break;
+      const w = Math.exp(r.logprob(j) / t);
+      picks.push(j);
       weights.push(w);
       total += w;
     }
-    if (total === 0) return this.firstAllowed(r);
-    const u = this.seedSalt === null ? Math.random() : unit(derive(this.state, this.seedSalt));
+    if (picks.length === 0 || !(total > 0)) return this.firstAllowed(r);
+    const u = unit(derive(state, this.drawSalt));
     let acc = 0;
-    for (let j = 0; j < width; j++) {
-      acc += weights[j]! / total;
-      if (u < acc) return j;
+    for (let i = 0; i < picks.length; i++) {
+      acc += weights[i]! / total;
+      if (u < acc) return picks[i]!;
     }
-    return this.firstAllowed(r);
+    return picks[picks.length - 1]!;
   }
 }
 
 /** The whole uninterrupted answer: the reference the tests and the oracle compare against. */
-export function runModel(prompt: readonly number[], params: DecodeParams, cfg: ModelConfig = DEFAULT_MODEL): ModelOutput {
-  const d = new Decoder(prompt, params, cfg);
-  const out: ModelOutput = { output_ids: [], output_logprobs: [], output_top_logprobs: [], finish_reason: d.finish ?? { type: 'length', length: 0 } };
+export function runModel(prompt: readonly number[], params: DecodeParams, cfg: ModelConfig = DEFAULT_MODEL, weights: number = DEFAULT_WEIGHTS): ModelOutput {
+  const d = new Decoder(prompt, params, cfg, weights);
+  const out: ModelOutput = {
+    output_ids: [],
+    output_logprobs: [],
+    output_top_logprobs: [],
+    output_ids_logprobs: [],
+    finish_reason: d.finish ?? { type: 'length', length: 0 },
+  };
   while (!d.finish) {
     const s = d.next();
     out.output_ids.push(s.token);
     out.output_logprobs.push(s.logprob);
     out.output_top_logprobs.push(s.top);
+    out.output_ids_logprobs.push(s.idsLogprobs);
     if (s.finish) out.finish_reason = s.finish;
   }
   return out;
@@ -258,20 +442,35 @@ export interface PromptLogprobs {
   logprobs: (number | null)[];
   /** Same positions; null first, then the top `topN` alternatives at each position. */
   tops: (TopEntry[] | null)[];
+  /** Same positions; null first, then the logprobs of `tokenIds` (in their order) at each position. */
+  ids: (number[] | null)[];
 }
 
-/** Logprobs of the prompt's own tokens from position `start` on, each given its prefix. */
-export function promptLogprobs(prompt: readonly number[], start: number, topN: number, cfg: ModelConfig = DEFAULT_MODEL): PromptLogprobs {
-  const out: PromptLogprobs = { logprobs: [], tops: [] };
+/**
+ * Logprobs of the prompt's own tokens from position `start` on, each given its prefix (a start
+ * equal to the prompt length gives empty lists). Prompt logprobs ignore logit_bias: SGLang applies
+ * the bias when sampling, not to the prompt's logits.
+ */
+export function promptLogprobs(
+  prompt: readonly number[],
+  start: number,
+  topN: number,
+  cfg: ModelConfig = DEFAULT_MODEL,
+  weights: number = DEFAULT_WEIGHTS,
+  tokenIds: readonly number[] = [],
+): PromptLogprobs {
+  const out: PromptLogprobs = { logprobs: [], tops: [], ids: [] };
   let s = INITIAL_STATE;
   for (let j = 0; j < prompt.length; j++) {
     if (j > start) {
-      const r = new Ranking(s, cfg);
+      const r = new Ranking(salted(s, weights), cfg);
       out.logprobs.push(r.logprobOf(prompt[j]!));
       out.tops.push(topN > 0 ? r.top(topN) : null);
+      out.ids.push(tokenIds.length > 0 ? tokenIds.map((id) => r.logprobOf(id)) : null);
     } else if (j === start) {
       out.logprobs.push(null);
       out.tops.push(null);
+      out.ids.push(null);
     }
     s = foldToken(s, prompt[j]!);
   }

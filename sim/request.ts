@@ -7,6 +7,11 @@
 // - RequestError: SGLang's ValueError inside the generate handler: a 400 `{"error":{"message"}}`
 //   for unary requests, but for stream requests the 200 headers have already gone out, so it
 //   becomes an in-band `data: {"error":...}` frame followed by `data: [DONE]`.
+//
+// The order of the checks is SGLang's (docs/simulator.md cites the source): the input fields
+// (io_struct.py GenerateReqInput.normalize_batch_and_arguments), the rids (_init_req_state), then
+// per request the prompt (_tokenize_one_request), its length and feature flags
+// (_validate_one_request), then the sampling params (SamplingParams.normalize, then .verify).
 
 import { randomUUID } from 'node:crypto';
 import type { DecodeParams } from './model.ts';
@@ -22,6 +27,10 @@ export interface RequestSettings {
   vocabSize: number;
   contextLength: number;
   preferred: Record<string, unknown> | null;
+  /** --enable-custom-logit-processor: accept (and ignore) custom_logit_processor. */
+  enableCustomLogitProcessor?: boolean;
+  /** --enable-return-hidden-states: accept return_hidden_states. */
+  enableReturnHiddenStates?: boolean;
 }
 
 export interface SampleRequest {
@@ -31,10 +40,15 @@ export interface SampleRequest {
   promptIds: number[];
   decode: DecodeParams;
   returnLogprob: boolean;
-  /** Resolved first prompt position with logprobs (−1 resolved to the last position). */
+  /**
+   * First prompt position with logprobs; the prompt length means none (SGLang's default −1 with
+   * return_logprob, and an explicit start equal to the prompt length).
+   */
   logprobStart: number;
   topLogprobsNum: number;
-  /** SGLang accepts logprob_start_len >= prompt length and then aborts the request in the scheduler. */
+  /** token_ids_logprob (null: not asked for): their logprobs at every position. */
+  tokenIdsLogprob: number[] | null;
+  /** SGLang accepts logprob_start_len > prompt length and then aborts the request in the scheduler. */
   startError: string | null;
   returnTextInLogprobs: boolean;
   stopStrings: string[];
@@ -62,7 +76,8 @@ const SAMPLING_DEFAULTS = {
   n: 1,
 } as const;
 
-const GRAMMARS = ['json_schema', 'regex', 'ebnf', 'structural_tag'] as const;
+/** The grammars SamplingParams.verify counts (structural_tag is not among them). */
+const GRAMMARS = ['json_schema', 'regex', 'ebnf'] as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
@@ -82,6 +97,25 @@ const isTextInput = (v: unknown): v is string | string[] => isString(v) || (Arra
 const isRid = (v: unknown): v is string | string[] => isTextInput(v);
 const isSampling = (v: unknown): v is Record<string, unknown> | Record<string, unknown>[] => isObject(v) || (Array.isArray(v) && v.every(isObject));
 
+/** Python's repr() of a str, as SGLang's f-strings print one (`{x!r}`, lists). */
+export function pyRepr(s: string): string {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of s) {
+    if (ch === '\\') out += '\\\\';
+    else if (ch === quote) out += '\\' + ch;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (ch < ' ' || ch === '\x7f') out += '\\x' + ch.charCodeAt(0).toString(16).padStart(2, '0');
+    else out += ch;
+  }
+  return out + quote;
+}
+
+/** Python's repr() of a list of str or int. */
+export const pyList = (xs: readonly (string | number)[]) => '[' + xs.map((x) => (typeof x === 'string' ? pyRepr(x) : String(x))).join(', ') + ']';
+
 /** Parses and validates a /generate body. `inFlight` tells whether a rid is already running. */
 export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: string) => boolean): GenerateRequest {
   if (!isObject(raw)) throw new BodyError('1 validation error for GenerateReqInput\n  Input should be a valid dictionary');
@@ -92,22 +126,27 @@ export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: 
   const returnLogprob = field(raw, 'return_logprob', isBool, 'a valid boolean') ?? false;
   const startLen = field(raw, 'logprob_start_len', isInt, 'a valid integer') ?? -1;
   const topNum = field(raw, 'top_logprobs_num', isInt, 'a valid integer') ?? 0;
+  const tokenIdsRaw = raw.token_ids_logprob ?? undefined;
   const textInLogprobs = field(raw, 'return_text_in_logprobs', isBool, 'a valid boolean') ?? false;
+  // A boolean, or in newest SGLang a mode ("last", "full") or a list of them; false/null: not asked.
+  const hiddenStates = raw.return_hidden_states !== undefined && raw.return_hidden_states !== null && raw.return_hidden_states !== false;
+  const customProcessor = raw.custom_logit_processor ?? undefined;
   const ridField = field(raw, 'rid', isRid, 'a valid string or list of strings');
   const sampling = field(raw, 'sampling_params', isSampling, 'a valid dictionary or list of dictionaries');
 
-  const given = [text, ids, embeds].filter((v) => v !== undefined).length;
-  if (given === 0) throw new RequestError('Either text, input_ids or input_embeds should be provided.');
-  if (given > 1) throw new RequestError('Only one of text, input_ids or input_embeds should be provided.');
-  if (embeds !== undefined) {
-    throw new RequestError(
-      'input_embeds is provided while disable_radix_cache is False. Please add `--disable-radix-cache` when you launch the server if you want to use input_embeds as inputs.',
-    );
+  // io_struct.py _validate_inputs: none of the three, or all three, is an error; two are not.
+  if ((text === undefined && ids === undefined && embeds === undefined) || (text !== undefined && ids !== undefined && embeds !== undefined)) {
+    throw new RequestError('Either text, input_ids or input_embeds should be provided.');
   }
+  // Text decides single-or-batch and drops input_embeds; input_ids, when also given, is what the
+  // tokenizer manager serves (it only tokenizes text when input_ids is absent).
   if (ids !== undefined && ids.length === 0) throw new RequestError('input_ids cannot be empty.');
+  const embedsOnly = ids === undefined && text === undefined;
 
-  const single = ids !== undefined ? isIntList(ids) : typeof text === 'string';
-  const items: (number[] | string)[] = ids !== undefined ? (single ? [ids as number[]] : (ids as number[][])) : single ? [text as string] : (text as string[]);
+  const single = text !== undefined ? typeof text === 'string' : isIntList(ids);
+  const items: (number[] | string)[] = embedsOnly
+    ? [[]]
+    : ids !== undefined ? (isIntList(ids) ? [ids] : (ids as number[][])) : typeof text === 'string' ? [text] : (text as string[]);
   if (items.length === 0) throw new RequestError('input_ids cannot be empty.');
 
   const params = (i: number): Record<string, unknown> => {
@@ -125,35 +164,71 @@ export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: 
   else if (typeof ridField === 'string') rids = single ? [ridField] : items.map((_, i) => `${ridField}_${i}`);
   else if (ridField.length !== count) throw new RequestError('The specified rids length mismatch with the batch_size for batch processing.');
   else rids = ridField;
-  if (new Set(rids).size !== rids.length) throw new RequestError(`Duplicate rids in one request: ${JSON.stringify(rids)}`);
+  // io_struct.py _validate_rid_uniqueness, then tokenizer_manager.py _init_req_state.
+  const counts = new Map<string, number>();
+  for (const rid of rids) counts.set(rid, (counts.get(rid) ?? 0) + 1);
+  const repeated = [...counts].filter(([, c]) => c > 1).map(([rid]) => rid);
+  if (repeated.length > 0) throw new RequestError(`Duplicate request IDs detected within the request: ${pyList(repeated)}`);
   const originalRids = typeof ridField === 'string' ? [ridField] : (ridField ?? []);
-  for (const rid of [...originalRids, ...rids]) if (inFlight(rid)) throw new RequestError(`Duplicate request ID: ${rid}`);
+  for (const rid of [...originalRids, ...rids]) if (inFlight(rid)) throw new RequestError(`Duplicate request ID detected: ${rid}`);
+
+  // tokenizer_manager.py _tokenize_one_request: input_embeds needs --disable-radix-cache.
+  if (embedsOnly) {
+    throw new RequestError(
+      'input_embeds is provided while disable_radix_cache is False. Please add `--disable-radix-cache` when you launch the server if you want to use input_embeds as inputs.',
+    );
+  }
+
+  const tokenIdsFor = (b: number): number[] | null => {
+    if (tokenIdsRaw === undefined) return null;
+    const v = Array.isArray(tokenIdsRaw) && tokenIdsRaw.length > 0 && tokenIdsRaw.every(Array.isArray) ? (tokenIdsRaw as unknown[])[b] : tokenIdsRaw;
+    if (v === undefined || v === null || (Array.isArray(v) && v.length === 0)) return null;
+    if (!Array.isArray(v) || !v.every(isInt)) throw new RequestError('token_ids_logprob must be a flat list of integers.');
+    for (const id of v) {
+      if (id < 0 || id >= s.vocabSize) throw new RequestError(`token_ids_logprob contains out-of-vocabulary token id ${id}; valid range is [0, ${s.vocabSize}).`);
+    }
+    return v;
+  };
 
   const samples: SampleRequest[] = [];
   items.forEach((item, b) => {
     const promptIds = typeof item === 'string' ? tokenize(item, s) : item;
     if (promptIds.length === 0) throw new RequestError('input_ids cannot be empty.');
     for (const id of promptIds) {
-      if (id < 0 || id >= s.vocabSize) throw new RequestError(`The input_ids ${JSON.stringify(promptIds)} contains values greater than the vocab size (${s.vocabSize}).`);
+      if (id < 0 || id >= s.vocabSize) throw new RequestError(`The input_ids ${pyList(promptIds)} contains values greater than the vocab size (${s.vocabSize}).`);
     }
     validateLength(promptIds.length, (sampling && (Array.isArray(sampling) ? sampling[b] : sampling))?.max_new_tokens, s.contextLength);
+    const tokenIds = tokenIdsFor(b);
+    if (hiddenStates && !s.enableReturnHiddenStates) {
+      throw new RequestError(
+        'The server is not configured to return hidden states. Please set `--return-hidden-states-mode last`, `--return-hidden-states-mode full`, or the legacy `--enable-return-hidden-states` flag.',
+      );
+    }
+    if (customProcessor !== undefined && customProcessor !== '' && !s.enableCustomLogitProcessor) {
+      throw new RequestError('The server is not configured to enable custom logit processor. Please set `--enable-custom-logit-processor` to enable this feature.');
+    }
     const sp = params(b);
     const resolved = resolveSampling(sp, promptIds.length, s);
-    const start = !returnLogprob || startLen < 0 ? promptIds.length - 1 : startLen;
+    // scheduler.py handle_generate_request: −1 with return_logprob starts at the prompt length
+    // (no prompt logprobs); a start past the prompt is an abort with status 400.
+    const start = !returnLogprob || startLen === -1 ? promptIds.length : startLen;
     const startError =
-      returnLogprob && start >= promptIds.length
+      returnLogprob && start > promptIds.length
         ? `req.logprob_start_len=${start} is higher than the number of input tokens len(req.origin_input_ids)=${promptIds.length}. Please use a smaller logprob_start_len.`
         : null;
     for (let j = 0; j < n; j++) {
       const index = b * n + j;
+      const decode: DecodeParams = { ...resolved.decode, top_logprobs_num: returnLogprob ? Math.max(0, topNum) : 0 };
+      if (returnLogprob && tokenIds) decode.token_ids_logprob = tokenIds;
       samples.push({
         rid: rids[index]!,
         index,
         promptIds,
-        decode: { ...resolved.decode, top_logprobs_num: returnLogprob ? Math.max(0, topNum) : 0 },
+        decode,
         returnLogprob,
-        logprobStart: startError ? promptIds.length - 1 : start,
+        logprobStart: startError ? promptIds.length : Math.max(0, start),
         topLogprobsNum: returnLogprob ? Math.max(0, topNum) : 0,
+        tokenIdsLogprob: returnLogprob ? tokenIds : null,
         startError,
         returnTextInLogprobs: s.text && textInLogprobs,
         stopStrings: resolved.stopStrings,
@@ -201,11 +276,14 @@ function stringList(sp: Record<string, unknown>, name: string): string[] {
 
 function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: RequestSettings) {
   const num = (name: keyof typeof SAMPLING_DEFAULTS) => numberParam(sp, name) ?? SAMPLING_DEFAULTS[name];
-  const explicitTemperature = numberParam(sp, 'temperature');
-  const temperature = num('temperature');
+  let temperature = num('temperature');
   let topK = num('top_k');
-  // SGLang turns a near-zero temperature into greedy decoding before it validates top_k.
-  if (temperature >= 0 && temperature < 1e-6) topK = 1;
+  // SamplingParams.__post_init__: a near-zero temperature becomes greedy (top_k 1, temperature
+  // 1.0) before verify looks at top_k, so temperature 0 with top_k 0 is accepted.
+  if (temperature >= 0 && temperature < 1e-6) {
+    temperature = 1.0;
+    topK = 1;
+  }
   const topP = num('top_p');
   const minP = num('min_p');
   const freq = num('frequency_penalty');
@@ -216,6 +294,18 @@ function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: Requ
   const maxNewRaw = 'max_new_tokens' in sp ? sp.max_new_tokens : 128;
   if (maxNewRaw !== null && typeof maxNewRaw !== 'number') throw new RequestError(`max_new_tokens must be an integer, got ${JSON.stringify(maxNewRaw)}.`);
   const maxNew = maxNewRaw;
+
+  // SamplingParams.normalize runs before verify: the tokenizer-dependent stops fail first.
+  const stopStrings = stringList(sp, 'stop');
+  const stopRegexSources = stringList(sp, 'stop_regex');
+  if (!s.text && stopStrings.length > 0) {
+    throw new RequestError(`stop=${pyList(stopStrings)} is unavailable when skip_tokenizer_init=True (requires tokenizer to decode tokens to text for matching).`);
+  }
+  if (!s.text && stopRegexSources.length > 0) {
+    throw new RequestError(`stop_regex=${pyList(stopRegexSources)} is unavailable when skip_tokenizer_init=True (requires tokenizer to decode tokens to text for matching).`);
+  }
+  // (SGLang also refuses min_new_tokens > 0 here in token-only mode; the simulator does not, see
+  // docs/simulator.md: continuations carry a reduced min_new_tokens.)
 
   if (!Number.isFinite(temperature) || temperature < 0) throw new RequestError(`temperature must be a non-negative finite number, got ${temperature}.`);
   if (!(topP > 0 && topP <= 1)) throw new RequestError(`top_p must be in (0, 1], got ${topP}.`);
@@ -230,22 +320,17 @@ function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: Requ
     if (minNew > maxNew) throw new RequestError(`min_new_tokens must be in [0, max_new_tokens(${maxNew})], got ${minNew}.`);
   }
   const bias = sp.logit_bias;
+  let logitBias: Record<string, number> | undefined;
   if (isObject(bias)) {
-    for (const key of Object.keys(bias)) {
+    for (const [key, value] of Object.entries(bias)) {
       const id = Number(key);
       if (!(Number.isInteger(id) && id >= 0 && id < s.vocabSize)) throw new RequestError(`logit_bias must has keys in [0, ${s.vocabSize - 1}], got ${key}.`);
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw new RequestError(`logit_bias values must be numbers, got ${JSON.stringify(value)} for ${key}.`);
     }
+    logitBias = bias as Record<string, number>;
   }
   if (GRAMMARS.filter((g) => sp[g] !== undefined && sp[g] !== null).length > 1) throw new RequestError('Only one of regex, json_schema, or ebnf can be set.');
 
-  const stopStrings = stringList(sp, 'stop');
-  const stopRegexSources = stringList(sp, 'stop_regex');
-  if (!s.text && stopStrings.length > 0) {
-    throw new RequestError(`stop=${JSON.stringify(stopStrings)} is unavailable when skip_tokenizer_init=True (requires tokenizer to decode tokens to text for matching).`);
-  }
-  if (!s.text && stopRegexSources.length > 0) {
-    throw new RequestError(`stop_regex=${JSON.stringify(stopRegexSources)} is unavailable when skip_tokenizer_init=True (requires tokenizer to decode tokens to text for matching).`);
-  }
   const stopRegex = stopRegexSources.map((src) => {
     try {
       return new RegExp(src);
@@ -265,9 +350,12 @@ function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: Requ
     min_new_tokens: minNew,
     ignore_eos: sp.ignore_eos === true,
     stop_token_ids: stopIdsRaw ?? [],
+    temperature,
     top_k: topK,
   };
-  if (explicitTemperature !== undefined) decode.temperature = explicitTemperature;
+  if (topP < 1) decode.top_p = topP;
+  if (minP > 0) decode.min_p = minP;
+  if (logitBias) decode.logit_bias = logitBias;
   if (seed !== undefined) decode.sampling_seed = seed;
   return { decode, stopStrings, stopRegex, noStopTrim: sp.no_stop_trim === true, streamInterval: Math.max(1, Math.floor(streamInterval)) };
 }

@@ -12,6 +12,11 @@ export interface ListeningMessage {
   url: string;
 }
 
+function nonEmpty(name: string, value: string | undefined): string | undefined {
+  if (value === '') throw new UsageError(`--${name} must not be empty`);
+  return value;
+}
+
 function workerOptionsFromFlags(argv: string[]): WorkerOptions {
   const v = parseFlags(argv, {
     host: { type: 'string' },
@@ -23,6 +28,12 @@ function workerOptionsFromFlags(argv: string[]): WorkerOptions {
     'preferred-sampling-params': { type: 'string' },
     'preferred-max-new-tokens': { type: 'string' },
     'eos-every': { type: 'string' },
+    'legacy-errors': { type: 'boolean' },
+    'enable-custom-logit-processor': { type: 'boolean' },
+    'enable-return-hidden-states': { type: 'boolean' },
+    'page-size': { type: 'string' },
+    'model-path': { type: 'string' },
+    'weight-version': { type: 'string' },
   });
   let preferred: Record<string, unknown> | null = null;
   if (v['preferred-sampling-params'] !== undefined) {
@@ -44,6 +55,12 @@ function workerOptionsFromFlags(argv: string[]): WorkerOptions {
     text: v.text ?? false,
     preferredSamplingParams: preferred,
     eosEvery: intFlag('eos-every', v['eos-every'], 64),
+    legacyErrors: v['legacy-errors'] ?? false,
+    enableCustomLogitProcessor: v['enable-custom-logit-processor'] ?? false,
+    enableReturnHiddenStates: v['enable-return-hidden-states'] ?? false,
+    pageSize: intFlag('page-size', v['page-size'], 1, 1),
+    modelPath: nonEmpty('model-path', v['model-path']),
+    weightVersion: nonEmpty('weight-version', v['weight-version']),
     inProcess: false,
   };
 }

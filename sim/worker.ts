@@ -8,8 +8,9 @@ import type { Socket } from 'node:net';
 import { FaultSchedule, parseFault, type Fault } from './faults.ts';
 import { Generation, type Call, type GenerationHost } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
-import { DEFAULT_MODEL, type FinishReason, type ModelConfig } from './model.ts';
-import { CACHE_BLOCK, PrefixCache } from './prefix-cache.ts';
+import type { WeightLabel } from './answer.ts';
+import { DEFAULT_MODEL, DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from './model.ts';
+import { PrefixCache } from './prefix-cache.ts';
 import { BodyError, RequestError, parseGenerate, type RequestSettings } from './request.ts';
 import { json, objectError, readBody, startStream } from './responses.ts';
 import { Vocabulary } from './vocab.ts';
@@ -32,6 +33,21 @@ export interface WorkerOptions {
   preferredSamplingParams?: Record<string, unknown> | null;
   /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
   eosEvery?: number;
+  /**
+   * Older SGLang's in-band stream error: `{"error":{"message"}}` only. Default false: current
+   * SGLang's `{"error":{"message","type":"invalid_request_error","code":400,"retryable":false}}`.
+   */
+  legacyErrors?: boolean;
+  /** Like SGLang's --enable-custom-logit-processor: accept custom_logit_processor (ignored). */
+  enableCustomLogitProcessor?: boolean;
+  /** Like SGLang's --enable-return-hidden-states: accept return_hidden_states (no hidden_states are returned). */
+  enableReturnHiddenStates?: boolean;
+  /** Like SGLang's --page-size: the prefix cache matches whole pages. Default 1. */
+  pageSize?: number;
+  /** Like SGLang's --model-path; reported as model_path and served_model_name. Default "baton-sim". */
+  modelPath?: string;
+  /** Like SGLang's --weight-version. Default "default". Model path and version salt the model. */
+  weightVersion?: string;
   /**
    * true (default): a `crash` fault destroys every socket and stops listening, leaving the host
    * process alive. false: the process kills itself with SIGKILL, as a real crash would.
@@ -66,7 +82,7 @@ export interface SimWorker {
   close(): Promise<void>;
 }
 
-export const MODEL_NAME = 'baton-sim';
+export const MODEL_NAME = DEFAULT_MODEL_PATH;
 export const SIM_VERSION = '0.1.0-baton-sim';
 const CONTEXT_LENGTH = 32768;
 const MAX_TOTAL_TOKENS = 1 << 20;
@@ -89,12 +105,21 @@ class WorkerServer implements GenerationHost {
   private readonly sockets = new Set<Socket>();
   private readonly controlSockets = new Set<Socket>();
   private readonly running = new Map<string, Generation>();
-  readonly cache = new PrefixCache(MAX_TOTAL_TOKENS / CACHE_BLOCK);
+  readonly cache: PrefixCache;
   readonly metrics: WorkerMetrics;
   readonly model: ModelConfig;
   readonly settings: RequestSettings;
   readonly incremental: boolean;
   readonly prefillUsPerToken: number;
+  readonly pageSize: number;
+  readonly legacyErrors: boolean;
+  modelPath: string;
+  readonly tokenizerPath: string;
+  weightVersion: string;
+  weights: number;
+  readonly weightLabel: WeightLabel;
+  /** A weight update waiting for the running requests to drain (update_weights_from_disk). */
+  private drained: (() => void)[] = [];
   private readonly baseInterval: number;
   tokenIntervalMs: number;
   private readonly schedule = new FaultSchedule();
@@ -120,12 +145,22 @@ class WorkerServer implements GenerationHost {
       vocabSize: this.model.vocabSize,
       contextLength: CONTEXT_LENGTH,
       preferred: opts.preferredSamplingParams ?? null,
+      enableCustomLogitProcessor: opts.enableCustomLogitProcessor ?? false,
+      enableReturnHiddenStates: opts.enableReturnHiddenStates ?? false,
     };
+    this.pageSize = opts.pageSize ?? 1;
+    this.cache = new PrefixCache(MAX_TOTAL_TOKENS, this.pageSize);
+    this.legacyErrors = opts.legacyErrors ?? false;
+    this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
+    this.tokenizerPath = this.modelPath;
+    this.weightVersion = opts.weightVersion ?? DEFAULT_WEIGHT_VERSION;
+    this.weights = weightsSalt(this.modelPath, this.weightVersion);
+    this.weightLabel = { versionJson: JSON.stringify(this.weightVersion) };
     this.incremental = opts.incremental ?? false;
     this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
     this.baseInterval = opts.tokenIntervalMs ?? 0;
     this.tokenIntervalMs = this.baseInterval;
-    this.metrics = new WorkerMetrics(MODEL_NAME, () => ({
+    this.metrics = new WorkerMetrics(this.modelPath, () => ({
       running: this.running.size - this.queued,
       queued: this.queued,
       usedTokens: [...this.running.values()].reduce((n, g) => n + g.contextTokens, 0),
@@ -254,6 +289,7 @@ class WorkerServer implements GenerationHost {
 
   generationEnded(g: Generation, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void {
     this.running.delete(g.req.rid);
+    if (this.running.size === 0 && this.drained.length > 0) for (const resume of this.drained.splice(0)) resume();
     if (how === 'finished') this.counts.requestsFinished++;
     else if (how === 'aborted') this.counts.requestsAborted++;
     else if (how === 'disconnected') this.counts.clientDisconnects++;
@@ -309,11 +345,21 @@ class WorkerServer implements GenerationHost {
       case '/server_info':
         if (!allow('GET')) return;
         return json(res, 200, this.serverInfo());
+      case '/get_weight_version':
+      case '/weight_version':
+        if (!allow('GET')) return;
+        return json(res, 200, { weight_version: this.weightVersion });
+      case '/update_weight_version':
+        if (!allow('POST')) return;
+        return this.updateWeightVersion(req, res);
+      case '/update_weights_from_disk':
+        if (!allow('POST')) return;
+        return this.updateWeightsFromDisk(req, res);
       case '/v1/models':
         if (!allow('GET')) return;
         return json(res, 200, {
           object: 'list',
-          data: [{ id: MODEL_NAME, object: 'model', created: Math.floor(this.startedAt), owned_by: 'sglang', root: MODEL_NAME, parent: null, max_model_len: CONTEXT_LENGTH }],
+          data: [{ id: this.modelPath, object: 'model', created: Math.floor(this.startedAt), owned_by: 'sglang', root: this.modelPath, parent: null, max_model_len: CONTEXT_LENGTH }],
         });
       case '/abort_request':
         if (!allow('POST')) return;
@@ -364,36 +410,47 @@ class WorkerServer implements GenerationHost {
     json(res, 404, { detail: 'Not Found' });
   }
 
+  /** http_server.py model_info (served at /model_info and the deprecated /get_model_info). */
   private modelInfo() {
     return {
-      model_path: MODEL_NAME,
-      tokenizer_path: MODEL_NAME,
+      model_path: this.modelPath,
+      served_model_name: this.modelPath,
+      tokenizer_path: this.tokenizerPath,
       is_generation: true,
-      // SGLang keeps this server argument as the JSON string it was given.
-      preferred_sampling_params: this.settings.preferred ? JSON.stringify(this.settings.preferred) : null,
-      weight_version: 'default',
+      // An object since SGLang parsed the server argument (Dec 2025); older servers sent the JSON string.
+      preferred_sampling_params: this.settings.preferred,
+      weight_version: this.weightVersion,
+      load_format: 'auto',
+      reasoning_parser: null,
+      tool_call_parser: null,
+      has_image_understanding: false,
+      has_audio_understanding: false,
+      model_type: 'llama',
+      architectures: ['LlamaForCausalLM'],
     };
   }
 
   private serverInfo() {
     return {
-      model_path: MODEL_NAME,
-      tokenizer_path: MODEL_NAME,
-      served_model_name: MODEL_NAME,
+      model_path: this.modelPath,
+      tokenizer_path: this.tokenizerPath,
+      served_model_name: this.modelPath,
       host: this.opts.host ?? '127.0.0.1',
       port: this.port,
       skip_tokenizer_init: !this.settings.text,
       incremental_streaming_output: this.incremental,
-      preferred_sampling_params: this.modelInfo().preferred_sampling_params,
+      preferred_sampling_params: this.settings.preferred,
       context_length: CONTEXT_LENGTH,
       is_embedding: false,
       dp_size: 1,
       tp_size: 1,
-      page_size: 1,
+      page_size: this.pageSize,
       stream_interval: 1,
       disable_radix_cache: false,
       enable_metrics: true,
-      weight_version: 'default',
+      enable_custom_logit_processor: this.settings.enableCustomLogitProcessor,
+      enable_return_hidden_states: this.settings.enableReturnHiddenStates,
+      weight_version: this.weightVersion,
       max_total_num_tokens: MAX_TOTAL_TOKENS,
       max_req_input_len: CONTEXT_LENGTH - 1,
       internal_states: [{ last_gen_throughput: 0, memory_usage: { kvcache: 0 }, token_interval_ms: this.tokenIntervalMs }],
@@ -401,20 +458,74 @@ class WorkerServer implements GenerationHost {
     };
   }
 
-  private async abortRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let body: Record<string, unknown>;
+  private async jsonBody(req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown> | null> {
     try {
       const parsed: unknown = JSON.parse(await readBody(req));
-      if (typeof parsed !== 'object' || parsed === null) throw new Error('Input should be a valid dictionary');
-      body = parsed as Record<string, unknown>;
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('Input should be a valid dictionary');
+      return parsed as Record<string, unknown>;
     } catch (err) {
-      return objectError(res, 400, (err as Error).message, 'Bad Request');
+      objectError(res, 400, (err as Error).message, 'Bad Request');
+      return null;
     }
-    // SGLang aborts a running request at its next scheduler step with a default FINISH_ABORT.
-    const reason: FinishReason = { type: 'abort', message: 'Aborted', status_code: null, err_type: null };
-    if (body.abort_all === true) for (const g of [...this.running.values()]) g.abort(reason);
-    else if (typeof body.rid === 'string') this.running.get(body.rid)?.abort(reason);
+  }
+
+  /**
+   * SGLang's tokenizer manager forwards an abort only for a rid it has in flight (or abort_all);
+   * the scheduler then aborts every request whose rid starts with it: queued ones answer with the
+   * queued-abort shape, running ones end at their next step with the default FINISH_ABORT.
+   */
+  private abortMatching(rid: string | null): void {
+    for (const g of [...this.running.values()]) if (rid === null || g.req.rid.startsWith(rid)) g.abortByRequest();
+  }
+
+  private async abortRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.jsonBody(req, res);
+    if (!body) return;
+    if (body.abort_all === true) this.abortMatching(null);
+    else if (typeof body.rid === 'string' && body.rid !== '' && this.running.has(body.rid)) this.abortMatching(body.rid);
     res.writeHead(200, { 'content-length': '0' }).end();
+  }
+
+  /** A new model path and/or weight version: new weights for every running and future request. */
+  private setWeights(modelPath: string, weightVersion: string): void {
+    this.modelPath = modelPath;
+    this.weightVersion = weightVersion;
+    this.weights = weightsSalt(modelPath, weightVersion);
+    this.weightLabel.versionJson = JSON.stringify(weightVersion);
+    for (const g of this.running.values()) g.setWeights(this.weights);
+  }
+
+  /** POST /update_weight_version {"new_version", "abort_all_requests" = true} (http_server.py). */
+  private async updateWeightVersion(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.jsonBody(req, res);
+    if (!body) return;
+    if (typeof body.new_version !== 'string') {
+      return objectError(res, 400, `1 validation error for UpdateWeightVersionReqInput\nnew_version\n  Input should be a valid string [input_value=${JSON.stringify(body.new_version ?? null)}]`, 'Bad Request');
+    }
+    if (body.abort_all_requests !== false) this.abortMatching(null);
+    this.setWeights(this.modelPath, body.new_version);
+    json(res, 200, { success: true, message: `Weight version updated to ${body.new_version}`, new_version: body.new_version });
+  }
+
+  /**
+   * POST /update_weights_from_disk {"model_path", "weight_version"?, "abort_all_requests" = false}:
+   * like SGLang's, it waits for the running requests to finish (its model-update lock), swaps the
+   * weights, flushes the prefix cache and answers {"success","message","num_paused_requests"}.
+   */
+  private async updateWeightsFromDisk(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.jsonBody(req, res);
+    if (!body) return;
+    if (typeof body.model_path !== 'string') {
+      return objectError(res, 400, `1 validation error for UpdateWeightFromDiskReqInput\nmodel_path\n  Input should be a valid string [input_value=${JSON.stringify(body.model_path ?? null)}]`, 'Bad Request');
+    }
+    const version = typeof body.weight_version === 'string' ? body.weight_version : null;
+    if (body.abort_all_requests === true) this.abortMatching(null);
+    if (this.running.size > 0) await new Promise<void>((resolve) => this.drained.push(resolve));
+    this.setWeights(body.model_path, version ?? this.weightVersion);
+    this.cache.clear();
+    let message = 'Succeeded to update model weights.';
+    if (version !== null) message += ` Weight version updated to ${version}.`;
+    json(res, 200, { success: true, message, num_paused_requests: 0 });
   }
 
   private async generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -432,9 +543,12 @@ class WorkerServer implements GenerationHost {
       if (err instanceof BodyError) return objectError(res, 400, err.message, 'Bad Request');
       if (!(err instanceof RequestError)) throw err;
       const stream = typeof raw === 'object' && raw !== null && (raw as Record<string, unknown>).stream === true;
+      // Unary: _create_error_response, {"error":{"message"}} in every version.
       if (!stream) return json(res, 400, { error: { message: err.message } });
+      // Stream: the ValueError becomes one in-band frame (http_server.py generate_request).
+      const error = this.legacyErrors ? { message: err.message } : { message: err.message, type: 'invalid_request_error', code: 400, retryable: false };
       startStream(res);
-      res.end(`data: ${JSON.stringify({ error: { message: err.message } })}\n\ndata: [DONE]\n\n`);
+      res.end(`data: ${JSON.stringify({ error })}\n\ndata: [DONE]\n\n`);
       return;
     }
     // The client may have given up while its body was read (or while the worker hung).

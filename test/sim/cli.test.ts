@@ -72,7 +72,7 @@ describe('baton sim', () => {
     expect(await exited(sim.proc)).toBe(0);
   }, 90_000);
 
-  for (const bad of [['--bogus'], ['--workers', '0'], ['--workers', 'two'], ['--port', '-1']]) {
+  for (const bad of [['--bogus'], ['--workers', '0'], ['--workers', 'two'], ['--port', '-1'], ['--page-size', '0'], ['--weight-version', '']]) {
     it(`refuses ${bad.join(' ')} with one line and exit code 2`, () => {
       const r = spawnSync(process.execPath, [BIN, 'sim', ...bad], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
       expect(r.status).toBe(2);
@@ -87,5 +87,8 @@ describe('baton sim', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('--workers N');
     expect(r.stdout).toContain('--token-interval-ms');
+    for (const flag of ['--legacy-errors', '--enable-custom-logit-processor', '--enable-return-hidden-states', '--page-size', '--model-path', '--weight-version']) {
+      expect(r.stdout).toContain(flag);
+    }
   }, 60_000);
 });

@@ -17,16 +17,28 @@ function check<T>(prop: fc.IPropertyWithHooks<T> | fc.IProperty<T>, numRuns: num
 
 const token = fc.integer({ min: 0, max: DEFAULT_MODEL.vocabSize - 1 });
 const prompt = fc.array(token, { minLength: 1, maxLength: 48 });
+const sampling = fc.record(
+  {
+    temperature: fc.constantFrom(0, 0.5, 1, 1.7),
+    top_k: fc.constantFrom(-1, 1, 2, 5),
+    top_p: fc.constantFrom(1, 0.9, 0.6),
+    min_p: fc.constantFrom(0, 0.05),
+    sampling_seed: fc.integer({ min: 0, max: 1000 }),
+    logit_bias: fc.dictionary(fc.integer({ min: 0, max: 400 }).map(String), fc.constantFrom(-100, -2, 3, 100), { maxKeys: 2 }),
+  },
+  { requiredKeys: [] },
+);
 const params = fc.record({
   budget: fc.integer({ min: 1, max: 120 }),
   minNew: fc.integer({ min: 0, max: 40 }),
   ignoreEos: fc.boolean(),
   stopIds: fc.array(fc.integer({ min: 3, max: 400 }), { maxLength: 3 }),
   topN: fc.integer({ min: 0, max: 6 }),
+  sampling,
 });
 
-function decodeParams(p: { budget: number; minNew: number; ignoreEos: boolean; stopIds: number[]; topN: number }): DecodeParams {
-  return { max_new_tokens: p.budget, min_new_tokens: Math.min(p.minNew, p.budget), ignore_eos: p.ignoreEos, stop_token_ids: p.stopIds, top_logprobs_num: p.topN };
+function decodeParams(p: { budget: number; minNew: number; ignoreEos: boolean; stopIds: number[]; topN: number; sampling?: Partial<DecodeParams> }): DecodeParams {
+  return { max_new_tokens: p.budget, min_new_tokens: Math.min(p.minNew, p.budget), ignore_eos: p.ignoreEos, stop_token_ids: p.stopIds, top_logprobs_num: p.topN, ...p.sampling };
 }
 
 describe('deterministic model', () => {
@@ -61,10 +73,10 @@ describe('deterministic model', () => {
         expect(ids.length).toBeGreaterThan(0);
         expect(ids.length).toBeLessThanOrEqual(dp.max_new_tokens);
         const stops = new Set([...(dp.stop_token_ids ?? []), ...(dp.ignore_eos ? [] : [DEFAULT_MODEL.eosTokenId])]);
-        // No stop token before the end, none at all before min_new_tokens, no EOS under ignore_eos.
+        // No stop token before the end, none at all before min_new_tokens. Under ignore_eos, EOS
+        // may appear (SGLang does not mask it) without ending the answer.
         ids.slice(0, -1).forEach((id) => expect(stops.has(id)).toBe(false));
         ids.slice(0, dp.min_new_tokens).forEach((id) => expect([...(dp.stop_token_ids ?? []), DEFAULT_MODEL.eosTokenId]).not.toContain(id));
-        if (dp.ignore_eos) expect(ids).not.toContain(DEFAULT_MODEL.eosTokenId);
         if (ids.length === dp.max_new_tokens) expect(out.finish_reason).toEqual({ type: 'length', length: dp.max_new_tokens });
         else expect(out.finish_reason).toEqual({ type: 'stop', matched: ids.at(-1) });
       }),
@@ -75,7 +87,7 @@ describe('deterministic model', () => {
   it('logprobs are finite, negative, JSON-exact; top lists are sorted and hold the greedy choice', () => {
     check(
       fc.property(prompt, params, (pr, p) => {
-        const dp = decodeParams({ ...p, topN: Math.max(2, p.topN) });
+        const dp = decodeParams({ ...p, topN: Math.max(2, p.topN), sampling: { temperature: 0 } });
         const out = runModel(pr, dp);
         out.output_logprobs.forEach((lp, i) => {
           expect(Number.isFinite(lp) && lp < 0).toBe(true);
@@ -91,25 +103,46 @@ describe('deterministic model', () => {
     );
   });
 
-  it('produces EOS now and then: mean unconstrained answer length is near 64', () => {
-    let total = 0;
+  it('produces EOS now and then: mean answer length near 64 greedy, longer when sampling (EOS is drawn with p(c0) only)', () => {
+    let greedy = 0;
+    let sampled = 0;
     const runs = 3000;
-    for (let i = 0; i < runs; i++) total += runModel([i, i + 7], { max_new_tokens: 100_000 }).output_ids.length;
-    expect(total / runs).toBeGreaterThan(50);
-    expect(total / runs).toBeLessThan(80);
+    for (let i = 0; i < runs; i++) {
+      greedy += runModel([i, i + 7], { max_new_tokens: 100_000, temperature: 0 }).output_ids.length;
+      sampled += runModel([i, i + 7], { max_new_tokens: 100_000 }).output_ids.length;
+    }
+    expect(greedy / runs).toBeGreaterThan(50);
+    expect(greedy / runs).toBeLessThan(80);
+    // p(c0) averages 0.725, so EOS ends a sampled answer after about 64 / 0.725 = 88 tokens.
+    expect(sampled / runs).toBeGreaterThan(75);
+    expect(sampled / runs).toBeLessThan(105);
   });
 
-  it('samples only when a temperature > 0 is given; sampling_seed makes the sample repeatable', () => {
+  it("samples by default (SGLang's temperature 1.0); greedy below 1e-6 or with top_k 1; draws are pure functions of context and seed", () => {
     const pr = [11, 12, 13];
-    const greedy = runModel(pr, { max_new_tokens: 64, ignore_eos: true });
-    expect(runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 0 })).toEqual(greedy);
+    const greedy = runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 0 });
+    expect(runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 1e-7 })).toEqual(greedy);
+    expect(runModel(pr, { max_new_tokens: 64, ignore_eos: true, top_k: 1 })).toEqual(greedy);
+    // Greedy takes the top candidate every time: under ignore_eos too, where EOS may be chosen
+    // (it just does not end the answer), as run_logprob_check asserts against SGLang.
+    const top = runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 0, top_logprobs_num: 2 });
+    top.output_top_logprobs.forEach((t, i) => expect(t[0]).toEqual([top.output_logprobs[i], top.output_ids[i]]));
+    const byDefault = runModel(pr, { max_new_tokens: 64, ignore_eos: true });
+    expect(runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 1 })).toEqual(byDefault);
+    expect(byDefault.output_ids).not.toEqual(greedy.output_ids);
+    // No Math.random: the same request gives the same sample, every time.
+    expect(runModel(pr, { max_new_tokens: 64, ignore_eos: true })).toEqual(byDefault);
     const seeded = runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 1.5, sampling_seed: 42 });
     expect(runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 1.5, sampling_seed: 42 })).toEqual(seeded);
     expect(seeded.output_ids).not.toEqual(greedy.output_ids);
     const other = runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 1.5, sampling_seed: 43 });
     expect(other.output_ids).not.toEqual(seeded.output_ids);
-    const unseeded = [0, 1, 2].map(() => runModel(pr, { max_new_tokens: 64, ignore_eos: true, temperature: 1.5 }).output_ids.join());
-    expect(new Set(unseeded).size).toBeGreaterThan(1);
+    // A sample stays among the top 8 candidates (top_k narrows it further).
+    const wide = runModel(pr, { max_new_tokens: 200, ignore_eos: true, temperature: 5, top_logprobs_num: 8 });
+    wide.output_ids.forEach((id, i) => expect(wide.output_top_logprobs[i]!.map((e) => e[1])).toContain(id));
+    const narrow = runModel(pr, { max_new_tokens: 200, ignore_eos: true, temperature: 5, top_k: 2, top_logprobs_num: 2 });
+    narrow.output_ids.forEach((id, i) => expect(narrow.output_top_logprobs[i]!.map((e) => e[1])).toContain(id));
+    expect(new Set(narrow.output_ids.map((id, i) => narrow.output_top_logprobs[i]!.findIndex((e) => e[1] === id))).size).toBe(2);
   });
 
   it('prompt logprobs: a null first position, then each token under its prefix, matching what decoding reports', () => {

@@ -136,17 +136,22 @@ describe('logprobs', () => {
     expect(m.output_top_logprobs).toEqual(ref.output_top_logprobs.map((top) => top.map(([lp, id]) => [lp, id, null])));
   });
 
-  it('cover only the last prompt position by default (logprob_start_len -1)', async () => {
-    const r = await postJson(`${w.url}/generate`, { input_ids: PROMPT, return_logprob: true, sampling_params: { max_new_tokens: 2 } });
-    expect(meta(r.body).input_token_logprobs).toEqual([[null, PROMPT.at(-1), null]]);
-    expect(meta(r.body)).not.toHaveProperty('input_top_logprobs');
+  it('cover no prompt position by default (logprob_start_len -1) nor with a start equal to the prompt length', async () => {
+    for (const extra of [{}, { logprob_start_len: -1 }, { logprob_start_len: PROMPT.length }]) {
+      const r = await postJson(`${w.url}/generate`, { input_ids: PROMPT, return_logprob: true, top_logprobs_num: 2, ...extra, sampling_params: { max_new_tokens: 2 } });
+      expect(r.status).toBe(200);
+      expect(meta(r.body)).toMatchObject({ input_token_logprobs: [], input_top_logprobs: [] });
+      expect(meta(r.body).output_token_logprobs).toHaveLength(2);
+    }
   });
 
   it('refuse a logprob window past the prompt: 400 unary, an abort chunk with status 400 in a stream', async () => {
-    const body = { input_ids: PROMPT, return_logprob: true, logprob_start_len: PROMPT.length, sampling_params: { max_new_tokens: 2 } };
+    const body = { input_ids: PROMPT, return_logprob: true, logprob_start_len: PROMPT.length + 1, sampling_params: { max_new_tokens: 2 } };
     const r = await postJson(`${w.url}/generate`, body);
     expect(r.status).toBe(400);
-    expect((r.body as { error: { message: string } }).error.message).toContain('logprob_start_len');
+    expect((r.body as { error: { message: string } }).error.message).toBe(
+      `req.logprob_start_len=${PROMPT.length + 1} is higher than the number of input tokens len(req.origin_input_ids)=${PROMPT.length}. Please use a smaller logprob_start_len.`,
+    );
     const s = await openSse(`${w.url}/generate`, { ...body, stream: true });
     expect((await s.ended).sawDone).toBe(true);
     expect(meta(s.chunks()[0]).finish_reason).toMatchObject({ type: 'abort', status_code: 400 });
@@ -189,7 +194,7 @@ describe('validation', () => {
   const badInputs: [string, Json][] = [
     ['empty input_ids', { input_ids: [] }],
     ['no prompt', {}],
-    ['text and input_ids', { text: 'hi', input_ids: PROMPT }],
+    ['text, input_ids and input_embeds', { text: 'hi', input_ids: PROMPT, input_embeds: [[0.1, 0.2]] }],
     ['a text prompt in token-only mode', { text: 'hello there' }],
     ['input_embeds', { input_embeds: [[0.1, 0.2]] }],
   ];
@@ -205,7 +210,10 @@ describe('validation', () => {
     const s = await openSse(`${w.url}/generate`, { input_ids: PROMPT, stream: true, sampling_params: { temperature: -1 } });
     expect(s.status).toBe(200);
     expect((await s.ended).sawDone).toBe(true);
-    expect(s.frames.map((f) => f.data)).toEqual([JSON.stringify({ error: { message: 'temperature must be a non-negative finite number, got -1.' } }), '[DONE]']);
+    expect(s.frames.map((f) => f.data)).toEqual([
+      JSON.stringify({ error: { message: 'temperature must be a non-negative finite number, got -1.', type: 'invalid_request_error', code: 400, retryable: false } }),
+      '[DONE]',
+    ]);
   });
 
   it('refuses bodies that do not fit the schema with the object error shape', async () => {
@@ -244,8 +252,8 @@ describe('text mode', () => {
 });
 
 describe('prefix cache', () => {
-  it('reports cached prompt tokens on reuse, never the whole prompt, and forgets on /flush_cache', async () => {
-    const x = await startWorker();
+  it('reports cached prompt tokens on reuse in whole pages, never the whole prompt, and forgets on /flush_cache', async () => {
+    const x = await startWorker({ pageSize: 16 });
     try {
       const prompt = Array.from({ length: 40 }, (_, i) => 1000 + i);
       const first = await postJson(`${x.url}/generate`, { input_ids: prompt, sampling_params: { max_new_tokens: 2 } });
@@ -272,7 +280,9 @@ describe('other endpoints', () => {
     for (const path of ['/get_model_info', '/model_info']) {
       expect((await getJson(w.url + path)).body).toMatchObject({ model_path: 'baton-sim', is_generation: true, preferred_sampling_params: null });
     }
-    expect((await getJson(`${wp.url}/model_info`)).body).toMatchObject({ preferred_sampling_params: JSON.stringify({ max_new_tokens: 7 }) });
+    for (const path of ['/get_model_info', '/model_info', '/get_server_info', '/server_info']) {
+      expect((await getJson(wp.url + path)).body).toMatchObject({ preferred_sampling_params: { max_new_tokens: 7 } });
+    }
     for (const path of ['/get_server_info', '/server_info']) {
       expect((await getJson(w.url + path)).body).toMatchObject({
         skip_tokenizer_init: true,
