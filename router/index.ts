@@ -14,10 +14,13 @@ import { createPolicy } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
 import { BodyError, readBody } from './http/body.ts';
-import { MAX_JSON_DEPTH, bearerMatches, crossSiteRefusal, isGenerateContentType, isHeaderSafe, jsonDepthExceeds } from './http/guards.ts';
+import { MAX_JSON_DEPTH, bearerMatches, crossSiteRefusal, hasLossyNumber, isHeaderSafe, isJsonContentType, jsonDepthExceeds } from './http/guards.ts';
 import { serveEvents } from './http/events-endpoint.ts';
 import { TraceQueryError, parseTraceQuery, streamTraces } from './http/traces-endpoint.ts';
-import { ValidationError, parseGenerateRequest, type GenerateRequest } from './format/sglang/request.ts';
+import { MalformedBody, parseGenerateRequest, workerRids, type GenerateRequest } from './format/sglang/request.ts';
+import { BODY_PARSE_ERROR, PyBytes, httpException, malformedBody, methodNotAllowed, notFound, objectError, writeValueError, type PydanticError } from './sglang-api/errors.ts';
+import { RequestRegistry, type InFlight } from './sglang-api/registry.ts';
+import { addSglangRoutes } from './sglang-api/endpoints.ts';
 import { ClientSink } from './format/sglang/client-sink.ts';
 import { LogicalRequest, type LoopContext } from './migration/logical-request.ts';
 import { passThrough } from './upstream/passthrough.ts';
@@ -34,9 +37,23 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
-/** SGLang's error body for /generate. */
-function generateError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { error: { message } }, headers);
+/**
+ * Python's json error for a body JSON.parse refused, as FastAPI reports it (`json_invalid`,
+ * `loc: ('body', <position>)`): V8's wording mapped onto the closest of Python's messages.
+ */
+function jsonInvalid(text: string, err: Error): PydanticError {
+  const m = err.message;
+  const at = /position (\d+)/.exec(m);
+  let pos = at ? Number(at[1]) : 0;
+  let error = 'Expecting value';
+  if (/Unexpected end/.test(m)) pos = text.length;
+  else if (/non-whitespace character after JSON/.test(m)) error = 'Extra data';
+  else if (/Bad control character/.test(m)) error = 'Invalid control character at';
+  else if (/Expected property name|Expected double-quoted property name/.test(m)) error = 'Expecting property name enclosed in double quotes';
+  else if (/Expected ',' or/.test(m)) error = "Expecting ',' delimiter";
+  else if (/Expected ':'/.test(m)) error = "Expecting ':' delimiter";
+  else if (/Unterminated string/.test(m)) error = 'Unterminated string starting at';
+  return { type: 'json_invalid', loc: ['body', pos], msg: 'JSON decode error', input: {}, ctx: { error } };
 }
 
 /** SGLang's error body for other endpoints. */
@@ -69,7 +86,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     (id) => telemetry.workerRemoved(id, null),
   );
   metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats() });
-  const stalls = new StallWatch(config.interTokenTimeoutMs);
+  const stalls = new StallWatch(config.interTokenTimeoutMs, config.firstTokenTimeoutMs);
   const loop: LoopContext = {
     settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen },
     pool,
@@ -78,70 +95,100 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   };
   let inFlight = 0;
   const routes = new Routes();
+  /** Logical requests in flight, by logical id: duplicate rids and /abort_request (sglang-api/registry.ts). */
+  const registry = new RequestRegistry();
+  addSglangRoutes(routes, { pool, registry, bodyTimeoutMs: config.bodyTimeoutMs, forwardTimeoutMs: Math.max(30_000, config.healthTimeoutMs) });
 
   // --- /generate ---------------------------------------------------------------------
   async function generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // A form, multipart, XML or binary body is not a generate request (FastAPI, so SGLang,
-    // refuses them too); see isGenerateContentType for the one leniency.
-    const contentType = req.headers['content-type'];
-    if (!isGenerateContentType(contentType)) {
-      req.resume();
-      generateError(res, 415, `content-type must be application/json, got '${String(contentType).slice(0, 100)}'`);
-      return;
-    }
     let raw: Buffer;
     try {
       raw = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
     } catch (err) {
       const e = err as BodyError;
-      generateError(res, e.status ?? 400, e.message, { connection: 'close' });
+      httpException(res, e.status ?? 400, e.message, { connection: 'close' });
       return;
+    }
+    // FastAPI reads the body as JSON only without a content type or with application/json (or
+    // +json); any other body is validated as bytes, and an empty one is missing (SGLang: 400).
+    if (raw.length === 0) return malformedBody(res, [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+    const contentType = req.headers['content-type'];
+    if (!isJsonContentType(contentType)) {
+      return malformedBody(res, [{ type: 'dataclass_type', loc: ['body'], msg: 'Input should be a dictionary or an instance of GenerateReqInput', input: new PyBytes(raw.toString('latin1', 0, 200)), ctx: { class_name: 'GenerateReqInput' } }]);
+    }
+    const text = raw.toString('utf8');
+    // Python's json refuses bytes that are not UTF-8, and recursion past its limit; FastAPI then
+    // says only this. The depth cap also keeps JSON.stringify (which recurses) from overflowing
+    // when the body is forwarded (see jsonDepthExceeds).
+    if ((text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) || jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      return httpException(res, 400, BODY_PARSE_ERROR);
     }
     let parsed: GenerateRequest;
     try {
-      const text = raw.toString('utf8');
-      if (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) throw new ValidationError('The request body is not valid UTF-8.');
-      // Before parsing: JSON.parse takes any depth, but forwarding re-serialises the body and
-      // JSON.stringify overflows the stack on deep nesting (see jsonDepthExceeds).
-      if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw new ValidationError(`The request body is nested deeper than ${MAX_JSON_DEPTH} levels.`);
       let json: unknown;
       try {
         json = JSON.parse(text);
-      } catch {
-        throw new ValidationError('The request body is not valid JSON.');
+      } catch (err) {
+        return malformedBody(res, [jsonInvalid(text, err as Error)]);
       }
-      parsed = parseGenerateRequest(json);
+      parsed = parseGenerateRequest(json, { lossyNumbers: hasLossyNumber(text) });
     } catch (err) {
-      if (err instanceof ValidationError) generateError(res, 400, err.message);
-      else generateError(res, 400, 'invalid request');
-      return;
+      if (err instanceof MalformedBody) return malformedBody(res, err.errors);
+      throw err;
     }
     const headerId = REQUEST_ID_HEADERS.map((h) => req.headers[h]).find((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256);
     const id = parsed.rid ?? headerId ?? randomUUID().replace(/-/g, '');
     // The id goes out as a header only if it can: a rid with CR/LF or non-Latin-1 characters is
     // valid for SGLang, and it still comes back in meta_info.id.
-    const idHeaders: Record<string, string> = isHeaderSafe(id) ? { 'x-request-id': id } : {};
+    const idHeaders: Record<string, string> = isHeaderSafe(id) && id.length <= 1024 ? { 'x-request-id': id } : {};
 
-    if (parsed.prompt.kind === 'batch' || (typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1)) {
-      await serveUnstitchable(parsed, id, res, idHeaders);
-      return;
-    }
+    // Batches, n > 1 and requests the router cannot read go to one worker as written.
+    const passthrough = parsed.unparsed !== null || parsed.prompt.kind === 'batch' || (typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1);
+    // The rids this request holds, as one SGLang worker would: a body rid reused while its first
+    // request is in flight is refused as SGLang refuses it (a ValueError). Ids from headers or
+    // made up here claim nothing: clients share correlation headers.
+    const rids = passthrough ? workerRids(parsed) : parsed.rid !== null ? [parsed.rid] : [];
     let lr: LogicalRequest | null = null;
-    const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel());
-    lr = new LogicalRequest(loop, parsed, id, sink);
-    await lr.run();
+    const entry: InFlight = {
+      id,
+      kind: passthrough ? 'passthrough' : 'logical',
+      rids,
+      worker: null,
+      abort: () => lr?.abort(),
+    };
+    const duplicate = registry.add(entry);
+    if (duplicate !== null) {
+      req.resume();
+      return writeValueError(res, parsed.stream, `Duplicate request ID detected: ${duplicate}`, idHeaders);
+    }
+    try {
+      if (passthrough) {
+        await serveUnstitchable(parsed, text, id, res, idHeaders, entry);
+        return;
+      }
+      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel());
+      lr = new LogicalRequest(loop, parsed, id, sink);
+      await lr.run();
+    } finally {
+      registry.delete(entry);
+    }
   }
 
-  /** Batches and n > 1: one attempt, passed through, traced, never migrated. */
-  async function serveUnstitchable(parsed: GenerateRequest, id: string, res: ServerResponse, headers: Record<string, string>): Promise<void> {
+  /**
+   * Batches, n > 1 and unparsed requests: one attempt, the body forwarded as the client wrote it,
+   * the answer passed back as the worker wrote it; traced, never migrated, never blamed on the
+   * worker (its refusal of a bad value is the request's fault).
+   */
+  async function serveUnstitchable(parsed: GenerateRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight): Promise<void> {
     const worker = pool.pick(new Set());
+    entry.worker = worker;
     const started = Date.now();
-    const reason = parsed.prompt.kind === 'batch' ? 'batch' : 'n_gt_1';
+    const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
     const src = { id, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
     telemetry.requestAdmitted(src, { request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null });
     if (!worker) {
       // Still one request row, as for a stitchable request that found no worker.
-      generateError(res, 503, 'no healthy worker available', headers);
+      objectError(res, 503, 'no healthy worker available', '503', headers);
       const ended = Date.now();
       telemetry.requestFinished(src, { kind: 'request', request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: null }, null, false);
       return;
@@ -150,17 +197,17 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     const ac = new AbortController();
     res.on('close', () => { if (!res.writableFinished) ac.abort(); });
     worker.inFlight++;
-    const failure = await passThrough(worker, JSON.stringify(parsed.body), res, headers, ac.signal);
+    const failure = await passThrough(worker, bodyText, res, headers, ac.signal);
     worker.inFlight--;
     const ended = Date.now();
     const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
-    telemetry.attemptEnded({ kind: 'attempt', request_id: id, attempt: 0, rid: id, worker: worker.url, started_at: started, ended_at: ended, ttft_ms: null, prompt_tokens_sent: parsed.promptLength ?? 0, replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, outcome, error_kind: failure?.kind ?? null, error: failure?.message ?? null, finish_reason: null });
+    telemetry.attemptEnded({ kind: 'attempt', request_id: id, attempt: 0, rid: id, worker: worker.url, started_at: started, ended_at: ended, ttft_ms: null, prompt_tokens_sent: parsed.promptLength ?? 0, replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, outcome, error_kind: failure?.kind ?? null, error: failure?.message ?? null, error_evidence: failure?.evidence ?? null, finish_reason: null });
     telemetry.requestFinished(src, { kind: 'request', request_id: id, attempts: 1, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome, duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: failure?.message ?? null }, null, false);
   }
 
-  routes.add('POST', '/generate', async (req, res) => {
+  const generateRoute = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (inFlight >= config.maxConcurrentRequests) {
-      generateError(res, 503, `router is at its limit of ${config.maxConcurrentRequests} concurrent requests`, { 'retry-after': '1' });
+      objectError(res, 503, `router is at its limit of ${config.maxConcurrentRequests} concurrent requests`, '503', { 'retry-after': '1' });
       req.resume();
       return;
     }
@@ -170,7 +217,10 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     } finally {
       inFlight--;
     }
-  }, false);
+  };
+  // SGLang serves /generate on POST and PUT (http_server.py).
+  routes.add('POST', '/generate', generateRoute, false);
+  routes.add('PUT', '/generate', generateRoute, false);
 
   routes.add('GET', '/health', (_req, res) => {
     const ok = pool.list().some((w) => w.eligible());
@@ -274,15 +324,21 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     } catch {
       return httpError(res, 400, 'bad request target');
     }
+    // Starlette's answers, as SGLang gives them for every path and method it does not serve.
     const m = routes.match(req.method ?? 'GET', pathname);
     if (m === null) {
       req.resume();
-      return httpError(res, 404, `no route for ${req.method} ${pathname}`, 'NotFoundError');
+      // Starlette's redirect_slashes: a known path with a trailing slash redirects to it.
+      if (pathname.length > 1 && pathname.endsWith('/') && routes.match(req.method ?? 'GET', pathname.slice(0, -1)) !== null) {
+        const target = new URL(req.url ?? '/', 'http://x');
+        res.writeHead(307, { location: `http://${req.headers.host ?? `${shownHost}:${port}`}${pathname.slice(0, -1)}${target.search}`, 'content-length': '0' });
+        return void res.end();
+      }
+      return notFound(res);
     }
     if ('allowed' in m) {
       req.resume();
-      res.setHeader('allow', m.allowed.join(', '));
-      return httpError(res, 405, `method ${req.method} not allowed on ${pathname}`, 'MethodNotAllowed');
+      return methodNotAllowed(res, m.allowed);
     }
     if (m.route.admin && config.adminToken) {
       if (!bearerMatches(req.headers.authorization, config.adminToken)) {

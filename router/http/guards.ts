@@ -17,14 +17,6 @@ export function isJsonContentType(header: string | undefined): boolean {
   return sub === 'json' || sub.endsWith('+json');
 }
 
-/**
- * Content types /generate reads as JSON: FastAPI's, plus text/plain, which is what fetch() sends
- * for a string body when the caller sets none (scripts and tests do this all the time; SGLang
- * itself would answer 422). Forms, multipart, XML, binary and the rest get a 415.
- */
-export function isGenerateContentType(header: string | undefined): boolean {
-  return isJsonContentType(header) || header!.split(';')[0]!.trim().toLowerCase() === 'text/plain';
-}
 
 /** Deeper than any real request; far below where JSON.stringify overflows the stack (~10,000). */
 export const MAX_JSON_DEPTH = 512;
@@ -47,6 +39,44 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return true;
     } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Whether JSON text holds a number JSON.parse cannot keep exactly: an integer beyond 2^53 (Python
+ * reads it exactly, and the router would forward another value after re-serialising the body:
+ * PD disaggregation's 64-bit bootstrap_room is one) or a magnitude past the double range (1e999,
+ * which JSON.stringify writes as null). A scan of the bytes outside strings; no recursion.
+ */
+export function hasLossyNumber(text: string): boolean {
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) {
+      inString = true;
+      continue;
+    }
+    if (c !== 0x2d && (c < 0x30 || c > 0x39)) continue;
+    let j = i + 1;
+    let integer = true;
+    for (; j < text.length; j++) {
+      const d = text.charCodeAt(j);
+      if (d >= 0x30 && d <= 0x39) continue;
+      if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d) {
+        integer = false;
+        continue;
+      }
+      break;
+    }
+    const token = text.slice(i, j);
+    i = j - 1;
+    if (integer ? token.length > 15 && !Number.isSafeInteger(Number(token)) : !Number.isFinite(Number(token))) return true;
   }
   return false;
 }

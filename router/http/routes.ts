@@ -13,12 +13,13 @@ export class Routes {
   private readonly routes: Route[] = [];
 
   add(method: string, path: string, handler: RouteHandler, admin: boolean): void {
-    this.routes.push({ method: method.toUpperCase(), parts: path.split('/').filter(Boolean), handler, admin });
+    this.routes.push({ method: method.toUpperCase(), parts: path.split('/').slice(1), handler, admin });
   }
 
   /** The route for a path: `allowed` lists the methods when the path exists but not the method. */
   match(method: string, pathname: string): { route: Route; params: Record<string, string> } | { allowed: string[] } | null {
-    const parts = pathname.split('/').filter(Boolean);
+    // Exact segments, as Starlette matches them: `/generate/` and `//generate` are other paths.
+    const parts = pathname.split('/').slice(1);
     const allowed: string[] = [];
     for (const r of this.routes) {
       if (r.parts.length !== parts.length) continue;
@@ -27,6 +28,10 @@ export class Routes {
       for (let i = 0; i < parts.length; i++) {
         const want = r.parts[i]!;
         if (want.startsWith(':')) {
+          if (parts[i] === '') {
+            ok = false;
+            break;
+          }
           try {
             params[want.slice(1)] = decodeURIComponent(parts[i]!);
           } catch {

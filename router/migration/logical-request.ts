@@ -5,6 +5,7 @@
 import type { GenerateRequest, JsonObject } from '../format/sglang/request.ts';
 import { admit, type Admission } from './admission.ts';
 import { upstreamRid } from './rid.ts';
+import { VALUE_ERROR_TYPE } from '../sglang-api/errors.ts';
 import { buildContinuation, buildFirstAttempt, remainingBudget } from './continuation.ts';
 import { BLAMES_WORKER, MIGRATES, classifyAbort, classifyInBandError, type Failure } from './failure.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf } from '../format/sglang/stitch.ts';
@@ -54,7 +55,7 @@ class AttemptState {
   scanIds = false;
   call!: UpstreamCall;
   /** `"<upstream rid>"` as the worker writes it in meta_info.id (rid.ts: plain ASCII). */
-  private readonly ridJson: Buffer;
+  readonly ridJson: Buffer;
 
   constructor(
     readonly index: number,
@@ -68,7 +69,7 @@ class AttemptState {
     /** Running frames need not be parsed (cumulative worker): parse the last one when needed. */
     readonly lazy: boolean,
     /** `"<logical id>"`: what the client must see in meta_info.id. */
-    private readonly idJson: Buffer,
+    readonly idJson: Buffer,
   ) {
     this.output = new AttemptOutput(worker.incremental, replayed);
     this.ridJson = Buffer.from(JSON.stringify(rid));
@@ -139,7 +140,7 @@ export class LogicalRequest implements ProgressSource {
     this.promptIds = req.prompt.kind === 'input_ids' ? req.prompt.ids : [];
     this.idJson = Buffer.from(JSON.stringify(id));
     const budget = this.admission.budget;
-    this.out = new LogicalOutput({ id, promptTokens: req.promptLength ?? 0, budget, startedAt: this.startedAt, clientIncremental: false });
+    this.out = new LogicalOutput({ id, promptTokens: req.promptLength, budget, startedAt: this.startedAt, clientIncremental: false });
   }
 
   attemptIndex(): number {
@@ -404,12 +405,12 @@ export class LogicalRequest implements ProgressSource {
       // One view of the frame serves both: kept as the last raw frame and forwarded.
       const raw = frameBytes(buf, start, end);
       a.lastRaw = raw;
-      if (a.forwardRaw) this.write(a, a.swapId(raw));
+      if (a.forwardRaw) this.forward(a, raw);
       return;
     }
     if (kind === FrameKind.Running && a.scanIds && a.frames > 0 && scanOutputIds(buf, start, end, a.output.ids)) {
       a.frames++;
-      this.write(a, a.swapId(frameBytes(buf, start, end)));
+      this.forward(a, frameBytes(buf, start, end));
       return;
     }
     this.onParsedFrame(a, buf, start, end);
@@ -467,12 +468,27 @@ export class LogicalRequest implements ProgressSource {
       return;
     }
     if (!this.sink.streaming) return;
-    if (a.forwardRaw) this.write(a, a.swapId(frameBytes(buf, start, end)));
+    if (a.forwardRaw) this.forward(a, frameBytes(buf, start, end));
     else this.writeChunk(a, this.out.render(chunk, a.output, false));
   }
 
   private write(a: AttemptState, data: Buffer): void {
     if (!this.sink.writeRaw(data)) this.backpressure(a);
+  }
+
+  /**
+   * Forward a frame as the worker wrote it, but for meta_info.id (the upstream rid → the client's
+   * id). A small frame is spliced into one buffer; a large one (cumulative chunks grow with the
+   * output) goes out as three corked writes, one writev, so its bytes are not copied once more.
+   */
+  private forward(a: AttemptState, frame: Buffer): void {
+    const k = frame.indexOf(a.ridJson);
+    if (k < 0) return this.write(a, frame);
+    const tail = k + a.ridJson.length;
+    const ok = frame.length < 2048
+      ? this.sink.writeRaw(Buffer.concat([frame.subarray(0, k), a.idJson, frame.subarray(tail)]))
+      : this.sink.writeParts(frame.subarray(0, k), a.idJson, frame.subarray(tail));
+    if (!ok) this.backpressure(a);
   }
 
   private writeChunk(a: AttemptState, chunk: JsonObject): void {
@@ -533,7 +549,7 @@ export class LogicalRequest implements ProgressSource {
       if (a.passThroughChunk && a.index > 0) sink.writeChunk(this.out.render(a.passThroughChunk, new AttemptOutput(a.output.incremental, this.out.ids.length), false));
       else if (a.passThroughFrame) sink.writeRaw(a.swapId(a.passThroughFrame));
       else {
-        sink.endStreamWithError(failure.message, { type: failure.kind, code: failure.status, retryable: false });
+        sink.endStreamWithError(failure.message, { type: VALUE_ERROR_TYPE, code: failure.status, retryable: false });
         return;
       }
       sink.endStream();
@@ -549,7 +565,8 @@ export class LogicalRequest implements ProgressSource {
       sink.endStream();
       return;
     }
-    sink.fail(failure.status, failure.message, failure.kind);
+    // A unary request's refusal, in SGLang's unary shape: its status and {"error": {"message"}}.
+    sink.json(failure.status, JSON.stringify({ error: { message: failure.message } }));
   }
 
   /** SGLang's answer for a request aborted by /abort_request, rendered from the output so far. */

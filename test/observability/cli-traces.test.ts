@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, type SimWorker } from '../../sim/worker.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import { BATON, ROOT, fetchText, generate } from './harness.ts';
+import { parseUpstreamRid } from '../../router/migration/rid.ts';
 
 let worker: SimWorker;
 let router: RouterHandle;
@@ -61,7 +62,8 @@ describe('baton traces', () => {
     expect(csv.stdout).toBe(all);
     expect(all.trim().split('\n')).toHaveLength(1 + 8);
     expect(requests.stdout).toBe((await fetchText(`${router.url}/traces?kind=attempt&request=cli-2&outcome=finished&since=0`)).text);
-    expect(requests.stdout.trim().split('\n').map((l) => JSON.parse(l).rid)).toEqual(['cli-2']);
+    // Each attempt's upstream rid is Baton's own, and names its request and attempt.
+    expect(requests.stdout.trim().split('\n').map((l) => parseUpstreamRid(JSON.parse(l).rid))).toEqual([{ id: 'cli-2', attempt: 0 }]);
   });
 
   it('says in one line why it failed, with a non-zero exit', async () => {

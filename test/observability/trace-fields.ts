@@ -7,7 +7,7 @@ import type { TraceRow } from '../../router/trace/row.ts';
 export const ATTEMPT_FIELDS = [
   'kind', 'request_id', 'attempt', 'rid', 'worker', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent',
   'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'cached_tokens', 'outcome', 'error_kind', 'error',
-  'finish_reason',
+  'error_evidence', 'finish_reason',
 ] as const;
 
 export const REQUEST_FIELDS = [

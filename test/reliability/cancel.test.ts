@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startBench, waitUntil, type Bench } from './helpers.ts';
+import { parseUpstreamRid } from '../../router/migration/rid.ts';
 
 describe('client cancels', () => {
   let bench: Bench;
@@ -66,7 +67,8 @@ describe('client cancels', () => {
       // Never continued: the other worker never heard of this request, under any rid.
       const others = seen().filter((_, i) => i !== worker);
       for (const s of others) expect(s.rids.filter((r) => r.startsWith(id))).toEqual([]);
-      expect(seen()[worker]!.rids.filter((r) => r.startsWith(id))).toEqual([id]);
+      // One attempt, at one worker: its rid is Baton's per-attempt rid for this request.
+      expect(seen()[worker]!.rids.filter((r) => r.startsWith(id)).map(parseUpstreamRid)).toEqual([{ id, attempt: 0 }]);
       await waitUntil(() => bench.router.workers().every((w) => w.in_flight === 0), 2000, 'router in-flight to return to 0');
     });
   }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { admit, type AdmissionContext } from '../../router/migration/admission.ts';
 import { buildContinuation, remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
-import { parseGenerateRequest, ValidationError } from '../../router/format/sglang/request.ts';
+import { MalformedBody, parseGenerateRequest } from '../../router/format/sglang/request.ts';
 
 const ctx: AdmissionContext = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaults: {}, disputedDefaults: new Set(), maxReqLen: null };
 const req = (body: Record<string, unknown>) => parseGenerateRequest({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 10 }, ...body });
@@ -106,26 +106,47 @@ describe('continuation with a worker default', () => {
   });
 });
 
-describe('request validation (SGLang 400s)', () => {
+describe('reading a request: the router refuses only what FastAPI refuses, and forwards the rest', () => {
   it.each([
-    [{}, /Either text, input_ids or input_embeds/],
-    [{ input_ids: [] }, /input_ids cannot be empty/],
-    [{ input_ids: [1], text: 'a' }, /Either text, input_ids or input_embeds/],
-    [{ input_ids: [1.5] }, /token ids/],
-    [{ input_ids: [1], sampling_params: { temperature: -1 } }, /temperature must be non-negative/],
-    [{ input_ids: [1], sampling_params: { top_p: 0 } }, /top_p must be in \(0, 1\]/],
-    [{ input_ids: [1], sampling_params: { top_k: 0 } }, /top_k must be -1/],
-    [{ input_ids: [1], sampling_params: { min_p: 2 } }, /min_p/],
-    [{ input_ids: [1], sampling_params: { frequency_penalty: 3 } }, /frequency_penalty/],
-    [{ input_ids: [1], sampling_params: { repetition_penalty: 0 } }, /repetition_penalty/],
-    [{ input_ids: [1], sampling_params: { max_new_tokens: 3, min_new_tokens: 4 } }, /min_new_tokens/],
-    [{ input_ids: [1], sampling_params: { regex: 'a', json_schema: '{}' } }, /Only one of/],
-    [{ input_ids: [1], sampling_params: 'x' }, /sampling_params must be an object/],
-    [{ input_ids: [1, 2], return_logprob: true, logprob_start_len: 2 }, /logprob_start_len/],
-    [{ input_ids: [1], stream: 'yes' }, /stream must be a boolean/],
-    [[1, 2], /JSON object/],
-  ])('refuses %j', (body, msg) => {
-    expect(() => parseGenerateRequest(body)).toThrow(ValidationError);
+    [[1, 2], /dataclass_type/],
+    [{ input_ids: [1], rid: 5 }, /string_type/],
+    [{ input_ids: [1], stream: 'perhaps' }, /bool_parsing/],
+    [{ input_ids: [1], stream: null }, /bool_type/],
+    [{ input_ids: 'abc' }, /list_type/],
+    [{ input_ids: [1], sampling_params: 'x' }, /dict_type/],
+  ])('refuses %j as FastAPI does (MalformedBody)', (body, msg) => {
+    expect(() => parseGenerateRequest(body)).toThrow(MalformedBody);
     expect(() => parseGenerateRequest(body)).toThrow(msg);
+  });
+
+  it.each([
+    [{}, /no text, input_ids or input_embeds/],
+    [{ input_ids: [] }, /input_ids is empty/],
+    [{ input_ids: [1, -2] }, /not a token id/],
+    [{ input_ids: [1], sampling_params: { temperature: -1 } }, /temperature/],
+    [{ input_ids: [1], sampling_params: { temperature: 0.5, top_k: 0 } }, /top_k/],
+    [{ input_ids: [1], sampling_params: { top_p: 0 } }, /top_p/],
+    [{ input_ids: [1], sampling_params: { frequency_penalty: 3 } }, /frequency_penalty/],
+    [{ input_ids: [1], sampling_params: { max_new_tokens: 'x' } }, /max_new_tokens/],
+    [{ input_ids: [1], sampling_params: { max_new_tokens: 3, min_new_tokens: 4 } }, /min_new_tokens/],
+    [{ input_ids: [1], sampling_params: { regex: 'a', json_schema: '{}' } }, /more than one/],
+    [{ input_ids: [1], stream: 'true' }, /coercion/],
+  ])('forwards %j as written (unparsed, never migrated) instead of refusing it', (body, why) => {
+    const r = parseGenerateRequest(body);
+    expect(r.unparsed).toMatch(why);
+    expect(admit(r, ctx)).toMatchObject({ admitted: false });
+  });
+
+  it('accepts what SGLang accepts: greedy with top_k 0, and text with input_ids (served from the ids)', () => {
+    const greedy = parseGenerateRequest({ input_ids: [1, 2], sampling_params: { max_new_tokens: 4, temperature: 0, top_k: 0 } });
+    expect(greedy.unparsed).toBeNull();
+    expect(admit(greedy, ctx).admitted).toBe(true);
+    const both = parseGenerateRequest({ text: 'x', input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 4 } });
+    expect(both.unparsed).toBeNull();
+    expect(both.prompt).toEqual({ kind: 'input_ids', ids: [1, 2, 3] });
+  });
+
+  it('marks a body whose numbers would not survive re-serialisation', () => {
+    expect(parseGenerateRequest({ input_ids: [1], sampling_params: { max_new_tokens: 2 } }, { lossyNumbers: true }).unparsed).toMatch(/re-serialisation/);
   });
 });

@@ -30,13 +30,14 @@ describe('health and models', () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { data: { id: string }[] }).data[0]!.id).toBe('baton-sim');
   });
-  it('unknown routes and methods get SGLang-style error bodies', async () => {
+  it('unknown routes and methods get Starlette\'s bodies, as SGLang answers them', async () => {
     const a = await fetch(r.url + '/nope');
     expect(a.status).toBe(404);
-    expect(await a.json()).toMatchObject({ object: 'error', code: 404 });
+    expect(await a.json()).toEqual({ detail: 'Not Found' });
     const b = await fetch(r.url + '/generate');
     expect(b.status).toBe(405);
-    expect(b.headers.get('allow')).toBe('POST');
+    expect(await b.json()).toEqual({ detail: 'Method Not Allowed' });
+    expect(b.headers.get('allow')).toBe('POST, PUT');
   });
 });
 
@@ -74,15 +75,25 @@ describe('/generate surface', () => {
     await c.arrayBuffer();
   });
 
-  it('answers invalid requests with a 400 itself and forwards none of them', async () => {
+  it('answers malformed bodies with SGLang\'s 400 itself and forwards none of them', async () => {
     const before = w1.stats().requestsStarted;
-    for (const bad of ['{', '[]', '{"input_ids":[]}', '{"input_ids":[1],"sampling_params":{"top_p":5}}', '{"text":"a","input_ids":[1]}']) {
+    for (const bad of ['{', '[]', '{"input_ids":"x"}', '{"input_ids":[1],"rid":5}', '{"input_ids":[1],"stream":{}}']) {
       const res = await fetch(r.url + '/generate', { method: 'POST', headers: JSON_CT, body: bad });
       expect(res.status).toBe(400);
-      const json = (await res.json()) as { error: { message: string } };
-      expect(typeof json.error.message).toBe('string');
+      const json = (await res.json()) as Record<string, unknown>;
+      expect(json).toMatchObject({ object: 'error', type: 'Bad Request', param: null, code: 400 });
+      expect(typeof json.message).toBe('string');
     }
     expect(w1.stats().requestsStarted).toBe(before);
+  });
+
+  it('forwards what SGLang itself refuses, and the client gets the worker\'s refusal', async () => {
+    for (const bad of ['{"input_ids":[]}', '{"input_ids":[1],"sampling_params":{"top_p":5}}']) {
+      const res = await fetch(r.url + '/generate', { method: 'POST', headers: JSON_CT, body: bad });
+      const direct = await fetch(w1.url + '/generate', { method: 'POST', headers: JSON_CT, body: bad });
+      expect(res.status).toBe(direct.status);
+      expect(await res.text()).toBe(await direct.text());
+    }
   });
 
   it('passes a batch through to one worker unchanged', async () => {
@@ -113,7 +124,9 @@ describe('an abort at the worker', () => {
         if (!aborted && text.split('\n\n').length > 4) {
           aborted = true;
           const owner = slow.stats().inFlight > 0 ? slow : other;
-          await fetch(owner.url + '/abort_request', { method: 'POST', headers: JSON_CT, body: JSON.stringify({ rid: 'op-abort' }) });
+          // The worker holds the attempt under the router's own upstream rid, which starts with the id.
+          const rid = owner.stats().rids.find((x) => x.startsWith('op-abort'))!;
+          await fetch(owner.url + '/abort_request', { method: 'POST', headers: JSON_CT, body: JSON.stringify({ rid }) });
         }
       }
       const frames = text.split('\n\n').filter(Boolean);

@@ -1,7 +1,19 @@
-// Parsing and validating SGLang's native /generate request body. The router validates what
-// SGLang's SamplingParams.verify and GenerateReqInput would refuse, so that a bad request gets
-// SGLang's 400 body from the router and is never forwarded (a worker would refuse it anyway,
-// and a refused continuation would turn a client mistake into a migration).
+// Reading SGLang's native /generate body: only what the router needs to admit a request and to
+// continue it (the prompt's kind and ids, stream, rid, the budget, the logprob options, and the
+// sampling values admission reads). Everything else is the worker's to judge, and its answer
+// reaches the client as the worker wrote it.
+//
+// Three outcomes, after what SGLang itself does with a body (docs/sglang-fidelity.md):
+// - MalformedBody: a field the router reads has a type FastAPI's validation of GenerateReqInput
+//   refuses for certain (rid: 5, stream: {}, input_ids: "x", ...). The router answers SGLang's
+//   400 {"object": "error", ..., "type": "Bad Request"} itself, as the worker would.
+// - `unparsed` set: the router cannot use a value it needs (max_new_tokens "x", an empty prompt,
+//   a temperature SGLang would refuse, a number that would not survive re-serialisation, a
+//   value pydantic might coerce, ...). It never refuses these: the body goes to one worker as the
+//   client wrote it, the worker answers, and the request never migrates.
+// - otherwise: a request the router understands (and admission decides whether it may migrate).
+
+import { validationMessage, type PydanticError } from '../../sglang-api/errors.ts';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -19,6 +31,7 @@ export interface GenerateRequest {
   /** Number of prompt tokens when known (token ids), else null. */
   promptLength: number | null;
   stream: boolean;
+  /** The body's rid when it is a string (single request, or the prefix of a batch's rids). */
   rid: string | null;
   sampling: JsonObject;
   /** undefined: absent (worker default applies); null: explicitly unbounded; else the number. */
@@ -27,162 +40,291 @@ export interface GenerateRequest {
   returnLogprob: boolean;
   logprobStartLen: number;
   topLogprobsNum: number;
+  /**
+   * Why the router could not read a value it needs, or null. A request with a reason is served
+   * as written by one worker (which answers it, refusal included) and never migrates.
+   */
+  unparsed: string | null;
 }
 
-export class ValidationError extends Error {}
+/** A body FastAPI's validation would refuse: the router answers SGLang's 400 with these errors. */
+export class MalformedBody extends Error {
+  constructor(readonly errors: PydanticError[]) {
+    super(validationMessage(errors));
+  }
+}
 
 const GRAMMARS = ['json_schema', 'regex', 'ebnf', 'structural_tag'] as const;
+/** SamplingParams treats a temperature below this as greedy (sampling_params.py). */
+const SAMPLING_EPS = 1e-6;
 
 function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function isTokenId(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0x7fffffff;
+// --- pydantic's lax rules, for the fields the router reads ------------------------------------
+// 'ok': the plain JSON type. 'coercible': pydantic's lax mode may convert it (the router does not
+// guess how: the worker decides). 'bad': pydantic refuses it whatever happens.
+
+type Verdict = 'ok' | 'coercible' | 'bad';
+const BOOL_WORDS = new Set(['0', 'off', 'f', 'false', 'n', 'no', '1', 'on', 't', 'true', 'y', 'yes']);
+
+function boolVerdict(v: unknown): Verdict {
+  if (typeof v === 'boolean') return 'ok';
+  if (typeof v === 'number') return v === 0 || v === 1 ? 'coercible' : 'bad';
+  if (typeof v === 'string') return BOOL_WORDS.has(v.trim().toLowerCase()) ? 'coercible' : 'bad';
+  return 'bad';
 }
 
-/** A number field of sampling_params: absent or null means "default" (SGLang's rule). */
-function num(sp: JsonObject, key: string): number | undefined {
-  const v = sp[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || Number.isNaN(v)) throw new ValidationError(`sampling_params.${key} must be a number, got ${JSON.stringify(v)}.`);
-  return v;
+function intVerdict(v: unknown): Verdict {
+  if (typeof v === 'number') return Number.isInteger(v) ? (Number.isSafeInteger(v) ? 'ok' : 'coercible') : 'bad';
+  if (typeof v === 'boolean') return 'coercible';
+  if (typeof v === 'string') return /^\s*[+-]?\d+(\.0*)?\s*$/.test(v) ? 'coercible' : 'bad';
+  return 'bad';
 }
 
-// Integers must be safe integers: beyond 2^53 a JSON number is no longer the one the client
-// wrote (1e20 and 100000000000000000001 parse alike), and the router re-serialises the body it
-// forwards, so it would silently send the worker a different value. No budget or count is that big.
-function int(sp: JsonObject, key: string): number | undefined {
-  const v = num(sp, key);
-  if (v !== undefined && !Number.isSafeInteger(v)) throw new ValidationError(`sampling_params.${key} must be an integer of at most 2^53 - 1 in size, got ${v}.`);
-  return v;
+function boolError(loc: (string | number)[], v: unknown): PydanticError {
+  return typeof v === 'string' || typeof v === 'number'
+    ? { type: 'bool_parsing', loc, msg: 'Input should be a valid boolean, unable to interpret input', input: v }
+    : { type: 'bool_type', loc, msg: 'Input should be a valid boolean', input: v };
 }
 
-function validateSampling(sp: JsonObject): { max: number | null | undefined; min: number } {
-  const temperature = num(sp, 'temperature');
-  if (temperature !== undefined && (!Number.isFinite(temperature) || temperature < 0)) {
-    throw new ValidationError(`temperature must be non-negative, got ${temperature}.`);
+function intError(loc: (string | number)[], v: unknown): PydanticError {
+  if (typeof v === 'number') return { type: 'int_from_float', loc, msg: 'Input should be a valid integer, got a number with a fractional part', input: v };
+  if (typeof v === 'string') return { type: 'int_parsing', loc, msg: 'Input should be a valid integer, unable to parse string as an integer', input: v };
+  return { type: 'int_type', loc, msg: 'Input should be a valid integer', input: v };
+}
+
+const stringError = (loc: (string | number)[], v: unknown): PydanticError => ({ type: 'string_type', loc, msg: 'Input should be a valid string', input: v });
+const listError = (loc: (string | number)[], v: unknown): PydanticError => ({ type: 'list_type', loc, msg: 'Input should be a valid list', input: v });
+const dictError = (loc: (string | number)[], v: unknown): PydanticError => ({ type: 'dict_type', loc, msg: 'Input should be a valid dictionary', input: v });
+
+/** A list of items judged one by one: the worst verdict, and the first bad item's error. */
+function listVerdict(v: unknown, loc: (string | number)[], item: (x: unknown) => Verdict, itemError: (l: (string | number)[], x: unknown) => PydanticError): { verdict: Verdict; error: PydanticError } {
+  if (!Array.isArray(v)) return { verdict: 'bad', error: listError(loc, v) };
+  let verdict: Verdict = 'ok';
+  for (let i = 0; i < v.length; i++) {
+    const r = item(v[i]);
+    if (r === 'bad') return { verdict: 'bad', error: itemError([...loc, i], v[i]) };
+    if (r === 'coercible') verdict = 'coercible';
   }
-  const topP = num(sp, 'top_p');
-  if (topP !== undefined && !(topP > 0 && topP <= 1)) throw new ValidationError(`top_p must be in (0, 1], got ${topP}.`);
-  const minP = num(sp, 'min_p');
-  if (minP !== undefined && !(minP >= 0 && minP <= 1)) throw new ValidationError(`min_p must be in [0, 1], got ${minP}.`);
-  const topK = int(sp, 'top_k');
-  if (topK !== undefined && !(topK >= 1 || topK === -1)) throw new ValidationError(`top_k must be -1 (disable), or at least 1, got ${topK}.`);
-  for (const key of ['frequency_penalty', 'presence_penalty']) {
-    const p = num(sp, key);
-    if (p !== undefined && !(p >= -2 && p <= 2)) throw new ValidationError(`${key} must be in [-2, 2], got ${p}.`);
-  }
-  const rep = num(sp, 'repetition_penalty');
-  if (rep !== undefined && !(rep > 0 && rep <= 2)) throw new ValidationError(`repetition_penalty must be in (0, 2], got ${rep}.`);
-  const n = int(sp, 'n');
-  if (n !== undefined && n < 1) throw new ValidationError(`n must be at least 1, got ${n}.`);
+  return { verdict, error: listError(loc, v) };
+}
 
-  // max_new_tokens: explicit null is meaningful to migration (unbounded), so keep it apart.
+interface Member {
+  name: string;
+  check: (v: unknown, loc: (string | number)[]) => { verdict: Verdict; error: PydanticError };
+}
+
+const BOOL: Member = { name: 'bool', check: (v, loc) => ({ verdict: boolVerdict(v), error: boolError(loc, v) }) };
+const INT: Member = { name: 'int', check: (v, loc) => ({ verdict: intVerdict(v), error: intError(loc, v) }) };
+const STR: Member = { name: 'str', check: (v, loc) => ({ verdict: typeof v === 'string' ? 'ok' : 'bad', error: stringError(loc, v) }) };
+const DICT: Member = { name: 'dict[str,any]', check: (v, loc) => ({ verdict: isObject(v) ? 'ok' : 'bad', error: dictError(loc, v) }) };
+const listOf = (m: Member): Member => ({
+  name: `list[${m.name}]`,
+  check: (v, loc) => listVerdict(v, loc, (x) => m.check(x, loc).verdict, (l, x) => m.check(x, l).error),
+});
+const INT_LIST = listOf(INT);
+
+/**
+ * An `Optional[Union[...]]` field of GenerateReqInput: null/absent is fine; otherwise the best
+ * verdict over the members, and, when every member refuses, pydantic's error for each (its loc
+ * names the member, as pydantic's does for a union).
+ */
+function unionField(body: JsonObject, key: string, members: Member[], errors: PydanticError[], optional = true): Verdict {
+  const v = body[key];
+  if (v === undefined) return 'ok';
+  if (v === null) {
+    if (optional) return 'ok';
+    errors.push(members[0]!.check(v, ['body', key]).error);
+    return 'bad';
+  }
+  const results = members.map((m) => m.check(v, members.length > 1 ? ['body', key, m.name] : ['body', key]));
+  if (results.some((r) => r.verdict === 'ok')) return 'ok';
+  if (results.some((r) => r.verdict === 'coercible')) return 'coercible';
+  for (const r of results) errors.push(r.error);
+  return 'bad';
+}
+
+// --- sampling values admission and continuation read ---------------------------------------
+
+/** Why a sampling_params object holds a value the router cannot use, or null. */
+function samplingProblem(sp: JsonObject): string | null {
+  const num = (key: string): number | undefined | 'bad' => {
+    const v = sp[key];
+    if (v === undefined || v === null) return undefined;
+    return typeof v === 'number' && Number.isFinite(v) ? v : 'bad';
+  };
+  const checks: [string, (x: number) => boolean][] = [
+    ['temperature', (x) => x >= 0],
+    ['top_p', (x) => x > 0 && x <= 1],
+    ['min_p', (x) => x >= 0 && x <= 1],
+    ['frequency_penalty', (x) => x >= -2 && x <= 2],
+    ['presence_penalty', (x) => x >= -2 && x <= 2],
+    ['repetition_penalty', (x) => x > 0 && x <= 2],
+  ];
+  for (const [key, ok] of checks) {
+    const v = num(key);
+    if (v === 'bad' || (v !== undefined && !ok(v))) return `sampling_params.${key} is ${JSON.stringify(sp[key])}`;
+  }
+  const temperature = num('temperature');
+  const topK = num('top_k');
+  // Greedy sampling sets top_k itself before the check (sampling_params.py), so any top_k goes.
+  const greedy = typeof temperature === 'number' && temperature < SAMPLING_EPS;
+  if (topK === 'bad' || (topK !== undefined && !Number.isInteger(topK)) || (topK !== undefined && !greedy && !(topK >= 1 || topK === -1))) {
+    return `sampling_params.top_k is ${JSON.stringify(sp.top_k)}`;
+  }
+  const n = num('n');
+  if (n === 'bad' || (n !== undefined && !(Number.isSafeInteger(n) && n >= 1))) return `sampling_params.n is ${JSON.stringify(sp.n)}`;
+  const seed = sp.sampling_seed;
+  if (seed !== undefined && seed !== null && !(typeof seed === 'number' && Number.isSafeInteger(seed))) return `sampling_params.sampling_seed is ${JSON.stringify(seed)}`;
+  if (GRAMMARS.filter((g) => sp[g] !== undefined && sp[g] !== null).length > 1) return 'more than one of regex, json_schema, ebnf, structural_tag';
+  return null;
+}
+
+/** The budget: max_new_tokens and min_new_tokens, or why the router cannot use them. */
+function budgetOf(sp: JsonObject): { max: number | null | undefined; min: number; problem: string | null } {
   let max: number | null | undefined;
   if (!('max_new_tokens' in sp)) max = undefined;
   else if (sp.max_new_tokens === null) max = null;
-  else {
-    max = int(sp, 'max_new_tokens');
-    if (max !== undefined && max < 0) throw new ValidationError(`max_new_tokens must be at least 0, got ${max}.`);
-  }
-  const min = int(sp, 'min_new_tokens') ?? 0;
-  if (min < 0 || (typeof max === 'number' && min > max)) {
-    throw new ValidationError(`min_new_tokens must be in [0, max_new_tokens], got ${min}.`);
-  }
-  const grammars = GRAMMARS.filter((g) => sp[g] !== undefined && sp[g] !== null);
-  if (grammars.length > 1) {
-    throw new ValidationError('Only one of regex, json_schema, ebnf, or structural_tag can be set.');
-  }
-  const stopIds = sp.stop_token_ids;
-  if (stopIds !== undefined && stopIds !== null && !(Array.isArray(stopIds) && stopIds.every(isTokenId))) {
-    throw new ValidationError('sampling_params.stop_token_ids must be a list of token ids.');
-  }
-  return { max, min };
+  else if (typeof sp.max_new_tokens === 'number' && Number.isSafeInteger(sp.max_new_tokens) && sp.max_new_tokens >= 0) max = sp.max_new_tokens;
+  else return { max: undefined, min: 0, problem: `sampling_params.max_new_tokens is ${JSON.stringify(sp.max_new_tokens)}` };
+  const m = sp.min_new_tokens;
+  if (m === undefined || m === null) return { max, min: 0, problem: null };
+  if (typeof m === 'number' && Number.isSafeInteger(m) && m >= 0 && (typeof max !== 'number' || m <= max)) return { max, min: m, problem: null };
+  return { max, min: 0, problem: `sampling_params.min_new_tokens is ${JSON.stringify(m)}` };
 }
 
-function optionalInt(body: JsonObject, key: string, fallback: number): number {
-  const v = body[key];
-  if (v === undefined || v === null) return fallback;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new ValidationError(`${key} must be an integer of at most 2^53 - 1 in size, got ${JSON.stringify(v)}.`);
-  return v;
+// --- the prompt --------------------------------------------------------------------------------
+
+const isTokenId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * The prompt as SGLang reads it (io_struct.py `_validate_inputs`, `_determine_batch_size`;
+ * tokenizer_manager.py takes input_ids before text): `text` with `input_ids` is served from the
+ * ids. Returns the prompt, or why the router cannot use it (SGLang answers those itself).
+ */
+function promptOf(body: JsonObject): { prompt: Prompt; problem: string | null } {
+  const has = (k: string) => body[k] !== undefined && body[k] !== null;
+  const text = body.text;
+  const ids = body.input_ids;
+  const embeds = body.input_embeds;
+  const unusable = (problem: string) => ({ prompt: { kind: 'text' } as Prompt, problem });
+  if (!has('text') && !has('input_ids') && !has('input_embeds')) return unusable('no text, input_ids or input_embeds');
+  if (has('text') && has('input_ids') && has('input_embeds')) return unusable('text, input_ids and input_embeds together');
+  if (has('input_ids')) {
+    const list = ids as Json[];
+    if (list.length === 0) return unusable('input_ids is empty');
+    const batchIds = Array.isArray(list[0]);
+    if (has('text') && (typeof text === 'string') === batchIds) return unusable('text and input_ids differ in batch shape');
+    if (batchIds) return { prompt: { kind: 'batch' }, problem: null };
+    // Ids the router cannot replay exactly (or that would make every worker fail in turn: a
+    // negative id is never a token) are the worker's to refuse, on one worker.
+    if (!list.every(isTokenId)) return unusable('input_ids holds a value that is not a token id');
+    return { prompt: { kind: 'input_ids', ids: list as number[] }, problem: null };
+  }
+  if (has('text')) return { prompt: typeof text === 'string' ? { kind: 'text' } : { kind: 'batch' }, problem: null };
+  if (!Array.isArray(embeds) || embeds.length === 0 || !Array.isArray(embeds[0])) return unusable('input_embeds is not a list of lists');
+  return { prompt: Array.isArray((embeds[0] as Json[])[0]) ? { kind: 'batch' } : { kind: 'input_embeds' }, problem: null };
 }
 
-function optionalBool(body: JsonObject, key: string): boolean {
-  const v = body[key];
-  if (v === undefined || v === null) return false;
-  if (typeof v !== 'boolean') throw new ValidationError(`${key} must be a boolean, got ${JSON.stringify(v)}.`);
-  return v;
+export interface ParseOptions {
+  /** The body holds a number JSON.parse cannot keep exactly (an integer beyond 2^53, 1e999). */
+  lossyNumbers?: boolean;
 }
 
-function parsePrompt(body: JsonObject): Prompt {
-  const given = (['text', 'input_ids', 'input_embeds'] as const).filter((k) => body[k] !== undefined && body[k] !== null);
-  if (given.length !== 1) throw new ValidationError('Either text, input_ids or input_embeds should be provided.');
-  const key = given[0]!;
-  const value = body[key];
-  if (key === 'text') {
-    if (typeof value === 'string') return { kind: 'text' };
-    if (Array.isArray(value) && value.length > 0 && value.every((t) => typeof t === 'string')) return { kind: 'batch' };
-    throw new ValidationError('text must be a string or a non-empty list of strings.');
+/**
+ * Read a /generate body (already JSON-decoded). Throws MalformedBody only where FastAPI would
+ * refuse the body; any other problem the router has with it is recorded in `unparsed`.
+ */
+export function parseGenerateRequest(raw: unknown, opts: ParseOptions = {}): GenerateRequest {
+  if (!isObject(raw)) {
+    throw new MalformedBody([{ type: 'dataclass_type', loc: ['body'], msg: 'Input should be a dictionary or an instance of GenerateReqInput', input: raw, ctx: { class_name: 'GenerateReqInput' } }]);
   }
-  if (key === 'input_embeds') {
-    if (!Array.isArray(value) || value.length === 0) throw new ValidationError('input_embeds must be a non-empty list.');
-    return { kind: 'input_embeds' };
-  }
-  if (!Array.isArray(value) || value.length === 0) throw new ValidationError('input_ids cannot be empty.');
-  if (Array.isArray(value[0])) {
-    if (!value.every((row) => Array.isArray(row) && row.length > 0 && row.every(isTokenId))) {
-      throw new ValidationError('input_ids must be a list of token ids or a list of non-empty lists of token ids.');
-    }
-    return { kind: 'batch' };
-  }
-  if (!value.every(isTokenId)) throw new ValidationError('input_ids must be a list of non-negative integer token ids.');
-  return { kind: 'input_ids', ids: value as number[] };
-}
-
-/** Parse a /generate body (already JSON-decoded). Throws ValidationError with SGLang's wording. */
-export function parseGenerateRequest(raw: unknown): GenerateRequest {
-  if (!isObject(raw)) throw new ValidationError('The request body must be a JSON object.');
   const body = raw;
-  const prompt = parsePrompt(body);
+  const errors: PydanticError[] = [];
+  const verdicts: [string, Verdict][] = [
+    ['rid', unionField(body, 'rid', [STR, listOf(STR)], errors)],
+    ['text', unionField(body, 'text', [listOf(STR), STR], errors)],
+    ['input_ids', unionField(body, 'input_ids', [listOf(INT_LIST), INT_LIST], errors)],
+    ['sampling_params', unionField(body, 'sampling_params', [listOf(DICT), DICT], errors)],
+    ['return_logprob', unionField(body, 'return_logprob', [listOf(BOOL), BOOL], errors)],
+    ['logprob_start_len', unionField(body, 'logprob_start_len', [INT_LIST, INT], errors)],
+    ['top_logprobs_num', unionField(body, 'top_logprobs_num', [INT_LIST, INT], errors)],
+    // `stream: bool = False`: not Optional, so an explicit null is refused too.
+    ['stream', unionField(body, 'stream', [BOOL], errors, false)],
+  ];
+  if (errors.length > 0) throw new MalformedBody(errors);
+
+  const problems: string[] = [];
+  for (const [key, v] of verdicts) if (v === 'coercible') problems.push(`${key} is ${JSON.stringify(body[key])}, which only pydantic's coercion could read`);
+  if (opts.lossyNumbers) problems.push('the body holds a number that would not survive re-serialisation');
+
+  const { prompt, problem: promptProblem } = problems.some((p) => p.startsWith('input_ids') || p.startsWith('text')) ? { prompt: { kind: 'text' } as Prompt, problem: null } : promptOf(body);
+  if (promptProblem) problems.push(promptProblem);
 
   const spRaw = body.sampling_params;
-  let sampling: JsonObject;
-  if (spRaw === undefined || spRaw === null) sampling = {};
-  else if (isObject(spRaw)) sampling = spRaw;
-  else if (Array.isArray(spRaw) && prompt.kind === 'batch' && spRaw.every(isObject)) sampling = {};
-  else throw new ValidationError('sampling_params must be an object.');
-  const batchParams = Array.isArray(spRaw) ? (spRaw as JsonObject[]) : [sampling];
-  let budget = { max: undefined as number | null | undefined, min: 0 };
-  for (const sp of batchParams) budget = validateSampling(sp);
-
-  const rid = body.rid;
-  if (rid !== undefined && rid !== null && typeof rid !== 'string' && !(prompt.kind === 'batch' && Array.isArray(rid))) {
-    throw new ValidationError('rid must be a string.');
+  let sampling: JsonObject = {};
+  let budget = { max: undefined as number | null | undefined, min: 0, problem: null as string | null };
+  if (isObject(spRaw)) {
+    sampling = spRaw;
+    budget = budgetOf(spRaw);
+    if (budget.problem) problems.push(budget.problem);
+    const sp = samplingProblem(spRaw);
+    if (sp) problems.push(sp);
+  } else if (Array.isArray(spRaw) && prompt.kind !== 'batch') {
+    problems.push('sampling_params is a list for a single prompt');
   }
-  if (typeof rid === 'string' && (rid.length === 0 || rid.length > 256)) throw new ValidationError('rid must be 1 to 256 characters.');
 
-  const promptLength = prompt.kind === 'input_ids' ? prompt.ids.length : null;
-  const returnLogprob = optionalBool(body, 'return_logprob');
-  const logprobStartLen = optionalInt(body, 'logprob_start_len', -1);
-  if (logprobStartLen < -1) throw new ValidationError(`logprob_start_len must be -1 or non-negative, got ${logprobStartLen}.`);
-  if (returnLogprob && promptLength !== null && logprobStartLen >= promptLength) {
-    throw new ValidationError(`logprob_start_len (${logprobStartLen}) is larger than the number of input tokens (${promptLength}).`);
-  }
-  const topLogprobsNum = optionalInt(body, 'top_logprobs_num', 0);
-  if (topLogprobsNum < 0) throw new ValidationError(`top_logprobs_num must be non-negative, got ${topLogprobsNum}.`);
+  const single = (key: string) => {
+    const v = body[key];
+    if (Array.isArray(v) && prompt.kind !== 'batch') problems.push(`${key} is a list for a single prompt`);
+    return v;
+  };
+  const rid = single('rid');
+  const returnLogprob = single('return_logprob') === true;
+  const startLen = single('logprob_start_len');
+  const topNum = single('top_logprobs_num');
 
   return {
     body,
     prompt,
-    promptLength,
-    stream: optionalBool(body, 'stream'),
+    promptLength: prompt.kind === 'input_ids' ? prompt.ids.length : null,
+    stream: body.stream === true,
     rid: typeof rid === 'string' ? rid : null,
     sampling,
     maxNewTokens: budget.max,
     minNewTokens: budget.min,
     returnLogprob,
-    logprobStartLen,
-    topLogprobsNum,
+    logprobStartLen: typeof startLen === 'number' && Number.isSafeInteger(startLen) ? startLen : -1,
+    topLogprobsNum: typeof topNum === 'number' && Number.isSafeInteger(topNum) ? topNum : 0,
+    unparsed: problems.length > 0 ? problems.join('; ') : null,
   };
+}
+
+/**
+ * The rids a request holds at a worker, as SGLang names them (io_struct.py `_normalize_rid`):
+ * a single request's rid; a batch's list of rids, or `<rid>_<i>` for each of its
+ * batch × n items when the rid is one string. Empty when the worker makes them up (no rid).
+ */
+export function workerRids(req: GenerateRequest): string[] {
+  const rid = req.body.rid;
+  if (req.prompt.kind !== 'batch' && !(typeof req.sampling.n === 'number' && req.sampling.n > 1)) return typeof rid === 'string' ? [rid] : [];
+  if (Array.isArray(rid)) return rid.filter((r): r is string => typeof r === 'string');
+  if (typeof rid !== 'string') return [];
+  const size = batchSize(req.body);
+  const n = typeof req.sampling.n === 'number' && Number.isSafeInteger(req.sampling.n) && req.sampling.n > 1 ? req.sampling.n : 1;
+  if (size === null || size * n > 100_000) return [];
+  return Array.from({ length: size * n }, (_, i) => `${rid}_${i}`);
+}
+
+function batchSize(body: JsonObject): number | null {
+  for (const k of ['text', 'input_ids', 'input_embeds']) {
+    const v = body[k];
+    if (v === undefined || v === null) continue;
+    if (typeof v === 'string') return 1;
+    if (Array.isArray(v)) return k === 'text' ? v.length : Array.isArray(v[0]) ? (k === 'input_embeds' && !Array.isArray((v[0] as Json[])[0]) ? 1 : v.length) : 1;
+    return null;
+  }
+  return null;
 }

@@ -98,7 +98,8 @@ export class AttemptOutput {
 
 export interface LogicalInfo {
   id: string;
-  promptTokens: number;
+  /** The original prompt's length; null when the router does not know it (a text prompt). */
+  promptTokens: number | null;
   /** The original budget, to restore in a `length` finish; null when unknown. */
   budget: number | null;
   startedAt: number; // epoch ms
@@ -177,8 +178,9 @@ export class LogicalOutput {
       }
     }
     meta.id = info.id;
-    // A queued abort has no prompt_tokens (SGLang omits them): keep what the worker wrote.
-    if (meta.prompt_tokens !== undefined || chunk.meta_info === undefined) meta.prompt_tokens = info.promptTokens;
+    // A queued abort has no prompt_tokens (SGLang omits them): keep what the worker wrote. So
+    // does a text prompt, which the router does not tokenize (and which never migrates).
+    if (info.promptTokens !== null && (meta.prompt_tokens !== undefined || chunk.meta_info === undefined)) meta.prompt_tokens = info.promptTokens;
     meta.completion_tokens = a.replayed + a.completionTokens;
     for (const key of SUMMED_COUNTERS) {
       const c = meta[key];
@@ -189,7 +191,8 @@ export class LogicalOutput {
     }
     const cached = a.replayed === 0 ? a.cachedTokens : this.cachedTokens;
     if (meta.cached_tokens !== undefined || cached !== null) {
-      meta.cached_tokens = Math.min(cached ?? 0, info.promptTokens);
+      const prompt = info.promptTokens ?? (typeof meta.prompt_tokens === 'number' ? meta.prompt_tokens : Infinity);
+      meta.cached_tokens = Math.min(cached ?? 0, prompt);
     }
     const finish = meta.finish_reason;
     if (isObject(finish) && finish.type === 'length' && info.budget !== null) {
@@ -224,9 +227,9 @@ export class LogicalOutput {
     Object.assign(meta, {
       id: info.id,
       finish_reason: finish ?? { type: 'length', length: info.budget },
-      prompt_tokens: info.promptTokens,
+      prompt_tokens: info.promptTokens ?? 0,
       completion_tokens: this.ids.length,
-      cached_tokens: Math.min(this.cachedTokens ?? 0, info.promptTokens),
+      cached_tokens: Math.min(this.cachedTokens ?? 0, info.promptTokens ?? 0),
       e2e_latency: (Date.now() - info.startedAt) / 1000,
     });
     base.meta_info = meta;

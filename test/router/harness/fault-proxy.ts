@@ -174,9 +174,10 @@ export class FaultProxy {
       if (chunk.meta_info.finish_reason !== null) {
         chunk.meta_info.finish_reason = null;
         delete chunk.meta_info.e2e_latency;
-        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        // Reset only once the frame has reached the kernel: a destroy() right after write()
+        // can drop it on a loaded machine, and then the law would test a different fault.
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => setTimeout(() => res.destroy(), 5));
         call.framesSent++;
-        setTimeout(() => res.destroy(), 5);
         return true;
       }
     }
