@@ -114,6 +114,8 @@ export class LogicalRequest implements ProgressSource {
   private cancelled = false;
   /** The client asked the router's /abort_request to stop this request. */
   private aborted = false;
+  /** The last chunk any attempt sent: the shape of an answer the router finishes itself. */
+  private template: JsonObject | null = null;
   /** What a continuation must share with the attempts before it (set by attempt 0's worker). */
   private pin: ContinuationPin | null = null;
   private firstFailureAt: number | null = null;
@@ -314,11 +316,13 @@ export class LogicalRequest implements ProgressSource {
       this.firstFailureAt ??= Date.now();
 
       const budget = this.out.info.budget;
+      if (a.lastChunk !== null) this.template = a.lastChunk;
       if (this.admission.admitted && budget !== null && remainingBudget(budget, this.out.ids.length) === 0
-        && (this.out.ids.length > 0 || !this.req.returnLogprob)) {
-        // Every token of the budget was delivered before the failure: finish here, no worker call.
-        // (A zero-token request that asked for prompt logprobs has nothing yet: only a worker
-        // can compute them, so it goes on to another worker instead.)
+        && this.template !== null && (this.out.ids.length > 0 || !this.req.returnLogprob)) {
+        // Every token of the budget was delivered before the failure: finish here, no worker call,
+        // in the shape of the last chunk a worker sent. (A zero-token request that no worker has
+        // answered yet goes on to another worker: only a worker can say what its answer carries;
+        // nor can the router compute prompt logprobs that a zero-token request asked for.)
         this.endAttempt(a, 'budget_exhausted', failure);
         this.finishLocally(a);
         finishReason = 'length';
@@ -527,7 +531,7 @@ export class LogicalRequest implements ProgressSource {
   }
 
   private finishLocally(a: AttemptState): void {
-    const chunk = this.out.renderLocalFinish(!this.sink.streaming, a.lastChunk);
+    const chunk = this.out.renderLocalFinish(!this.sink.streaming, a.lastChunk ?? this.template);
     if (this.sink.streaming) {
       this.sink.writeChunk(chunk);
       this.sink.endStream();

@@ -190,7 +190,7 @@ describe.each(TARGETS)('$name', (spec) => {
     const newTokens = 4;
     const r = await generate(t.url, {
       input_ids: prompts,
-      sampling_params: { temperature: 0, max_new_tokens: newTokens },
+      sampling_params: { temperature: 0, max_new_tokens: newTokens, ignore_eos: true },
       return_logprob: true,
       top_logprobs_num: 5,
       return_text_in_logprobs: true,
@@ -217,7 +217,7 @@ describe.each(TARGETS)('$name', (spec) => {
     const newTokens = 4;
     const r = await generate(t.url, {
       input_ids: prompt,
-      sampling_params: { temperature: 0, max_new_tokens: newTokens },
+      sampling_params: { temperature: 0, max_new_tokens: newTokens, ignore_eos: true },
       return_logprob: true,
       logprob_start_len: -1,
       top_logprobs_num: 5,

@@ -99,7 +99,7 @@ describe.each(TEXT_TARGETS)('$name', (spec) => {
     const newTokens = 4;
     const r = await generate(t.url, {
       text: PROMPTS,
-      sampling_params: { temperature: 0, max_new_tokens: newTokens },
+      sampling_params: { temperature: 0, max_new_tokens: newTokens, ignore_eos: true },
       return_logprob: true,
       top_logprobs_num: 5,
       return_text_in_logprobs: true,

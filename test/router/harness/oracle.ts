@@ -14,6 +14,7 @@ export interface Prediction {
 /** `total`: tokens of the uninterrupted run; each frame carries one token, the last frame finishes. */
 export function predict(total: number, budget: number, admitted: boolean, limit: number, schedule: readonly (Fault | null)[], logprobs = false): Prediction {
   let t = 0;
+  let framesSeen = false; // some attempt sent a whole frame: the router knows an answer's shape
   const per: number[] = [];
   for (let i = 0; ; i++) {
     const f = schedule[i] ?? null;
@@ -30,11 +31,13 @@ export function predict(total: number, budget: number, admitted: boolean, limit:
     else if (f && f.afterFrames < frames) [produced, failed, terminal] = [f.afterFrames, true, f.kind === 'refusal'];
     per.push(produced);
     t += produced;
+    framesSeen ||= f === null || f.kind === 'lose_final' || ('afterFrames' in f && Math.min(f.afterFrames, frames) > 0);
     if (!failed) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
     if (terminal) return { ok: false, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
-    // Budget spent: finish without another call, unless nothing came back yet and the client
-    // asked for prompt logprobs, which only a worker can compute.
-    if (admitted && t >= budget && (t > 0 || !logprobs)) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: true };
+    // Budget spent: finish without another call, unless no worker has sent a frame yet (only a
+    // worker can say what an answer carries), or nothing came back and the client asked for
+    // prompt logprobs, which only a worker can compute.
+    if (admitted && t >= budget && framesSeen && (t > 0 || !logprobs)) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: true };
     if (!admitted || i + 1 > limit) return { ok: false, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
   }
 }
