@@ -167,7 +167,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         return;
       }
       const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel());
-      lr = new LogicalRequest(loop, parsed, id, sink);
+      const traceparent = req.headers.traceparent;
+      const trace = typeof traceparent === 'string' ? { traceparent, tracestate: typeof req.headers.tracestate === 'string' ? req.headers.tracestate : undefined } : null;
+      lr = new LogicalRequest(loop, parsed, id, sink, trace);
       await lr.run();
     } finally {
       registry.delete(entry);

@@ -8,9 +8,17 @@ import type { TraceStore } from './trace/store.ts';
 import { RecentOutputs, type RequestOutput } from './trace/outputs.ts';
 import type { AttemptRow, ErrorKind, RequestRow } from './trace/row.ts';
 
+/** Trace context the client sent (W3C headers), for tracing to continue the client's trace. */
+export interface InboundTrace {
+  traceparent?: string;
+  tracestate?: string;
+}
+
 /** What the progress ticker asks of a request in flight. */
 export interface ProgressSource {
   readonly id: string;
+  /** The client's trace context, when it sent one. */
+  readonly trace?: InboundTrace | null;
   attemptIndex(): number;
   /** Tokens produced so far by the current attempt, and by the logical request. */
   progress(): { tokens: number; completion: number };
@@ -41,9 +49,14 @@ export class Telemetry {
     this.startTicker();
   }
 
-  attemptStarted(e: Omit<Extract<BatonEvent, { type: 'attempt_started' }>, 'type' | 't'>): void {
+  /**
+   * An attempt is about to be sent. Returns headers to send with it upstream (a tracer's
+   * `traceparent`, so the worker's own trace joins the attempt's), or null: none.
+   */
+  attemptStarted(e: Omit<Extract<BatonEvent, { type: 'attempt_started' }>, 'type' | 't'>): Record<string, string> | null {
     this.metrics.attemptsStarted.inc();
     if (this.bus.active) this.bus.emit({ type: 'attempt_started', t: Date.now(), ...e });
+    return null;
   }
 
   firstToken(requestId: string, attempt: number, ttftMs: number, logicalTtftMs: number | null): void {

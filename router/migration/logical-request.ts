@@ -15,7 +15,7 @@ import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
 import type { ContinuationPin, WorkerPool } from '../pool/worker-pool.ts';
 import type { Worker } from '../pool/worker.ts';
-import type { Telemetry, ProgressSource } from '../telemetry.ts';
+import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 
 export interface MigrationSettings {
@@ -130,6 +130,7 @@ export class LogicalRequest implements ProgressSource {
     private readonly req: GenerateRequest,
     readonly id: string,
     private readonly sink: ClientSink,
+    readonly trace: InboundTrace | null = null,
   ) {
     const defaults = ctx.pool.samplingDefaults();
     this.admission = admit(req, {
@@ -380,8 +381,8 @@ export class LogicalRequest implements ProgressSource {
     a.call = new UpstreamCall(worker, JSON.stringify(body), (buf, start, end) => this.onFrame(a, buf, start, end), this.ctx.stalls);
     this.current = a;
     worker.inFlight++;
-    this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
-    a.call.start(index > 0);
+    const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
+    a.call.start(index > 0, headers);
     return a;
   }
 

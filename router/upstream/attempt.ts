@@ -48,14 +48,15 @@ export class UpstreamCall implements Watched {
    * Send the request. A continuation goes out on a connection of its own (a spare when one is
    * ready, see pool/spares.ts), closed after its answer, so that it is written at once.
    */
-  start(continuation = false): void {
+  start(continuation = false, extraHeaders: Record<string, string> | null = null): void {
     this.stalls.add(this);
     const handoff = continuation ? this.worker.handoff : null;
+    const headers = { 'content-type': 'application/json', accept: 'text/event-stream' };
     (handoff ?? this.worker.pool).dispatch(
       {
         path: '/generate',
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        headers: extraHeaders ? { ...headers, ...extraHeaders } : headers,
         body: this.body,
         blocking: true,
         reset: handoff !== null,
