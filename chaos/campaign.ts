@@ -1,8 +1,10 @@
 // A chaos campaign: simulated workers (half cumulative, half incremental, so that one request's
-// attempts can land on workers of both modes), the router in its own process, seeded traffic
-// and a seeded fault schedule over a duration; then the verdict: every answer against the
-// fault-free reference, every failure against the rules, the trace rows, in-flight counts and
-// the router's memory.
+// attempts can land on workers of both modes) plus one on other weights, one worker behind a
+// proxy that answers 429 to a seeded share of continuations, the router in its own process,
+// seeded traffic (with bad requests, shared header ids and prefix-rid cancels) and a seeded fault
+// schedule over a duration; then the verdict: every answer against the fault-free reference of
+// its weights, every failure and refusal against the rules, the trace rows, workers benched by a
+// client's mistake, in-flight counts and the router's memory.
 
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,13 +14,31 @@ import { Pool } from 'undici';
 import { startCluster, type SimCluster } from '../sim/cluster.ts';
 import type { RouterConfig } from '../router/config.ts';
 import type { AttemptRow, TraceRow } from '../router/trace/row.ts';
-import { sendRequest } from './client.ts';
+import { DEFAULT_MODEL_PATH, weightsSalt } from '../sim/model.ts';
+import { sendRequest, type PromptLists } from './client.ts';
 import { FaultInjector, sleep, type WorkerRef } from './faults.ts';
-import { referenceAnswer } from './reference.ts';
+import { ContinuationProxy } from './proxy.ts';
+import { referenceAnswer, type Reference } from './reference.ts';
 import { startRouterProcess, type MemorySample, type RouterProcess } from './router-proc.ts';
 import { FAULT_KINDS, planFaults, type FaultKind, type PlannedFault } from './schedule.ts';
-import { planRequest, type TrafficKind } from './traffic.ts';
-import { groupRows, judgeClient, judgeTrace, outages, type RequestRecord } from './verify.ts';
+import { planUnit, TRAFFIC_DEFAULTS, VOCAB_REFUSAL, type TrafficKind } from './traffic.ts';
+import {
+  benchedByClientMistake,
+  groupRows,
+  judgeClient,
+  judgeTrace,
+  outages,
+  sharedWorkerAtCancel,
+  splitShared,
+  type ClientMistakeBench,
+  type ReportedWindow,
+  type RequestRecord,
+  type RowsOfRequest,
+  type Weights,
+} from './verify.ts';
+
+/** The weight_version of the campaign's other-weights worker(s). */
+export const OTHER_WEIGHT_VERSION = 'chaos-other-weights';
 
 export interface CampaignOptions {
   durationS: number;
@@ -31,6 +51,16 @@ export interface CampaignOptions {
   maxNewTokens?: number;
   nonMigratableShare?: number;
   cancelShare?: number;
+  /** Share of single requests with an input id beyond the vocabulary (the client's own fault). */
+  badShare?: number;
+  /** Share of traffic units that are groups sharing an x-trace-id / x-correlation-id header. */
+  sharedHeaderShare?: number;
+  /** Share of traffic units that are groups of prefix-sharing rids with one cancel. */
+  prefixShare?: number;
+  /** Extra workers serving other weights (weight_version OTHER_WEIGHT_VERSION); default 1. */
+  otherWeightsWorkers?: number;
+  /** Share of continuations the proxy in front of one worker refuses with 429; default 0.3, 0: no proxy. */
+  continuation4xxShare?: number;
   /** Progress lines; silent when absent. */
   log?: (line: string) => void;
   progressEveryMs?: number;
@@ -50,6 +80,9 @@ export function campaignRouterConfig(workers: string[], traceFile: string, admin
     // Long enough that a CPU-starved shared machine does not pass for a hung worker, short
     // enough that a hang resolves several times within a CI-sized campaign.
     interTokenTimeoutMs: 2000,
+    // Queue + prefill: above the inter-token timeout (a slow prefill is not a stall), below the
+    // longest hang, so that requests sent to a hung worker move on without blaming it.
+    firstTokenTimeoutMs: 4000,
     connectTimeoutMs: 1000,
     benchMs: 2000,
     healthIntervalMs: 500,
@@ -80,6 +113,20 @@ export interface CampaignReport {
   options: Required<Omit<CampaignOptions, 'log' | 'progressEveryMs' | 'verbose' | 'keepDir'>>;
   routerConfig: Partial<RouterConfig>;
   workerModes: string[];
+  /** Workers serving other weights than the default (router-facing URLs), and their version. */
+  otherWeights: { workers: string[]; version: string; answers: number; attemptsWithTokens: number };
+  /** Requests with an id beyond the vocabulary, and how their clients heard of it. */
+  badRequests: { sent: number; refusedInBand: number; refused400: number; otherEnd: number };
+  sharedHeader: { groups: number; requests: number; answered: number; exact: number };
+  /** sameWorkerAtCancel: members running on the cancelled member's worker when it was cancelled. */
+  prefixRids: { groups: number; cancelled: number; survivors: number; survivorsExact: number; sameWorkerAtCancel: number };
+  /** The proxy that refuses continuations with 429. */
+  continuation4xx: { worker: string | null; share: number; continuations: number; refused: number; clientsGot429: number };
+  /** Attempts moved by the first-token deadline (no blame). */
+  firstTokenTimeouts: number;
+  /** Workers benched, circuit-open or dead right after a client's refusal with nothing else to explain it: must be 0. */
+  benchedByClient: number;
+  benchedByClientDetails: ClientMistakeBench[];
   elapsedS: number;
   requests: number;
   admitted: number;
@@ -171,7 +218,7 @@ function countMessages(records: readonly RequestRecord[]): [string, number][] {
   const counts = new Map<string, number>();
   for (const r of records) {
     if (r.errorMessage === null) continue;
-    const key = `${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').slice(0, 160)}`;
+    const key = `${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').replace(/\[N(, N)*\]/g, '[...]').replace(/~mN~\w+/g, '~mN~<nonce>').slice(0, 160)}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
@@ -188,6 +235,11 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     maxNewTokens: opts.maxNewTokens ?? 128,
     nonMigratableShare: opts.nonMigratableShare ?? 0.15,
     cancelShare: opts.cancelShare ?? 0.03,
+    badShare: opts.badShare ?? TRAFFIC_DEFAULTS.badShare,
+    sharedHeaderShare: opts.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare,
+    prefixShare: opts.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare,
+    otherWeightsWorkers: opts.otherWeightsWorkers ?? 1,
+    continuation4xxShare: opts.continuation4xxShare ?? 0.3,
   };
   const log = opts.log ?? (() => undefined);
   const durationMs = o.durationS * 1000;
@@ -197,6 +249,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
   const clusters: SimCluster[] = [];
   let router: RouterProcess | null = null;
   let client: Pool | null = null;
+  let proxy: ContinuationProxy | null = null;
   const violations: string[] = [];
   const byKind: Record<string, number> = {};
   const violate = (kind: string, message: string) => {
@@ -208,15 +261,33 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // --- workers: cumulative and incremental side by side ------------------------------------
     const nInc = Math.floor(o.workers / 2);
     const nCum = o.workers - nInc;
-    const refs: WorkerRef[] = [];
+    const refs: (WorkerRef & { weights: Weights })[] = [];
     for (const [n, incremental] of [[nCum, false], [nInc, true]] as const) {
       if (n === 0) continue;
       const c = await startCluster({ workers: n, port: 0, tokenIntervalMs: o.tokenIntervalMs, incremental });
       clusters.push(c);
-      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental });
+      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental, weights: 'default' });
     }
+    // --- a worker on other weights: a request's tokens must all come from one set of weights --
+    if (o.otherWeightsWorkers > 0) {
+      const c = await startCluster({ workers: o.otherWeightsWorkers, port: 0, tokenIntervalMs: o.tokenIntervalMs, incremental: false, weightVersion: OTHER_WEIGHT_VERSION });
+      clusters.push(c);
+      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental: false, weights: 'other' });
+    }
+    // --- a proxy that answers 429 to a share of the continuations sent to one worker ----------
+    let refusingUrl: string | null = null;
+    if (o.continuation4xxShare > 0) {
+      const target = refs[Math.min(1, o.workers - 1)]!;
+      proxy = new ContinuationProxy(target.url, o.seed, o.continuation4xxShare);
+      refusingUrl = await proxy.listen();
+      log(`proxy ${refusingUrl} -> ${target.url}: 429 for ${o.continuation4xxShare * 100}% of continuations`);
+      target.url = refusingUrl;
+    }
+    const otherSalt = weightsSalt(DEFAULT_MODEL_PATH, OTHER_WEIGHT_VERSION);
     const workerUrls = refs.map((r) => r.url);
     const incrementalByUrl = new Map(refs.map((r) => [r.url, r.incremental]));
+    const weightsByUrl = new Map(refs.map((r) => [r.url, r.weights]));
+    const totalWorkers = refs.length;
 
     // --- router ------------------------------------------------------------------------------
     const routerConfig = campaignRouterConfig(workerUrls, traceFile, adminToken);
@@ -224,16 +295,17 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const url = router.url;
     const ready = await waitFor(async () => {
       const body = (await adminJson(url, '/workers', adminToken)) as { workers: { health: string; incremental: boolean | null }[] };
-      return body.workers.length === o.workers && body.workers.every((w) => w.health === 'healthy' && w.incremental !== null);
+      return body.workers.length === totalWorkers && body.workers.every((w) => w.health === 'healthy' && w.incremental !== null);
     }, 20_000);
     if (!ready) throw new Error('the router did not see every worker healthy and probed within 20 s');
-    log(`router ${url} (pid ${router.pid}); workers ${refs.map((r) => `${r.url} ${r.incremental ? 'incremental' : 'cumulative'}`).join(', ')}`);
+    log(`router ${url} (pid ${router.pid}); workers ${refs.map((r) => `${r.url} ${r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ` weight_version ${OTHER_WEIGHT_VERSION}` : ''}`).join(', ')}`);
 
     // --- schedule ----------------------------------------------------------------------------
-    const plan: PlannedFault[] = planFaults({ seed: o.seed, durationMs, workers: o.workers, faultRate: o.faultRate, interTokenTimeoutMs: routerConfig.interTokenTimeoutMs! });
+    const plan: PlannedFault[] = planFaults({ seed: o.seed, durationMs, workers: totalWorkers, faultRate: o.faultRate, interTokenTimeoutMs: routerConfig.interTokenTimeoutMs! });
     log(`seed ${o.seed}: ${plan.length} faults planned over ${o.durationS} s, concurrency ${o.concurrency}`);
     const injector = new FaultInjector(refs);
-    client = new Pool(url, { connections: o.concurrency + 8, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+    // A traffic unit may be a group of up to four requests sent together.
+    client = new Pool(url, { connections: o.concurrency * 4 + 8, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
 
     const records: RequestRecord[] = [];
     const memory: MemorySample[] = [];
@@ -254,8 +326,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // healthy (benched, dead, unhealthy after failed health checks, breaker open), that worker is
     // out for a reason the verifier accepts. The state may have changed any time since the last
     // poll, so an out-window opens at the previous poll and closes at the first healthy one.
-    const reportedOut: { url: string; start: number; end: number }[] = [];
-    const openOut = new Map<string, { url: string; start: number; end: number }>();
+    const reportedOut: (ReportedWindow & { states: string[] })[] = [];
+    const openOut = new Map<string, ReportedWindow & { states: string[] }>();
     const seen = new Map<string, string>();
     let lastPoll = Date.now();
     let polling = false;
@@ -268,10 +340,13 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
         lastPoll = now;
         for (const w of (body as { workers: { url: string; health: string; circuit: string; in_flight: number }[] }).workers) {
           const open = openOut.get(w.url);
+          const states = w.circuit === 'open' && w.health !== 'circuit_open' ? [w.health, 'circuit_open'] : [w.health];
           if (w.health !== 'healthy') {
-            if (open) open.end = now;
-            else {
-              const win = { url: w.url, start: before, end: now };
+            if (open) {
+              open.end = now;
+              for (const st of states) if (!open.states.includes(st)) open.states.push(st);
+            } else {
+              const win = { url: w.url, start: before, end: now, states };
               openOut.set(w.url, win);
               reportedOut.push(win);
             }
@@ -297,18 +372,35 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       });
     }, progressEvery);
 
-    const trafficOpts = { seed: o.seed, nonMigratableShare: o.nonMigratableShare, maxNewTokens: o.maxNewTokens, cancelShare: o.cancelShare };
+    const trafficOpts = {
+      seed: o.seed,
+      nonMigratableShare: o.nonMigratableShare,
+      maxNewTokens: o.maxNewTokens,
+      cancelShare: o.cancelShare,
+      badShare: o.badShare,
+      sharedHeaderShare: o.sharedHeaderShare,
+      prefixShare: o.prefixShare,
+    };
+    const hasOther = refs.some((r) => r.weights === 'other');
     const loop = async () => {
       while (Date.now() < tEnd && !routerDied) {
-        const spec = planRequest(trafficOpts, next++);
-        const ref = referenceAnswer(spec);
-        const inputs: Record<string, string> = {};
-        if (ref.input_token_logprobs) inputs.input_token_logprobs = JSON.stringify(ref.input_token_logprobs);
-        if (ref.input_top_logprobs) inputs.input_top_logprobs = JSON.stringify(ref.input_top_logprobs);
-        inFlight++;
-        const r = await sendRequest(spec, { dispatcher: client!, routerUrl: url, timeoutMs: 60_000, inputs, cancelAfterChunks: spec.cancelAfterChunks });
-        inFlight--;
-        records.push(judgeClient(r, ref));
+        // A unit is one request, or a group sent together (shared header, prefix-sharing rids).
+        const unit = planUnit(trafficOpts, next++);
+        await Promise.all(
+          unit.map(async (spec) => {
+            const ref = referenceAnswer(spec);
+            const other = hasOther ? referenceAnswer(spec, otherSalt) : undefined;
+            const inputs: PromptLists = {};
+            for (const key of ['input_token_logprobs', 'input_top_logprobs'] as const) {
+              const texts = [ref, other].filter((x): x is Reference => x?.[key] !== undefined).map((x) => JSON.stringify(x[key]));
+              if (texts.length > 0) inputs[key] = texts;
+            }
+            inFlight++;
+            const r = await sendRequest(spec, { dispatcher: client!, routerUrl: url, timeoutMs: 60_000, inputs, cancelAfterChunks: spec.cancelAfterChunks });
+            inFlight--;
+            records.push(judgeClient(r, ref, other));
+          }),
+        );
         if (!router!.alive()) routerDied = true;
       }
     };
@@ -358,7 +450,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       mkdirSync(opts.keepDir, { recursive: true });
       copyFileSync(traceFile, join(opts.keepDir, 'traces.jsonl'));
       writeFileSync(join(opts.keepDir, 'requests.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
-      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0 }, null, 1));
+      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0, reportedOut, refusals429: proxy?.refusals ?? [] }, null, 1));
     }
     const rows: TraceRow[] = fileText.split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceRow);
     const attemptRows = rows.filter((r) => r.kind === 'attempt').length;
@@ -374,37 +466,93 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // A worker's time out lasts past its cause: the bench, an opened breaker, and health checks
     // (threshold x interval, each up to its timeout) before a returning worker is taken back.
     const graceMs = routerConfig.circuitOpenMs! + routerConfig.healthFailureThreshold! * (routerConfig.healthIntervalMs! + routerConfig.healthTimeoutMs!) + 1000;
+    const attemptRowList = rows.filter((r): r is AttemptRow => r.kind === 'attempt');
+    const faultWindows = injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end }));
     const ctx = {
       migrationLimit: routerConfig.migrationLimit!,
       incrementalByUrl,
       workerUrls,
-      workerOut: outages(
-        rows.filter((r): r is AttemptRow => r.kind === 'attempt'),
-        injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end })),
-        routerConfig.benchMs!,
-        graceMs,
-        reportedOut,
-      ),
+      weightsByUrl,
+      refusingUrl,
+      workerOut: outages(attemptRowList, faultWindows, routerConfig.benchMs!, graceMs, reportedOut),
     };
+    // The members of a shared-header group share a logical id: their rows are told apart by
+    // prompt length (each member has its own).
+    const rowsOf = new Map<string, RowsOfRequest | undefined>();
+    const byId = new Map<string, RequestRecord[]>();
+    for (const rec of records) {
+      let list = byId.get(rec.id);
+      if (!list) byId.set(rec.id, (list = []));
+      list.push(rec);
+    }
+    for (const [id, recs] of byId) {
+      if (recs.length === 1 && recs[0]!.group?.kind !== 'shared_header') {
+        rowsOf.set(recs[0]!.key, grouped.get(id));
+        continue;
+      }
+      const { byLength, stray } = splitShared(grouped.get(id), recs.map((r) => r.promptLength));
+      for (const rec of recs) rowsOf.set(rec.key, byLength.get(rec.promptLength));
+      if (stray > 0) violate('trace', `${id}: trace: ${stray} rows of a shared-header group that match no member's prompt length`);
+      if (recs.some((r) => r.group?.kind !== 'shared_header')) violate('trace', `${id}: trace: ${recs.length} requests of the campaign used one logical id outside a shared-header group`);
+    }
     let migrations = 0;
     let ongoing = 0;
     let migrated = 0;
     let maxAttempts = 0;
+    let otherAnswers = 0;
+    let otherAttemptsWithTokens = 0;
+    let clientsGot429 = 0;
     for (const rec of records) {
-      const g = grouped.get(rec.id);
-      for (const m of rec.violations) violate(m.split(':')[0]!, `${rec.id}: ${m}`);
-      for (const m of judgeTrace(rec, g, ctx)) violate(m.split(':')[0]!.split(' (')[0]!, `${rec.id}: ${m}`);
+      const g = rowsOf.get(rec.key);
+      const label = rec.key === rec.id ? rec.id : `${rec.id} (${rec.key})`;
+      for (const m of rec.violations) violate(m.split(':')[0]!, `${label}: ${m}`);
+      for (const m of judgeTrace(rec, g, ctx)) violate(m.split(':')[0]!.split(' (')[0]!, `${label}: ${m}`);
       const row = g?.requests[0];
       if (row) {
         maxAttempts = Math.max(maxAttempts, row.attempts);
         migrations += row.migrations;
         if (row.migrations > 0 && rec.exact) migrated++;
       }
-      for (const a of g?.attempts ?? []) if (a.attempt > 0 && a.replayed_tokens > 0) ongoing++;
+      for (const a of g?.attempts ?? []) {
+        if (a.attempt > 0 && a.replayed_tokens > 0) ongoing++;
+        if (a.tokens > 0 && weightsByUrl.get(a.worker) === 'other') otherAttemptsWithTokens++;
+      }
+      if (rec.exact && rec.weights.length === 1 && rec.weights[0] === 'other') otherAnswers++;
+      const last = g?.attempts.reduce<AttemptRow | null>((m, a) => (m === null || a.attempt > m.attempt ? a : m), null);
+      if (rec.result === 'error' && last?.error_kind === 'http_4xx' && last.worker === refusingUrl && last.attempt > 0) clientsGot429++;
+    }
+    // Prefix-rid groups: how many of the members that were not cancelled were running on the
+    // cancelled member's worker when it was cancelled (where an abort by prefix would hit them).
+    let prefixColocated = 0;
+    const prefixGroups = new Map<string, RequestRecord[]>();
+    for (const rec of records) {
+      if (rec.group?.kind !== 'prefix_rids') continue;
+      let list = prefixGroups.get(rec.group.name);
+      if (!list) prefixGroups.set(rec.group.name, (list = []));
+      list.push(rec);
+    }
+    for (const members of prefixGroups.values()) {
+      const c = members.find((m) => m.group!.member === m.group!.canceller && m.result === 'cancelled');
+      if (!c) continue;
+      for (const m of members) if (m !== c && sharedWorkerAtCancel(rowsOf.get(c.key), rowsOf.get(m.key))) prefixColocated++;
     }
     const known = new Set(records.map((r) => r.id));
     const strangers = [...grouped.keys()].filter((id) => !known.has(id));
     if (strangers.length > 0) violate('trace', `trace: rows for ${strangers.length} requests the campaign never sent (e.g. ${strangers[0]})`);
+    // Every 429 the proxy sent reached the router as a 4xx on that attempt.
+    // (A client that hung up just as the 429 came may have its attempt recorded as cancelled.)
+    const rowByRid = new Map(attemptRowList.map((a) => [a.rid, a]));
+    const lost429 = (proxy?.refusals ?? []).filter((r) => {
+      const row = rowByRid.get(r.rid);
+      return row === undefined || (row.error_kind !== 'http_4xx' && row.outcome !== 'cancelled');
+    });
+    if (lost429.length > 0) violate('continuation 4xx', `continuation 4xx: ${lost429.length} 429s of the proxy have no http_4xx attempt row (e.g. ${lost429[0]!.rid})`);
+
+    // --- workers benched by a client's mistake ------------------------------------------------
+    const benchedByClient = benchedByClientMistake(attemptRowList, reportedOut, faultWindows, routerConfig.benchMs!, graceMs);
+    for (const b of benchedByClient) {
+      violate('benched by a client', `benched by a client: ${b.worker} was ${b.states.join('/')} right after ${b.after} ended with ${b.errorKind}, with no fault or blaming failure on it`);
+    }
 
     const notAdmitted: Partial<Record<TrafficKind, number>> = {};
     for (const r of records) if (!r.admitted) notAdmitted[r.kind] = (notAdmitted[r.kind] ?? 0) + 1;
@@ -413,7 +561,31 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     return {
       options: o,
       routerConfig: { ...routerConfig, adminToken: '(set, redacted)', traceFile: '(temporary file)', workers: workerUrls },
-      workerModes: refs.map((r) => (r.incremental ? 'incremental' : 'cumulative')),
+      workerModes: refs.map((r) => `${r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ' other-weights' : ''}${r.url === refusingUrl ? ' behind-429-proxy' : ''}`),
+      otherWeights: { workers: refs.filter((r) => r.weights === 'other').map((r) => r.url), version: OTHER_WEIGHT_VERSION, answers: otherAnswers, attemptsWithTokens: otherAttemptsWithTokens },
+      badRequests: {
+        sent: records.filter((r) => r.bad).length,
+        refusedInBand: records.filter((r) => r.bad && r.result === 'error' && r.errorInBand && r.errorMessage !== null && VOCAB_REFUSAL.test(r.errorMessage)).length,
+        refused400: records.filter((r) => r.bad && r.result === 'error' && !r.errorInBand && r.status === 400).length,
+        otherEnd: records.filter((r) => r.bad && !(r.result === 'error' && r.errorMessage !== null && VOCAB_REFUSAL.test(r.errorMessage))).length,
+      },
+      sharedHeader: {
+        groups: new Set(records.filter((r) => r.group?.kind === 'shared_header').map((r) => r.id)).size,
+        requests: records.filter((r) => r.group?.kind === 'shared_header').length,
+        answered: records.filter((r) => r.group?.kind === 'shared_header' && r.result === 'answer').length,
+        exact: records.filter((r) => r.group?.kind === 'shared_header' && r.exact).length,
+      },
+      prefixRids: {
+        groups: new Set(records.filter((r) => r.group?.kind === 'prefix_rids').map((r) => r.group!.name)).size,
+        cancelled: records.filter((r) => r.group?.kind === 'prefix_rids' && r.result === 'cancelled').length,
+        survivors: records.filter((r) => r.group?.kind === 'prefix_rids' && r.group.member !== r.group.canceller).length,
+        survivorsExact: records.filter((r) => r.group?.kind === 'prefix_rids' && r.group.member !== r.group.canceller && r.exact).length,
+        sameWorkerAtCancel: prefixColocated,
+      },
+      continuation4xx: { worker: refusingUrl, share: o.continuation4xxShare, continuations: proxy?.continuations ?? 0, refused: proxy?.refusals.length ?? 0, clientsGot429 },
+      firstTokenTimeouts: attemptRowList.filter((a) => a.error_kind === 'first_token_timeout').length,
+      benchedByClient: benchedByClient.length,
+      benchedByClientDetails: benchedByClient.slice(0, 20),
       elapsedS: Math.round((Date.now() - t0) / 100) / 10,
       requests: records.length,
       admitted: records.filter((r) => r.admitted).length,
@@ -447,6 +619,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     };
   } finally {
     await client?.destroy().catch(() => undefined);
+    await proxy?.close().catch(() => undefined);
     await router?.stop().catch(() => undefined);
     await Promise.all(clusters.map((c) => c.stop().catch(() => undefined)));
     rmSync(dir, { recursive: true, force: true });

@@ -42,6 +42,9 @@ export interface ClientResult {
 const OUTPUT_LISTS = ['output_token_logprobs', 'output_top_logprobs'] as const;
 const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs'] as const;
 
+/** The prompt-side lists a stream may carry, as JSON text: one, or one per set of weights. */
+export type PromptLists = Partial<Record<(typeof INPUT_LISTS)[number], string | readonly string[]>>;
+
 function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -55,10 +58,16 @@ export class StreamAssembler {
   finished = false;
   chunks = 0;
 
+  /** The prompt-side list each key showed first: every later chunk must show the same. */
+  private readonly inputSeen: Partial<Record<(typeof INPUT_LISTS)[number], string>> = {};
+
   constructor(
     private readonly id: string,
-    /** JSON text of the prompt-side lists the client must see in every chunk that carries them. */
-    private readonly inputs: Partial<Record<(typeof INPUT_LISTS)[number], string>>,
+    /**
+     * JSON text of the prompt-side lists the client may see in chunks that carry them: one text,
+     * or one per set of weights the answer may come from (the first chunk decides which).
+     */
+    private readonly inputs: PromptLists,
     private readonly problems: string[],
   ) {}
 
@@ -97,9 +106,13 @@ export class StreamAssembler {
     }
     for (const key of INPUT_LISTS) {
       if (meta[key] === undefined) continue;
-      if (this.inputs[key] !== undefined && JSON.stringify(meta[key]) !== this.inputs[key]) {
+      const want = this.inputs[key];
+      if (want === undefined) continue;
+      const got = JSON.stringify(meta[key]);
+      const allowed = this.inputSeen[key] !== undefined ? [this.inputSeen[key]] : typeof want === 'string' ? [want] : want;
+      if (!allowed.includes(got)) {
         this.problems.push(`chunk ${n}: ${key} differs from the original prompt's (a continuation's prompt window leaked?)`);
-      }
+      } else this.inputSeen[key] = got;
     }
     this.meta = meta;
     if (meta.finish_reason !== null && meta.finish_reason !== undefined) this.finished = true;
@@ -118,7 +131,7 @@ export interface SendOptions {
   /** Give up on a request that has not ended after this long: the router failed to end it. */
   timeoutMs: number;
   /** The prompt-side lists every chunk must carry unchanged (from the reference). */
-  inputs: Partial<Record<(typeof INPUT_LISTS)[number], string>>;
+  inputs: PromptLists;
 }
 
 export async function sendRequest(spec: RequestSpec, o: SendOptions): Promise<ClientResult> {
@@ -142,7 +155,7 @@ export async function sendRequest(spec: RequestSpec, o: SendOptions): Promise<Cl
       origin: o.routerUrl,
       path: '/generate',
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...spec.headers },
       body: JSON.stringify(spec.body),
       signal: ac.signal,
     });

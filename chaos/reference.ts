@@ -1,7 +1,9 @@
 // The fault-free answer of a campaign request, from the simulated model alone (no worker, no
-// router): what the client must receive, field for field, whatever failed on the way.
+// router): what the client must receive, field for field, whatever failed on the way. A worker
+// serving other weights answers differently; `weights` (sim/model.ts weightsSalt) gives the
+// reference of those weights.
 
-import { promptLogprobs, runModel, type FinishReason } from '../sim/model.ts';
+import { DEFAULT_MODEL, DEFAULT_WEIGHTS, promptLogprobs, runModel, type FinishReason } from '../sim/model.ts';
 import type { RequestSpec } from './traffic.ts';
 
 type Triple = [number | null, number, null];
@@ -18,8 +20,16 @@ export interface Reference {
   input_top_logprobs?: (Triple[] | null)[];
 }
 
-export function referenceAnswer(spec: RequestSpec): Reference {
-  const run = runModel(spec.prompt, spec.decode);
+/**
+ * SGLang's first prompt position with logprobs: logprob_start_len −1 (the default) with
+ * return_logprob means none (the prompt length; scheduler.py handle_generate_request).
+ */
+export function promptLogprobStart(spec: RequestSpec): number {
+  return spec.logprobStartLen < 0 ? spec.prompt.length : spec.logprobStartLen;
+}
+
+export function referenceAnswer(spec: RequestSpec, weights: number = DEFAULT_WEIGHTS): Reference {
+  const run = runModel(spec.prompt, spec.decode, DEFAULT_MODEL, weights);
   const ref: Reference = {
     output_ids: run.output_ids,
     finish_reason: run.finish_reason,
@@ -28,8 +38,8 @@ export function referenceAnswer(spec: RequestSpec): Reference {
   };
   if (spec.returnLogprob) {
     ref.output_token_logprobs = run.output_ids.map((id, i) => [run.output_logprobs[i]!, id, null]);
-    const start = spec.logprobStartLen < 0 ? spec.prompt.length - 1 : spec.logprobStartLen;
-    const input = promptLogprobs(spec.prompt, start, spec.topLogprobsNum);
+    const start = promptLogprobStart(spec);
+    const input = promptLogprobs(spec.prompt, start, spec.topLogprobsNum, DEFAULT_MODEL, weights);
     ref.input_token_logprobs = input.logprobs.map((lp, i) => [lp, spec.prompt[start + i]!, null]);
     if (spec.topLogprobsNum > 0) {
       ref.output_top_logprobs = run.output_top_logprobs.map((top) => top.map(([lp, id]) => [lp, id, null] as Triple));

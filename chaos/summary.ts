@@ -17,6 +17,17 @@ export function formatSummary(r: CampaignReport): string {
   add('client cancels', r.cancelled);
   add('migrated requests', r.migratedRequests, '(answered token-exact after >= 1 migration)');
   add('migrations', r.migrations, `(ongoing ${r.migrationsOngoing}, new-request ${r.migrationsNewRequest}; most attempts for one request ${r.maxAttempts})`);
+  const bad = r.badRequests;
+  add('bad requests', bad.sent, `(input id beyond the vocabulary: refused in band ${bad.refusedInBand}, with 400 ${bad.refused400}${bad.otherEnd ? `, other end ${bad.otherEnd}` : ''})`);
+  const sh = r.sharedHeader;
+  add('shared header ids', sh.requests, `(${sh.groups} groups sharing x-trace-id / x-correlation-id; answers ${sh.answered}, token-exact ${sh.exact})`);
+  const px = r.prefixRids;
+  add('prefix-rid cancels', px.groups, `(groups job-1/job-10/...: cancelled ${px.cancelled}; the others token-exact ${px.survivorsExact} of ${px.survivors}, ${px.sameWorkerAtCancel} of them on the cancelled one's worker)`);
+  const c4 = r.continuation4xx;
+  add('continuations 429', c4.refused, c4.worker ? `(proxy before ${c4.worker} refuses ${Math.round(c4.share * 100)}%: ${c4.refused} of ${c4.continuations} continuations; ${c4.clientsGot429} clients got it)` : '(no proxy)');
+  const ow = r.otherWeights;
+  if (ow.workers.length > 0) add('other weights', ow.workers.length, `(weight_version ${ow.version}: ${ow.attemptsWithTokens} attempts with tokens, ${ow.answers} answers of those weights)`);
+  add('first-token timeouts', r.firstTokenTimeouts, '(attempts moved, worker not blamed)');
   add('faults injected', r.faultsTotal, `(${list(r.faults)}${r.faultsNotFired ? `; ${r.faultsNotFired} armed but not reached` : ''}${r.faultsSkipped ? `; ${r.faultsSkipped} skipped, worker busy` : ''})`);
   add('trace rows', `${r.traceRows.attempts} attempt + ${r.traceRows.requests} request`, `(attempts started ${r.traceRows.attemptsStarted})`);
   add('in flight at end', `router ${r.inFlightAtEnd.router}, on workers ${r.inFlightAtEnd.routerWorkers}, sim ${r.inFlightAtEnd.simWorkers}`);
@@ -27,7 +38,7 @@ export function formatSummary(r: CampaignReport): string {
   add('violations', r.violationCount, r.violationCount ? `(${list(r.violationsByKind)})` : '');
 
   const width = Math.max(...rows.map(([l]) => l.length));
-  const head = `Baton chaos campaign: seed ${o.seed}, ${o.durationS} s, ${o.workers} workers (${r.workerModes.join(', ')}), concurrency ${o.concurrency}, fault rate ${o.faultRate}/s, token interval ${o.tokenIntervalMs} ms`;
+  const head = `Baton chaos campaign: seed ${o.seed}, ${o.durationS} s, ${r.workerModes.length} workers (${r.workerModes.join(', ')}), concurrency ${o.concurrency}, fault rate ${o.faultRate}/s, token interval ${o.tokenIntervalMs} ms`;
   const lines = [head, '-'.repeat(Math.min(100, head.length)), ...rows.map(([l, v]) => `${l.padEnd(width)}  ${v}`)];
   if (r.errorMessages.length > 0) {
     lines.push('', 'clear errors clients got (most frequent):', ...r.errorMessages.map(([m, n]) => `  ${String(n).padStart(5)}  ${m}`));
@@ -35,6 +46,6 @@ export function formatSummary(r: CampaignReport): string {
   if (r.violations.length > 0) {
     lines.push('', `first ${r.violations.length} violations:`, ...r.violations.map((v) => `  - ${v}`));
   }
-  lines.push('', r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}`);
+  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}`);
   return lines.join('\n');
 }

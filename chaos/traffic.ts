@@ -1,21 +1,44 @@
-// The campaign's traffic: request i is a pure function of (seed, i), so the same seed sends the
-// same requests in the same order whatever the timing. The mix covers what migration must get
-// right (stream and unary, logprobs with and without top lists and prompt windows, min/stop/EOS
-// rules, zero budgets) and a share that must NOT migrate (stateful sampling, unresolved budget).
+// The campaign's traffic: unit i is a pure function of (seed, i), so the same seed sends the
+// same requests in the same order whatever the timing. A unit is usually one request; some are
+// groups sent together: requests that share a correlation header (no body rid), and requests
+// whose body rids share a prefix while one of them is cancelled. The mix covers what migration
+// must get right (stream and unary, logprobs with and without top lists and prompt windows,
+// min/stop/EOS rules, zero budgets), a share that must NOT migrate (stateful sampling, unresolved
+// budget), and requests that are the client's own fault (ids beyond the vocabulary).
 
 import { fmix32 } from '../sim/model.ts';
 import { Rng } from './rng.ts';
 import { DEFAULT_MODEL, runModel, type DecodeParams } from '../sim/model.ts';
 
-export type TrafficKind = 'greedy' | 'sampling_seed' | 'frequency_penalty' | 'presence_penalty' | 'unresolved_budget';
+export type TrafficKind = 'greedy' | 'sampling_seed' | 'frequency_penalty' | 'presence_penalty' | 'unresolved_budget' | 'bad_request';
+
+/** Several requests sent at once, judged together as well as one by one. */
+export interface GroupInfo {
+  kind: 'shared_header' | 'prefix_rids';
+  /** The group's name: the shared header value, or the shortest of the rids. */
+  name: string;
+  size: number;
+  /** This request's place in the group. */
+  member: number;
+  /** prefix_rids: the member whose client hangs up. */
+  canceller?: number;
+}
 
 export interface RequestSpec {
   index: number;
-  /** The logical id, sent as `rid`: trace rows and worker stats are found by it. */
+  /** Unique per request in the campaign (records, progress, kept files). */
+  key: string;
+  /**
+   * The logical id the router must use (meta_info.id, trace rows): the body rid, or the shared
+   * header's value for a request that sends none.
+   */
   id: string;
   kind: TrafficKind;
   stream: boolean;
   body: Record<string, unknown>;
+  /** Extra request headers (a shared correlation id). */
+  headers?: Record<string, string>;
+  group?: GroupInfo;
   /** Whether migration.md's admission rules admit this request. */
   admitted: boolean;
   /** The admission reason the router must record when it refuses. */
@@ -28,12 +51,20 @@ export interface RequestSpec {
   topLogprobsNum: number;
   /** A client that hangs up after this many stream chunks (a cancel); undefined: reads to the end. */
   cancelAfterChunks?: number;
+  /** bad_request: the prompt position holding an id beyond the vocabulary, and that id. */
+  bad?: { position: number; token: number };
 }
 
 /** SGLang's default budget when the request gives none (the simulated workers advertise none). */
 export const WORKER_DEFAULT_MAX_NEW_TOKENS = 128;
 
-const NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy'>, number> = {
+/** What SGLang says, in band or in a 400, for input ids beyond the vocabulary. */
+export const VOCAB_REFUSAL = /contains values greater than the vocab size/;
+
+/** The correlation headers a shared-header group uses (router/index.ts REQUEST_ID_HEADERS). */
+export const SHARED_HEADERS = ['x-trace-id', 'x-correlation-id'] as const;
+
+const NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy' | 'bad_request'>, number> = {
   sampling_seed: 4,
   frequency_penalty: 3,
   presence_penalty: 1,
@@ -48,14 +79,133 @@ export interface TrafficOptions {
   maxNewTokens: number;
   /** Share of stream requests whose client hangs up mid-stream. */
   cancelShare: number;
+  /** Share of single requests that are the client's own fault (an id beyond the vocabulary). */
+  badShare?: number;
+  /** Share of units that are a group sharing a correlation header. */
+  sharedHeaderShare?: number;
+  /** Share of units that are a group of prefix-sharing rids, one of them cancelled. */
+  prefixShare?: number;
 }
 
+export const TRAFFIC_DEFAULTS = { badShare: 0.02, sharedHeaderShare: 0.015, prefixShare: 0.015 } as const;
+
+/** Unit i: one request, or a group sent together. */
+export function planUnit(o: TrafficOptions, index: number): RequestSpec[] {
+  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x7a3c5e11));
+  const shared = o.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare;
+  const prefix = o.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare;
+  const u = rng.float();
+  if (u < shared) return planSharedHeader(o, index, rng);
+  if (u < shared + prefix) return planPrefixRids(o, index, rng);
+  return [planRequest(o, index)];
+}
+
+/** Single request i of a campaign (also the basis of group members). */
 export function planRequest(o: TrafficOptions, index: number): RequestSpec {
   const rng = new Rng(o.seed, fmix32(index + 1));
   const id = `chaos-${o.seed}-${index}`;
   const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? rng.weighted(NOT_ADMITTED) : 'greedy';
-  const stream = rng.chance(0.6);
-  const prompt = Array.from({ length: rng.int(1, 48) }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
+  const spec = buildRequest(o, rng, { index, key: id, kind, promptLength: null });
+  spec.body.rid = id;
+  // Drawn last, so that the rest of request i is what it was before bad requests existed.
+  if (kind === 'greedy' && rng.chance(o.badShare ?? TRAFFIC_DEFAULTS.badShare)) {
+    const position = rng.int(0, spec.prompt.length - 1);
+    const token = rng.int(DEFAULT_MODEL.vocabSize, DEFAULT_MODEL.vocabSize + 5000);
+    const ids = [...spec.prompt];
+    ids[position] = token;
+    spec.body.input_ids = ids;
+    spec.kind = 'bad_request';
+    spec.bad = { position, token };
+    // A refusal has no stream to hang up on.
+    delete spec.cancelAfterChunks;
+  }
+  return spec;
+}
+
+/**
+ * Several concurrent requests with the same x-trace-id / x-correlation-id and no body rid: the
+ * router takes the header as their logical id, but each must get its own answer. Prompt lengths
+ * differ, so the verifier can tell their trace rows apart (prompt_tokens, and
+ * prompt_tokens_sent − replayed_tokens on attempt rows).
+ */
+function planSharedHeader(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
+  const size = rng.int(2, 4);
+  const header = rng.pick(SHARED_HEADERS);
+  const name = `trace-${o.seed}-${index}`;
+  const lengths = distinct(rng, size, 1, 48);
+  return lengths.map((promptLength, member) => {
+    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x3b9ac9ff));
+    const spec = buildRequest(o, r, { index, key: `${name}.${member}`, kind: 'greedy', promptLength });
+    delete spec.cancelAfterChunks;
+    spec.id = name;
+    spec.headers = { [header]: name };
+    spec.group = { kind: 'shared_header', name, size, member };
+    return spec;
+  });
+}
+
+/**
+ * Requests with body rids `<base>-job-1`, `<base>-job-10` (and `<base>-job-100`) in flight
+ * together, all streaming; one client (most often the shortest rid's, which is a prefix of the
+ * others) hangs up after a few chunks. SGLang's /abort_request aborts every rid that starts with
+ * the given one: the others must finish exactly. They ask for long answers, so that they are
+ * still running when the cancel comes.
+ */
+function planPrefixRids(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
+  const size = rng.int(2, 3);
+  const base = `chaos-${o.seed}-${index}-job`;
+  const canceller = rng.chance(0.7) ? 0 : rng.int(1, size - 1);
+  const lengths = distinct(rng, size, 1, 48);
+  return lengths.map((promptLength, member) => {
+    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x1e3779b1));
+    const rid = `${base}-1${'0'.repeat(member)}`;
+    const spec = buildRequest(o, r, { index, key: rid, kind: 'greedy', promptLength, stream: true });
+    spec.id = rid;
+    spec.body.rid = rid;
+    spec.group = { kind: 'prefix_rids', name: `${base}-1`, size, member, canceller };
+    // Long enough that every member is still running when the cancel comes: no early EOS, no
+    // stop token, at least 48 tokens.
+    const n = Math.max(48, o.maxNewTokens);
+    const sp = spec.body.sampling_params as Record<string, unknown>;
+    sp.max_new_tokens = n;
+    sp.ignore_eos = true;
+    delete sp.stop_token_ids;
+    delete sp.min_new_tokens;
+    spec.decode.max_new_tokens = n;
+    spec.decode.ignore_eos = true;
+    delete spec.decode.stop_token_ids;
+    delete spec.decode.min_new_tokens;
+    if (member === canceller) spec.cancelAfterChunks = r.int(1, 4);
+    else delete spec.cancelAfterChunks;
+    return spec;
+  });
+}
+
+function distinct(rng: Rng, n: number, lo: number, hi: number): number[] {
+  const out: number[] = [];
+  while (out.length < n) {
+    const x = rng.int(lo, hi);
+    if (!out.includes(x)) out.push(x);
+  }
+  return out;
+}
+
+interface Shape {
+  index: number;
+  key: string;
+  kind: TrafficKind;
+  /** A fixed prompt length (group members), else drawn. */
+  promptLength: number | null;
+  /** Force streaming (else drawn). */
+  stream?: boolean;
+}
+
+function buildRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
+  const kind = s.kind;
+  const drawnStream = rng.chance(0.6);
+  const stream = s.stream ?? drawnStream;
+  const drawnLength = rng.int(1, 48);
+  const prompt = Array.from({ length: s.promptLength ?? drawnLength }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
 
   const sampling: Record<string, unknown> = {};
   // A budget of 0 is legal and must end without a token; keep it rare.
@@ -95,7 +245,7 @@ export function planRequest(o: TrafficOptions, index: number): RequestSpec {
     decode.temperature = t;
     decode.sampling_seed = seed;
   } else if (kind === 'frequency_penalty' || kind === 'presence_penalty') {
-    // The simulated model ignores penalties, so the reference is the greedy run; what matters is
+    // The simulated model ignores penalties, so the reference is the plain run; what matters is
     // that the router treats the request as stateful and never continues it.
     sampling[kind] = Math.round((0.1 + rng.float()) * 100) / 100;
   }
@@ -105,15 +255,15 @@ export function planRequest(o: TrafficOptions, index: number): RequestSpec {
   // A prompt window from an earlier position: the continuation's window (which would cover the
   // replayed tokens) must never reach the client.
   const logprobStartLen = returnLogprob && rng.chance(0.3) ? rng.int(0, prompt.length - 1) : -1;
-  const body: Record<string, unknown> = { input_ids: prompt, sampling_params: sampling, rid: id, stream };
+  const body: Record<string, unknown> = { input_ids: prompt, sampling_params: sampling, stream };
   if (returnLogprob) {
     body.return_logprob = true;
     if (topLogprobsNum > 0) body.top_logprobs_num = topLogprobsNum;
     if (logprobStartLen >= 0) body.logprob_start_len = logprobStartLen;
   }
   decode.top_logprobs_num = topLogprobsNum;
-  const admitted = kind === 'greedy';
-  const spec: RequestSpec = { index, id, kind, stream, body, admitted, reason: admitted ? null : kind, prompt, decode, returnLogprob, logprobStartLen, topLogprobsNum };
+  const admitted = kind === 'greedy' || kind === 'bad_request';
+  const spec: RequestSpec = { index: s.index, key: s.key, id: s.key, kind, stream, body, admitted, reason: admitted ? null : kind, prompt, decode, returnLogprob, logprobStartLen, topLogprobsNum };
   if (stream && rng.chance(o.cancelShare)) spec.cancelAfterChunks = rng.int(1, 8);
   return spec;
 }

@@ -5,16 +5,29 @@
 import type { AttemptRow, RequestRow, TraceRow } from '../router/trace/row.ts';
 import type { Answer, ClientResult } from './client.ts';
 import type { Reference } from './reference.ts';
-import type { RequestSpec } from './traffic.ts';
+import { VOCAB_REFUSAL, type GroupInfo, type RequestSpec } from './traffic.ts';
 
 /** Error kinds after which migration.md says an admitted request migrates. */
-const MIGRATABLE = new Set(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort', 'protocol']);
+const MIGRATABLE = new Set(['connect', 'http_5xx', 'stream_broken', 'stalled', 'first_token_timeout', 'engine_abort', 'protocol', 'weights_changed']);
+
+/** Error kinds that are the request's own fault: passed to the client, never migrated, never blamed. */
+export const CLIENT_FAULT = new Set(['validation', 'http_4xx']);
+
+/** The weights a worker serves, as the campaign set them up. */
+export type Weights = 'default' | 'other';
 
 /** What the campaign keeps of one request once the client is done with it. */
 export interface RequestRecord {
+  /** The logical id the router uses (shared by the members of a shared-header group). */
   id: string;
+  /** Unique per request of the campaign. */
+  key: string;
   index: number;
   kind: RequestSpec['kind'];
+  group: GroupInfo | null;
+  /** The client sent input ids beyond the vocabulary: it must get SGLang's refusal. */
+  bad: boolean;
+  promptLength: number;
   admitted: boolean;
   reason: string | null;
   stream: boolean;
@@ -26,6 +39,13 @@ export interface RequestRecord {
   exact: boolean;
   errorMessage: string | null;
   errorType: string | null;
+  /** The error came in band (an SSE error frame), not as an HTTP status. */
+  errorInBand: boolean;
+  /**
+   * The weights whose reference the client's tokens agree with: an answer equal to it, or the
+   * tokens received before another end a prefix of it (both when the two agree, e.g. no tokens).
+   */
+  weights: Weights[];
   mode: ClientResult['mode'];
   /** Client-side violations: framing, mismatches, dropped connections. */
   violations: string[];
@@ -63,17 +83,32 @@ export function compareAnswer(a: Answer, ref: Reference): string | null {
   return null;
 }
 
-/** Reduce a client result to its record, with the checks that need only the client's view. */
-export function judgeClient(r: ClientResult, ref: Reference): RequestRecord {
+const isPrefix = (got: readonly number[], of: readonly number[]) => got.length <= of.length && got.every((t, i) => t === of[i]);
+
+/**
+ * Reduce a client result to its record, with the checks that need only the client's view.
+ * `other`: the reference of the other weights, when a worker of the campaign serves them (an
+ * answer may be of either; the trace check says which it must be).
+ */
+export function judgeClient(r: ClientResult, ref: Reference, other?: Reference): RequestRecord {
   const s = r.spec;
   const v: string[] = r.problems.map((p) => `framing: ${p}`);
   let result: RequestRecord['result'];
   let exact = false;
+  const weights: Weights[] = [];
+  const finishType = (r.answer?.meta.finish_reason as { type?: unknown } | null | undefined)?.type;
   if (r.cancelled) result = 'cancelled';
   else if (r.answer) {
     result = 'answer';
     const diff = compareAnswer(r.answer, ref);
-    if (diff) v.push(`not token-exact: ${diff}`);
+    if (diff === null) weights.push('default');
+    if (other && compareAnswer(r.answer, other) === null) weights.push('other');
+    if (s.bad) v.push(`bad request: answered although input_ids[${s.bad.position}] = ${s.bad.token} is beyond the vocabulary`);
+    else if (finishType === 'abort') {
+      const msg = (r.answer.meta.finish_reason as { message?: unknown }).message;
+      const who = s.group?.kind === 'prefix_rids' ? ` while ${s.group.name}${'0'.repeat(s.group.canceller ?? 0)} of its prefix group was cancelled` : '';
+      v.push(`aborted: the answer ended with an abort finish (${JSON.stringify(msg)})${who}, though nobody aborted it`);
+    } else if (weights.length === 0) v.push(`not token-exact: ${diff}`);
     else exact = true;
   } else if (r.error) {
     result = 'error';
@@ -85,13 +120,20 @@ export function judgeClient(r: ClientResult, ref: Reference): RequestRecord {
   // Whatever ended the request, the tokens the client got are the start of the true answer:
   // none lost, none repeated, none invented.
   const got = r.partialIds;
-  if (result !== 'answer' && got.some((t, i) => t !== ref.output_ids[i])) {
-    v.push(`the ${got.length} tokens received before the end are not a prefix of the reference`);
+  if (result !== 'answer') {
+    if (isPrefix(got, ref.output_ids)) weights.push('default');
+    if (other && isPrefix(got, other.output_ids)) weights.push('other');
+    if (weights.length === 0) v.push(`the ${got.length} tokens received before the end are not a prefix of the reference`);
+    if (s.bad && got.length > 0) v.push(`bad request: ${got.length} tokens received before the refusal`);
   }
   return {
     id: s.id,
+    key: s.key,
     index: s.index,
     kind: s.kind,
+    group: s.group ?? null,
+    bad: s.bad !== undefined,
+    promptLength: s.prompt.length,
     admitted: s.admitted,
     reason: s.reason,
     stream: s.stream,
@@ -102,6 +144,8 @@ export function judgeClient(r: ClientResult, ref: Reference): RequestRecord {
     exact,
     errorMessage: r.error?.message ?? null,
     errorType: r.error?.type ?? null,
+    errorInBand: r.error?.inBand ?? false,
+    weights,
     mode: r.mode,
     violations: v,
   };
@@ -111,8 +155,12 @@ export interface TraceContext {
   migrationLimit: number;
   /** Streaming mode per worker URL (true: incremental). */
   incrementalByUrl: ReadonlyMap<string, boolean>;
-  /** Every worker URL of the campaign. */
+  /** Every worker URL of the campaign (as the router knows them). */
   workerUrls: readonly string[];
+  /** The weights each worker serves; absent: all alike. */
+  weightsByUrl?: ReadonlyMap<string, Weights>;
+  /** The worker behind the proxy that answers 429 to a share of continuations, if any. */
+  refusingUrl?: string | null;
   /**
    * Whether the router had a recorded reason to keep `url` out of new attempts at time `t`: a
    * fault on it (with its after-effects), or a failed attempt on it shortly before (the bench).
@@ -179,6 +227,27 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
   else if (!rec.admitted && row.admission_reason !== rec.reason) v.push(`admission: reason ${row.admission_reason}, want ${rec.reason}`);
   if (!rec.admitted && row.attempts > 1) v.push(`a non-migratable request was continued (${row.attempts} attempts)`);
   if (row.attempts > ctx.migrationLimit + 1) v.push(`${row.attempts} attempts exceed the limit ${ctx.migrationLimit} + 1`);
+  if (row.finish_reason === 'abort' && rec.result !== 'cancelled') v.push(`aborted: the request row says finish_reason abort, though nobody aborted it`);
+
+  // A refusal (the request's own fault) is passed through on the attempt that got it: never
+  // migrated, so it can only be the last attempt.
+  const refusals = atts.filter((a) => a.outcome === 'failed' && CLIENT_FAULT.has(a.error_kind ?? ''));
+  if (refusals.some((a) => a !== atts[atts.length - 1])) v.push(`refusal: a ${refusals[0]!.error_kind} on attempt ${refusals[0]!.attempt} was migrated (${row.attempts} attempts)`);
+
+  // Weights: the tokens of one answer come from one set of weights, that of the first attempt
+  // that produced tokens; no later attempt runs on other weights (unless it failed saying so).
+  const weightsOf = (url: string): Weights => ctx.weightsByUrl?.get(url) ?? 'default';
+  const firstTokens = atts.find((a) => a.tokens > 0);
+  const pinned = ctx.weightsByUrl && firstTokens ? weightsOf(firstTokens.worker) : null;
+  if (pinned !== null) {
+    for (const a of atts) {
+      if (a.attempt <= firstTokens!.attempt || weightsOf(a.worker) === pinned || a.error_kind === 'weights_changed') continue;
+      v.push(`weights: attempt ${a.attempt} ran on ${a.worker} (${weightsOf(a.worker)} weights) after attempt ${firstTokens!.attempt} produced tokens on ${pinned} weights`);
+    }
+    if ((rec.result === 'answer' ? rec.exact : true) && !rec.weights.includes(pinned)) {
+      v.push(`weights: the client's tokens are not those of the ${pinned} weights its first tokens came from (they agree with: ${rec.weights.join(', ') || 'neither'})`);
+    }
+  }
 
   switch (rec.result) {
     case 'answer': {
@@ -206,15 +275,25 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
     }
     case 'error': {
       if (row.outcome !== 'failed') v.push(`the client got an error but the request row says ${row.outcome}`);
+      const msg = rec.errorMessage ?? '';
+      const last = atts[atts.length - 1];
+      const refused = last !== undefined && last.outcome === 'failed' && CLIENT_FAULT.has(last.error_kind ?? '');
+      if (refused) {
+        v.push(...judgeRefusal(rec, atts, last, ctx));
+        break;
+      }
+      if (rec.bad && atts.length > 0 && !/no worker left|no healthy worker|migration exhausted/i.test(msg)) {
+        v.push(`bad request: the client got "${msg.slice(0, 120)}" but no attempt was refused`);
+      }
       if (rec.admitted) {
         const bad = atts.find((a) => a.outcome !== 'failed' || !MIGRATABLE.has(a.error_kind ?? ''));
         if (bad) v.push(`an admitted request failed after an attempt that did not fail migratably (${bad.outcome}/${bad.error_kind})`);
-        const msg = rec.errorMessage ?? '';
         const exhausted = /migration exhausted/i.test(msg) && row.attempts === ctx.migrationLimit + 1;
         // "No worker left" is honest only if every worker this request did not try was out, for a
-        // reason the trace or the fault log shows, when the router gave up.
+        // reason the trace or the fault log shows, when the router gave up, or could not continue
+        // it exactly (other weights than its tokens came from).
         const tried = new Set(atts.map((a) => a.worker));
-        const notOut = ctx.workerUrls.filter((u) => !tried.has(u) && !ctx.workerOut(u, row.ended_at));
+        const notOut = ctx.workerUrls.filter((u) => !tried.has(u) && !ctx.workerOut(u, row.ended_at) && !(pinned !== null && weightsOf(u) !== pinned));
         const noWorker = /no worker left|no healthy worker/i.test(msg) && notOut.length === 0;
         if (/no worker left|no healthy worker/i.test(msg) && notOut.length > 0) {
           v.push(`an admitted request failed for want of a worker while ${notOut.join(', ')} had no recorded reason to be out (${row.attempts} attempts): ${msg}`);
@@ -228,4 +307,110 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
       break;
   }
   return v;
+}
+
+/**
+ * A request that ended with a refusal (validation or 4xx, on its last attempt). Honest only where
+ * the campaign put one: a bad request (SGLang's vocabulary refusal: in band on a stream, a 400
+ * otherwise), or a continuation the 429 proxy refused; every attempt before it failed migratably.
+ */
+export function judgeRefusal(rec: RequestRecord, atts: readonly AttemptRow[], last: AttemptRow, ctx: TraceContext): string[] {
+  const v: string[] = [];
+  const msg = rec.errorMessage ?? '';
+  const before = atts.filter((a) => a !== last).find((a) => a.outcome !== 'failed' || !MIGRATABLE.has(a.error_kind ?? ''));
+  if (before) v.push(`refusal: attempt ${before.attempt} before the refused one did not fail migratably (${before.outcome}/${before.error_kind})`);
+  if (rec.bad) {
+    if (!VOCAB_REFUSAL.test(msg)) v.push(`bad request: the client got "${msg.slice(0, 120)}", not the worker's refusal`);
+    if (rec.stream && !rec.errorInBand) v.push(`bad request: a stream got its refusal as HTTP ${rec.status}, not in band`);
+    if (!rec.stream && rec.status !== 400) v.push(`bad request: a unary request got its refusal with status ${rec.status}, not 400`);
+    return v;
+  }
+  if (last.error_kind === 'http_4xx' && last.attempt >= 1 && ctx.refusingUrl && last.worker === ctx.refusingUrl) {
+    if (!/429|Too Many Requests/.test(msg)) v.push(`continuation 4xx: the client got "${msg.slice(0, 120)}", not the 429`);
+    // A stream that had started ends in band ([DONE] checked by the client); one that had not may
+    // still get the status.
+    if (!rec.errorInBand && rec.status !== 429) v.push(`continuation 4xx: the client got status ${rec.status}, neither the 429 nor an in-band error`);
+    return v;
+  }
+  v.push(`refusal: ${last.error_kind} on attempt ${last.attempt} at ${last.worker}, where the campaign sent nothing to refuse: ${msg.slice(0, 160)}`);
+  return v;
+}
+
+/**
+ * The rows of the members of a shared-header group, which the router files under one logical id,
+ * told apart by prompt length (the campaign gives each member its own): a request row by
+ * prompt_tokens, an attempt row by prompt_tokens_sent − replayed_tokens.
+ */
+export function splitShared(rows: RowsOfRequest | undefined, promptLengths: readonly number[]): { byLength: Map<number, RowsOfRequest>; stray: number } {
+  const byLength = new Map<number, RowsOfRequest>(promptLengths.map((n) => [n, { requests: [], attempts: [] }]));
+  let stray = 0;
+  for (const r of rows?.requests ?? []) {
+    const g = byLength.get(r.prompt_tokens);
+    if (g) g.requests.push(r);
+    else stray++;
+  }
+  for (const a of rows?.attempts ?? []) {
+    const g = byLength.get(a.prompt_tokens_sent - a.replayed_tokens);
+    if (g) g.attempts.push(a);
+    else stray++;
+  }
+  return { byLength, stray };
+}
+
+/** States of a worker, as the router reported them, that keep it out of new attempts because of blame. */
+export const OUT_BY_BLAME = new Set(['benched', 'circuit_open', 'dead']);
+
+export interface ReportedWindow {
+  url: string;
+  start: number;
+  end: number;
+  /** What the router reported while the window lasted (health values, and circuit_open). */
+  states: readonly string[];
+}
+
+export interface ClientMistakeBench {
+  worker: string;
+  /** `<request id>#<attempt>` of the refusal that came just before. */
+  after: string;
+  errorKind: string;
+  at: number;
+  states: readonly string[];
+}
+
+/**
+ * Workers benched by a client's mistake: the router reported a worker benched, circuit-open or
+ * dead within `benchMs` after an attempt on it ended with a refusal (validation, http_4xx), and
+ * nothing else explains it: no fault on that worker (with its after-effects, `graceMs`) and no
+ * failure that blames it in the trace around that window. One entry per window.
+ */
+export function benchedByClientMistake(attempts: Iterable<AttemptRow>, reported: readonly ReportedWindow[], faults: readonly Window[], benchMs: number, graceMs: number): ClientMistakeBench[] {
+  const all = [...attempts];
+  const out: ClientMistakeBench[] = [];
+  const counted = new Set<ReportedWindow>();
+  const explained = (r: ReportedWindow) =>
+    faults.some((f) => f.url === r.url && f.start - 50 <= r.end && r.start <= f.end + graceMs) ||
+    all.some((a) => a.worker === r.url && a.outcome === 'failed' && BLAMING.has(a.error_kind ?? '') && a.ended_at - 50 <= r.end && r.start <= a.ended_at + benchMs + graceMs);
+  for (const a of all) {
+    if (a.outcome !== 'failed' || !CLIENT_FAULT.has(a.error_kind ?? '')) continue;
+    const t = a.ended_at;
+    for (const r of reported) {
+      if (counted.has(r) || r.url !== a.worker || !r.states.some((st) => OUT_BY_BLAME.has(st))) continue;
+      // Opened around the refusal or after it (a window opens at the poll before the change), within the bench.
+      if (r.start < t - 1000 || r.start > t + benchMs || r.end < t) continue;
+      if (explained(r)) continue;
+      counted.add(r);
+      out.push({ worker: r.url, after: `${a.request_id}#${a.attempt}`, errorKind: a.error_kind!, at: t, states: r.states });
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether a member of a prefix-rid group ran on the worker of the cancelled member's last attempt
+ * while that attempt was cancelled: the case where an abort by rid prefix would have hit it.
+ */
+export function sharedWorkerAtCancel(cancelled: RowsOfRequest | undefined, other: RowsOfRequest | undefined): boolean {
+  const c = cancelled?.attempts.find((a) => a.outcome === 'cancelled');
+  if (!c) return false;
+  return (other?.attempts ?? []).some((a) => a.worker === c.worker && a.started_at <= c.ended_at && c.ended_at <= a.ended_at);
 }

@@ -3,12 +3,24 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planFaults } from '../../chaos/schedule.ts';
-import { planRequest } from '../../chaos/traffic.ts';
+import { planRequest, planUnit, VOCAB_REFUSAL } from '../../chaos/traffic.ts';
 import { referenceAnswer } from '../../chaos/reference.ts';
-import { StreamAssembler } from '../../chaos/client.ts';
-import { compareAnswer, judgeTrace, outages, type RequestRecord, type TraceContext } from '../../chaos/verify.ts';
-import { judgeMemory } from '../../chaos/campaign.ts';
-import { runModel } from '../../sim/model.ts';
+import { StreamAssembler, type ClientResult } from '../../chaos/client.ts';
+import {
+  benchedByClientMistake,
+  compareAnswer,
+  judgeClient,
+  judgeTrace,
+  outages,
+  sharedWorkerAtCancel,
+  splitShared,
+  type RequestRecord,
+  type TraceContext,
+} from '../../chaos/verify.ts';
+import { refusesContinuation } from '../../chaos/proxy.ts';
+import { judgeMemory, OTHER_WEIGHT_VERSION } from '../../chaos/campaign.ts';
+import { DEFAULT_MODEL_PATH, runModel, weightsSalt } from '../../sim/model.ts';
+import { parseUpstreamRid, upstreamRid } from '../../router/migration/rid.ts';
 import type { AttemptRow, RequestRow } from '../../router/trace/row.ts';
 
 const TRAFFIC = { seed: 1, nonMigratableShare: 0.15, maxNewTokens: 64, cancelShare: 0.03 };
@@ -63,8 +75,9 @@ describe('replayable campaigns', () => {
     expect(share((s) => s.logprobStartLen >= 0)).toBeGreaterThan(0.05);
     expect(share((s) => s.cancelAfterChunks !== undefined)).toBeGreaterThan(0.005);
     for (const kind of ['sampling_seed', 'frequency_penalty', 'presence_penalty', 'unresolved_budget']) expect(share((s) => s.kind === kind)).toBeGreaterThan(0.005);
+    expect(share((s) => s.kind === 'bad_request')).toBeGreaterThan(0.005);
     for (const s of specs) {
-      expect(s.admitted).toBe(s.kind === 'greedy');
+      expect(s.admitted).toBe(s.kind === 'greedy' || s.kind === 'bad_request');
       const sp = s.body.sampling_params as Record<string, unknown>;
       expect('max_new_tokens' in sp).toBe(s.kind !== 'unresolved_budget');
     }
@@ -78,7 +91,13 @@ describe('replayable campaigns', () => {
     expect(ref.completion_tokens).toBe(run.output_ids.length);
     expect(ref.output_token_logprobs!.map((t) => t[0])).toEqual(run.output_logprobs);
     expect(ref.output_top_logprobs![0]!.length).toBe(s.topLogprobsNum);
-    expect(ref.input_token_logprobs![0]![0]).toBeNull();
+    // SGLang's default logprob_start_len (−1) asks for no prompt logprobs; an explicit start gets
+    // them from that position on, the first one null.
+    expect(ref.input_token_logprobs).toEqual(s.logprobStartLen < 0 ? [] : expect.anything());
+    const w = specsWith((x) => x.returnLogprob && x.logprobStartLen >= 0);
+    const windowed = referenceAnswer(w);
+    expect(windowed.input_token_logprobs).toHaveLength(w.prompt.length - w.logprobStartLen);
+    expect(windowed.input_token_logprobs![0]![0]).toBeNull();
   });
 });
 
@@ -153,8 +172,8 @@ describe('the answer check', () => {
 describe('the trace check', () => {
   const ctx: TraceContext = { migrationLimit: 3, workerUrls: ['w0', 'w1', 'w2'], incrementalByUrl: new Map([['w0', false], ['w1', true]]), workerOut: () => false };
   const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
-    id: 'r', index: 0, kind: 'greedy', admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
-    result: 'answer', exact: true, errorMessage: null, errorType: null, mode: 'cumulative', violations: [], ...over,
+    id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
+    result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'cumulative', violations: [], ...over,
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
     kind: 'attempt', request_id: 'r', attempt, rid: attempt ? `r~m${attempt}` : 'r', worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
@@ -196,8 +215,10 @@ describe('the trace check', () => {
     expect(judgeTrace(err('no healthy worker available'), { requests: [fail(0)], attempts: [] }, { ...ctx, workerOut: (u) => u !== 'w2' })[0]).toMatch(/w2 had no recorded reason/);
     expect(judgeTrace(err('no worker left to continue on after: x'), { requests: [fail(1)], attempts: [failed(0)] }, { ...ctx, workerOut: () => true })).toEqual([]);
     expect(judgeTrace(err('migration exhausted after 2 attempts'), { requests: [fail(2)], attempts: [failed(0), failed(1)] }, ctx)[0]).toMatch(/without exhausting/);
-    // A failure that does not migrate ended an admitted request: a 4xx from the worker must not happen here.
-    expect(judgeTrace(err('no worker left'), { requests: [fail(3)], attempts: [failed(0), failed(1), failed(2, 'http_4xx')] }, ctx)[0]).toMatch(/did not fail migratably/);
+    // A failure that does not migrate ended an admitted request: a 4xx from the worker, where the
+    // campaign put none, must not happen; nor an attempt that ended otherwise before the last.
+    expect(judgeTrace(err('no worker left'), { requests: [fail(3)], attempts: [failed(0), failed(1), failed(2, 'http_4xx')] }, ctx)[0]).toMatch(/sent nothing to refuse/);
+    expect(judgeTrace(err('no worker left'), { requests: [fail(3)], attempts: [failed(0), failed(1, 'worker_abort'), failed(2)] }, { ...ctx, workerOut: () => true })[0]).toMatch(/did not fail migratably/);
   });
 
   it('checks cancels: the cancelled attempt is the last, and nothing ran on after it', () => {
@@ -235,5 +256,291 @@ describe('the memory check', () => {
     expect(judgeMemory(samples(() => 20e6), 0, 49_000)!.heapRatio).toBe(1);
     expect(judgeMemory(samples((i) => 20e6 + i * 1e6), 0, 49_000)!.heapRatio).toBeGreaterThan(1.5);
     expect(judgeMemory([], 0, 1000)).toBeNull();
+  });
+});
+
+describe('the new traffic kinds', () => {
+  const units = Array.from({ length: 3000 }, (_, i) => planUnit(TRAFFIC, i));
+
+  it('units are replayable and mostly single requests, with groups of both kinds', () => {
+    expect(planUnit(TRAFFIC, 42)).toEqual(planUnit(TRAFFIC, 42));
+    const singles = units.filter((u) => u.length === 1 && !u[0]!.group);
+    expect(singles.length / units.length).toBeGreaterThan(0.9);
+    // A single unit is request i as planRequest makes it: old seeds replay the same requests.
+    const i = units.findIndex((u) => u.length === 1);
+    expect(units[i]![0]).toEqual(planRequest(TRAFFIC, i));
+    expect(units.some((u) => u[0]!.group?.kind === 'shared_header')).toBe(true);
+    expect(units.some((u) => u[0]!.group?.kind === 'prefix_rids')).toBe(true);
+    const keys = units.flat().map((s) => s.key);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('a bad request holds exactly one id beyond the vocabulary, is admitted, and never cancels', () => {
+    const bad = units.flat().filter((s) => s.kind === 'bad_request');
+    expect(bad.length).toBeGreaterThan(10);
+    for (const s of bad) {
+      const ids = s.body.input_ids as number[];
+      expect(ids.filter((t) => t >= 32000)).toEqual([s.bad!.token]);
+      expect(ids[s.bad!.position]).toBe(s.bad!.token);
+      expect(s.admitted).toBe(true);
+      expect(s.cancelAfterChunks).toBeUndefined();
+    }
+  });
+
+  it('a shared-header group: one header value as the id, no body rid, prompt lengths that tell the members apart', () => {
+    const groups = units.filter((u) => u[0]!.group?.kind === 'shared_header');
+    for (const g of groups) {
+      expect(g.length).toBeGreaterThanOrEqual(2);
+      const name = g[0]!.group!.name;
+      const header = Object.keys(g[0]!.headers!)[0]!;
+      expect(['x-trace-id', 'x-correlation-id']).toContain(header);
+      for (const s of g) {
+        expect(s.id).toBe(name);
+        expect(s.headers).toEqual({ [header]: name });
+        expect(s.body.rid).toBeUndefined();
+        expect(s.admitted).toBe(true);
+      }
+      expect(new Set(g.map((s) => s.prompt.length)).size).toBe(g.length);
+    }
+  });
+
+  it('a prefix-rid group: job-1, job-10, ... streaming together, exactly one of them cancelled, all long', () => {
+    const groups = units.filter((u) => u[0]!.group?.kind === 'prefix_rids');
+    for (const g of groups) {
+      const rids = g.map((s) => s.body.rid as string);
+      for (const r of rids.slice(1)) expect(r.startsWith(rids[0]!)).toBe(true);
+      expect(rids[0]).toMatch(/-job-1$/);
+      expect(g.filter((s) => s.cancelAfterChunks !== undefined)).toHaveLength(1);
+      expect(g[g[0]!.group!.canceller!]!.cancelAfterChunks).toBeDefined();
+      for (const s of g) {
+        expect(s.stream).toBe(true);
+        expect(s.id).toBe(s.body.rid);
+        expect(s.decode.ignore_eos).toBe(true);
+        expect(s.decode.max_new_tokens).toBeGreaterThanOrEqual(48);
+      }
+    }
+    // Most often the shortest rid, the one whose abort by prefix would reach the others, is cancelled.
+    expect(groups.filter((g) => g[0]!.group!.canceller === 0).length).toBeGreaterThan(groups.length / 2);
+  });
+
+  it('the 429 proxy refuses continuations only, a seeded share of them, the same way every time', () => {
+    expect(refusesContinuation(7, 1, 'job', 0)).toBe(false);
+    const n = 4000;
+    let refused = 0;
+    for (let i = 0; i < n; i++) if (refusesContinuation(7, 0.3, `chaos-7-${i}`, 1 + (i % 3))) refused++;
+    expect(refused / n).toBeGreaterThan(0.25);
+    expect(refused / n).toBeLessThan(0.35);
+    expect(refusesContinuation(7, 0.3, 'chaos-7-1', 1)).toBe(refusesContinuation(7, 0.3, 'chaos-7-1', 1));
+    // It reads the attempt from the router's upstream rid, whatever the client's id holds.
+    expect(parseUpstreamRid(upstreamRid('a~b c', 2))).toEqual({ id: 'a~b c', attempt: 2 });
+  });
+
+  it('the other weights give another reference', () => {
+    const s = specsWith((x) => x.kind === 'greedy' && x.decode.max_new_tokens > 8);
+    const other = referenceAnswer(s, weightsSalt(DEFAULT_MODEL_PATH, OTHER_WEIGHT_VERSION));
+    expect(other.output_ids).not.toEqual(referenceAnswer(s).output_ids);
+  });
+});
+
+describe('the verdict on the new kinds', () => {
+  const ctx: TraceContext = {
+    migrationLimit: 3,
+    workerUrls: ['w0', 'w1', 'w2', 'wx'],
+    incrementalByUrl: new Map([['w0', false], ['w1', false], ['w2', true], ['wx', false]]),
+    weightsByUrl: new Map([['w0', 'default'], ['w1', 'default'], ['w2', 'default'], ['wx', 'other']]),
+    refusingUrl: 'w1',
+    workerOut: () => false,
+  };
+  const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
+    id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
+    result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'cumulative', violations: [], ...over,
+  });
+  const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
+    kind: 'attempt', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
+    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', ...over,
+  });
+  const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
+    kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
+    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, ...over,
+  });
+  const broke = (i: number, worker: string, tokens = 1) => att(i, { outcome: 'failed', error_kind: 'stream_broken', worker, tokens, finish_reason: null });
+  const failedReq = (n: number) => req(n, { outcome: 'failed', finish_reason: null });
+
+  describe('bad requests', () => {
+    const vocab = 'The input_ids [5, 32007] contains values greater than the vocab size (32000).';
+    const bad = (over: Partial<RequestRecord> = {}) => rec({ kind: 'bad_request', bad: true, result: 'error', exact: false, errorMessage: vocab, errorInBand: true, weights: ['default', 'other'], ...over });
+    const refused = (i: number, kind: AttemptRow['error_kind'] = 'validation', worker = 'w0') => att(i, { outcome: 'failed', error_kind: kind, worker, tokens: 0, finish_reason: null });
+
+    it('accept SGLang\'s refusal on one attempt: in band on a stream, a 400 on a unary request', () => {
+      expect(VOCAB_REFUSAL.test(vocab)).toBe(true);
+      expect(judgeTrace(bad(), { requests: [failedReq(1)], attempts: [refused(0)] }, ctx)).toEqual([]);
+      expect(judgeTrace(bad({ stream: false, errorInBand: false, status: 400 }), { requests: [failedReq(1)], attempts: [refused(0, 'http_4xx')] }, ctx)).toEqual([]);
+      // A fault before the refusal (the first worker was dead) is no reason to complain.
+      expect(judgeTrace(bad(), { requests: [failedReq(2)], attempts: [att(0, { outcome: 'failed', error_kind: 'connect', tokens: 0 }), refused(1, 'validation', 'w2')] }, ctx)).toEqual([]);
+    });
+
+    it('catch a refusal that was migrated, came in the wrong shape, or said something else', () => {
+      expect(judgeTrace(bad(), { requests: [failedReq(2)], attempts: [refused(0), refused(1, 'validation', 'w2')] }, ctx).join()).toMatch(/refusal: a validation on attempt 0 was migrated/);
+      expect(judgeTrace(bad({ errorInBand: false, status: 400 }), { requests: [failedReq(1)], attempts: [refused(0)] }, ctx).join()).toMatch(/not in band/);
+      expect(judgeTrace(bad({ stream: false, status: 502 }), { requests: [failedReq(1)], attempts: [refused(0, 'http_4xx')] }, ctx).join()).toMatch(/not 400/);
+      expect(judgeTrace(bad({ errorMessage: 'internal error' }), { requests: [failedReq(1)], attempts: [refused(0)] }, ctx).join()).toMatch(/not the worker's refusal/);
+      // The router took the refusal for a worker failure and moved on until it gave up.
+      const moved = [att(0, { outcome: 'failed', error_kind: 'engine_abort', tokens: 0 }), att(1, { outcome: 'failed', error_kind: 'engine_abort', tokens: 0, worker: 'w2' })];
+      expect(judgeTrace(bad({ errorMessage: 'no worker left that can continue this request exactly after: x' }), { requests: [failedReq(2)], attempts: moved }, ctx).join()).toMatch(/had no recorded reason/);
+    });
+
+    it('catch a bad request that got an answer or tokens (client side)', () => {
+      const spec = { ...specsWith((x) => x.kind === 'bad_request' && x.decode.max_new_tokens > 2) };
+      const ref = referenceAnswer(spec);
+      const result = (over: Partial<ClientResult>): ClientResult => ({ spec, startedAt: 0, endedAt: 1, status: 200, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown', ...over });
+      const answered = judgeClient(result({ answer: { output_ids: ref.output_ids, meta: { finish_reason: ref.finish_reason, completion_tokens: ref.completion_tokens, prompt_tokens: ref.prompt_tokens } } }), ref);
+      expect(answered.violations.join()).toMatch(/bad request: answered/);
+      const refusedRec = judgeClient(result({ error: { message: vocab, type: 'invalid_request_error', inBand: true } }), ref);
+      expect(refusedRec.violations).toEqual([]);
+      expect(refusedRec).toMatchObject({ bad: true, result: 'error', errorInBand: true });
+      expect(judgeClient(result({ error: { message: vocab, type: null, inBand: true }, partialIds: ref.output_ids.slice(0, 2) }), ref).violations.join()).toMatch(/tokens received before the refusal/);
+    });
+
+    it('catch a refusal where the campaign sent nothing to refuse', () => {
+      const good = rec({ result: 'error', exact: false, errorMessage: 'worker answered 400: {"error":{"message":"bad"}}', stream: false, status: 400 });
+      expect(judgeTrace(good, { requests: [failedReq(1)], attempts: [refused(0, 'http_4xx')] }, ctx).join()).toMatch(/refusal: http_4xx on attempt 0 at w0, where the campaign sent nothing to refuse/);
+      const notAdmitted = rec({ admitted: false, reason: 'sampling_seed', kind: 'sampling_seed', result: 'error', exact: false, errorMessage: 'bad', errorInBand: true });
+      expect(judgeTrace(notAdmitted, { requests: [failedReq(1)].map((r) => ({ ...r, admitted: false, admission_reason: 'sampling_seed' })), attempts: [refused(0)] }, ctx).join()).toMatch(/sent nothing to refuse/);
+    });
+  });
+
+  describe('a 4xx on a continuation', () => {
+    const tooMany = 'worker answered 429: {"error":{"message":"Too Many Requests: the gateway refused continuation attempt 1 (r~m1~x)","code":429}}';
+    const e = (over: Partial<RequestRecord> = {}) => rec({ result: 'error', exact: false, errorMessage: tooMany, errorInBand: true, ...over });
+    const r429 = (i: number, worker = 'w1') => att(i, { outcome: 'failed', error_kind: 'http_4xx', worker, tokens: 0, replayed_tokens: 1, finish_reason: null });
+
+    it('is accepted as the request\'s error: a clean in-band end, or the 429 itself before the stream started', () => {
+      expect(judgeTrace(e(), { requests: [failedReq(2)], attempts: [broke(0, 'w0'), r429(1)] }, ctx)).toEqual([]);
+      expect(judgeTrace(e({ stream: false, errorInBand: false, status: 429 }), { requests: [failedReq(2)], attempts: [broke(0, 'w0', 0), r429(1)] }, ctx)).toEqual([]);
+    });
+
+    it('is a violation on attempt 0, on another worker, after an attempt that did not fail, or with another status', () => {
+      expect(judgeTrace(e(), { requests: [failedReq(1)], attempts: [r429(0)] }, ctx).join()).toMatch(/sent nothing to refuse/);
+      expect(judgeTrace(e(), { requests: [failedReq(2)], attempts: [broke(0, 'w0'), r429(1, 'w2')] }, ctx).join()).toMatch(/sent nothing to refuse/);
+      expect(judgeTrace(e(), { requests: [failedReq(2)], attempts: [att(0, { outcome: 'failed', error_kind: 'client_cancel' }), r429(1)] }, ctx).join()).toMatch(/did not fail migratably/);
+      expect(judgeTrace(e({ errorInBand: false, status: 503 }), { requests: [failedReq(2)], attempts: [broke(0, 'w0'), r429(1)] }, ctx).join()).toMatch(/neither the 429 nor an in-band error/);
+      expect(judgeTrace(e({ errorMessage: 'migration exhausted' }), { requests: [failedReq(2)], attempts: [broke(0, 'w0'), r429(1)] }, ctx).join()).toMatch(/not the 429/);
+    });
+  });
+
+  describe('weights', () => {
+    it('pass a request whose tokens all came from one set of weights', () => {
+      expect(judgeTrace(rec(), { requests: [req(2)], attempts: [broke(0, 'w0'), att(1, { worker: 'w2' })] }, ctx)).toEqual([]);
+      expect(judgeTrace(rec({ weights: ['other'] }), { requests: [req(1)], attempts: [att(0, { worker: 'wx' })] }, ctx)).toEqual([]);
+      // A failure before any token binds nothing: the continuation may go anywhere.
+      expect(judgeTrace(rec({ weights: ['other'] }), { requests: [req(2)], attempts: [broke(0, 'w0', 0), att(1, { worker: 'wx' })] }, ctx)).toEqual([]);
+    });
+
+    it('catch a continuation on other weights, and an answer of other weights than its first tokens', () => {
+      expect(judgeTrace(rec(), { requests: [req(2)], attempts: [broke(0, 'w0'), att(1, { worker: 'wx' })] }, ctx).join()).toMatch(/weights: attempt 1 ran on wx \(other weights\) after attempt 0 produced tokens on default weights/);
+      expect(judgeTrace(rec({ weights: ['default'] }), { requests: [req(1)], attempts: [att(0, { worker: 'wx' })] }, ctx).join()).toMatch(/not those of the other weights/);
+      // A continuation that found other weights and said so is no mix.
+      const said = att(1, { worker: 'wx', outcome: 'failed', error_kind: 'weights_changed', tokens: 0 });
+      expect(judgeTrace(rec(), { requests: [req(3)], attempts: [broke(0, 'w0'), said, att(2, { worker: 'w2' })] }, ctx)).toEqual([]);
+    });
+
+    it('accept "no worker left" when the only untried workers serve other weights', () => {
+      const err = rec({ result: 'error', exact: false, errorMessage: 'no worker left that can continue this request exactly after: x (wx serves weight_version chaos-other-weights, not default)', errorInBand: true });
+      const three = [broke(0, 'w0'), broke(1, 'w1'), broke(2, 'w2')];
+      expect(judgeTrace(err, { requests: [failedReq(3)], attempts: three }, ctx)).toEqual([]);
+      // Tokens from the other weights' worker: none of the default ones could continue them.
+      expect(judgeTrace({ ...err, weights: ['other'] }, { requests: [failedReq(1)], attempts: [broke(0, 'wx')] }, ctx)).toEqual([]);
+      // Tokens from default weights: the other default workers had no reason to be out.
+      expect(judgeTrace(err, { requests: [failedReq(1)], attempts: [broke(0, 'w0')] }, ctx).join()).toMatch(/while w1, w2 had no recorded reason/);
+    });
+
+    it('the client side knows which weights an answer or a prefix agrees with', () => {
+      const spec = specsWith((x) => x.kind === 'greedy' && x.decode.max_new_tokens > 8 && !x.returnLogprob);
+      const ref = referenceAnswer(spec);
+      const other = referenceAnswer(spec, weightsSalt(DEFAULT_MODEL_PATH, OTHER_WEIGHT_VERSION));
+      const result = (over: Partial<ClientResult>): ClientResult => ({ spec, startedAt: 0, endedAt: 1, status: 200, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown', ...over });
+      const answer = (r: typeof ref) => ({ output_ids: r.output_ids, meta: { finish_reason: r.finish_reason, completion_tokens: r.completion_tokens, prompt_tokens: r.prompt_tokens } });
+      expect(judgeClient(result({ answer: answer(other) }), ref, other)).toMatchObject({ exact: true, weights: ['other'], violations: [] });
+      expect(judgeClient(result({ answer: answer(ref) }), ref, other)).toMatchObject({ exact: true, weights: ['default'] });
+      expect(judgeClient(result({ answer: answer(other) }), ref).violations.join()).toMatch(/not token-exact/);
+      const mixed = [...ref.output_ids.slice(0, 3), ...other.output_ids.slice(3)];
+      expect(judgeClient(result({ error: { message: 'x', type: null, inBand: true }, partialIds: mixed }), ref, other).violations.join()).toMatch(/not a prefix/);
+      expect(judgeClient(result({ cancelled: true, partialIds: other.output_ids.slice(0, 4) }), ref, other).weights).toEqual(['other']);
+    });
+
+    it('a stream may carry the prompt lists of either weights, but the same ones throughout', () => {
+      const problems: string[] = [];
+      const a = JSON.stringify([[null, 5, null]]);
+      const b = JSON.stringify([[null, 5, null], [-1, 6, null]]);
+      const chunk = (ids: number[], c: number, lists: unknown) => ({ output_ids: ids, meta_info: { id: 'r', completion_tokens: c, finish_reason: null, input_token_logprobs: lists } });
+      const asm = new StreamAssembler('r', { input_token_logprobs: [a, b] }, problems);
+      asm.absorb(chunk([1], 1, JSON.parse(b)));
+      asm.absorb(chunk([1, 2], 2, JSON.parse(b)));
+      expect(problems).toEqual([]);
+      asm.absorb(chunk([1, 2, 3], 3, JSON.parse(a)));
+      expect(problems).toHaveLength(1);
+    });
+  });
+
+  describe('prefix-rid cancels', () => {
+    it('an answer cut by an abort that nobody asked for is named as such', () => {
+      const spec = specsWith((x) => x.kind === 'greedy' && x.decode.max_new_tokens > 8);
+      const ref = referenceAnswer(spec);
+      const s = { ...spec, group: { kind: 'prefix_rids' as const, name: 'chaos-1-9-job-1', size: 2, member: 1, canceller: 0 } };
+      const r: ClientResult = {
+        spec: s, startedAt: 0, endedAt: 1, status: 200, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'cumulative',
+        answer: { output_ids: ref.output_ids.slice(0, 3), meta: { finish_reason: { type: 'abort', message: 'Aborted', status_code: null }, completion_tokens: 3, prompt_tokens: ref.prompt_tokens } },
+      };
+      expect(judgeClient(r, ref).violations).toEqual([expect.stringMatching(/^aborted: .* while chaos-1-9-job-1 of its prefix group was cancelled/)]);
+      expect(judgeTrace(rec({ exact: false }), { requests: [req(1, { finish_reason: 'abort' })], attempts: [att(0, { finish_reason: 'abort' })] }, ctx).join()).toMatch(/aborted: the request row says finish_reason abort/);
+    });
+
+    it('tells when a member ran on the cancelled member\'s worker at the cancel', () => {
+      const cancelled = { requests: [], attempts: [att(0, { worker: 'w2', outcome: 'cancelled', error_kind: 'client_cancel', started_at: 1000, ended_at: 1200 })] };
+      expect(sharedWorkerAtCancel(cancelled, { requests: [], attempts: [att(0, { worker: 'w2', started_at: 1000, ended_at: 2000 })] })).toBe(true);
+      expect(sharedWorkerAtCancel(cancelled, { requests: [], attempts: [att(0, { worker: 'w0', started_at: 1000, ended_at: 2000 })] })).toBe(false);
+      expect(sharedWorkerAtCancel(cancelled, { requests: [], attempts: [att(0, { worker: 'w2', started_at: 1300, ended_at: 2000 })] })).toBe(false);
+    });
+  });
+
+  describe('shared header ids', () => {
+    it('rows filed under one logical id are told apart by prompt length', () => {
+      const rows = {
+        requests: [req(1, { prompt_tokens: 5 }), req(2, { prompt_tokens: 9 }), req(1, { prompt_tokens: 11 })],
+        attempts: [att(0, { prompt_tokens_sent: 5 }), att(0, { prompt_tokens_sent: 9, outcome: 'failed', error_kind: 'stalled' }), att(1, { prompt_tokens_sent: 12, replayed_tokens: 3 }), att(0, { prompt_tokens_sent: 11 })],
+      };
+      const { byLength, stray } = splitShared(rows, [5, 9]);
+      expect(stray).toBe(2);
+      expect(byLength.get(5)!.requests).toHaveLength(1);
+      expect(byLength.get(9)!.attempts.map((a) => a.attempt)).toEqual([0, 1]);
+      // Each member is then judged on its own rows.
+      expect(judgeTrace(rec({ promptLength: 9 }), byLength.get(9), ctx)).toEqual([]);
+      expect(judgeTrace(rec({ promptLength: 9 }), splitShared({ requests: [rows.requests[1]!], attempts: [] }, [9]).byLength.get(9), ctx).join()).toMatch(/attempt rows \[\] for 2 attempts/);
+    });
+  });
+
+  describe('workers benched by a client\'s mistake', () => {
+    const refusal = (worker: string, ended: number) => att(0, { worker, ended_at: ended, outcome: 'failed', error_kind: 'validation', tokens: 0 });
+    const win = (url: string, start: number, end: number, states: string[]) => ({ url, start, end, states });
+
+    it('counts a worker benched, circuit-open or dead right after a refusal on it, with nothing else to explain it', () => {
+      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([
+        { worker: 'w0', after: 'r#0', errorKind: 'validation', at: 1000, states: ['benched'] },
+      ]);
+      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 1900, 5000, ['circuit_open'])], [], 2000, 500)).toHaveLength(1);
+      expect(benchedByClientMistake([att(0, { worker: 'w0', ended_at: 1000, outcome: 'failed', error_kind: 'http_4xx' })], [win('w0', 1000, 1200, ['unhealthy', 'dead'])], [], 2000, 500)).toHaveLength(1);
+    });
+
+    it('does not count an outage with another cause, of another worker, of health checks only, or long after', () => {
+      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 950, 2500, ['benched'])], [{ url: 'w0', start: 900, end: 1100 }], 2000, 500)).toEqual([]);
+      const blamed = att(0, { request_id: 'q', worker: 'w0', ended_at: 1010, outcome: 'failed', error_kind: 'stalled' });
+      expect(benchedByClientMistake([refusal('w0', 1000), blamed], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
+      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w1', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
+      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 950, 2500, ['unhealthy'])], [], 2000, 500)).toEqual([]);
+      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 3500, 4000, ['benched'])], [], 2000, 500)).toEqual([]);
+      expect(benchedByClientMistake([refusal('w0', 5000)], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
+      // A failure that is not a refusal is not the client's mistake.
+      expect(benchedByClientMistake([att(0, { worker: 'w0', ended_at: 1000, outcome: 'failed', error_kind: 'first_token_timeout' })], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
+    });
   });
 });

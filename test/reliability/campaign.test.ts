@@ -1,7 +1,10 @@
-// The chaos campaign in CI size: 25 s, 3 workers (cumulative and incremental), concurrency 16,
-// a fixed seed whose schedule holds six kinds of fault in seven faults (abort, reset, kill -9,
-// reject, self-crash, two hangs) at 0.5/s, so that a short run still sees most of what can go wrong.
-// Zero violations, migrations that really happened, and every admitted answer token-exact.
+// The chaos campaign in CI size: 25 s, 3 workers (cumulative and incremental) plus one on other
+// weights, one of them behind the proxy that answers 429 to a share of continuations,
+// concurrency 16, a fixed seed whose schedule holds every kind of fault at 0.5/s (ten faults in
+// the run this was written with: kill -9, self-crashes, a hang, resets, a reject, slow tokens, an
+// engine abort), so that a short run still sees most of what can go wrong. The traffic carries
+// its bad requests, shared header ids and prefix-rid cancels. Zero violations, migrations that
+// really happened, every admitted answer token-exact, no worker benched by a client's mistake.
 import { describe, expect, it } from 'vitest';
 import { runCampaign } from '../../chaos/campaign.ts';
 import { formatSummary } from '../../chaos/summary.ts';
@@ -22,5 +25,12 @@ describe('chaos campaign (CI size)', () => {
     expect(report.traceRows.attempts).toBe(report.traceRows.attemptsStarted);
     expect(report.traceRows.requests).toBe(report.requests);
     expect(report.inFlightAtEnd).toEqual({ router: 0, routerWorkers: 0, simWorkers: 0 });
+    // The client's own faults: refused as SGLang refuses them, and no worker pays for them.
+    expect(report.badRequests.refusedInBand + report.badRequests.refused400).toBeGreaterThan(0);
+    expect(report.benchedByClient).toBe(0);
+    expect(report.sharedHeader.requests).toBeGreaterThan(0);
+    expect(report.sharedHeader.exact).toBe(report.sharedHeader.answered);
+    expect(report.prefixRids.cancelled).toBeGreaterThan(0);
+    expect(report.otherWeights.attemptsWithTokens).toBeGreaterThan(0);
   }, 150_000);
 });
