@@ -1,7 +1,7 @@
 // The router as a library: what `startRouter()` (router/index.ts) returns. The Electron main
 // process, `baton serve`, the CLI and the tests all hold the router through this interface.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BatonEvent, WorkerInfo } from './events/types.ts';
+import type { BatonEvent, RouterStats, WorkerInfo } from './events/types.ts';
 import type { TraceRow } from './trace/row.ts';
 import type { RequestOutput } from './trace/outputs.ts';
 
@@ -32,6 +32,8 @@ export interface RouterHandle {
   traceRows(filter?: TraceFilter): TraceRow[];
   /** Output token ids of a recent finished request, with where each attempt's tokens start. */
   requestOutput(id: string): RequestOutput | undefined;
+  /** The router's identity, totals since it started and its workers now (optional: stand-ins may lack it). */
+  stats?(): Promise<RouterStats>;
   /** Extra HTTP routes on the router's own server (the dashboard host adds its API this way). */
   addRoute(method: string, path: string, handler: RouteHandler): void;
   close(): Promise<void>;

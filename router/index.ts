@@ -21,7 +21,8 @@ import { MalformedBody, parseGenerateRequest, workerRids, type GenerateRequest }
 import { BODY_PARSE_ERROR, PyBytes, httpException, malformedBody, methodNotAllowed, notFound, objectError, writeValueError, type PydanticError } from './sglang-api/errors.ts';
 import { RequestRegistry, type InFlight } from './sglang-api/registry.ts';
 import { addSglangRoutes } from './sglang-api/endpoints.ts';
-import { ClientSink } from './format/sglang/client-sink.ts';
+import { ClientSink } from './format/client-sink.ts';
+import { SGLANG } from './format/sglang/index.ts';
 import { LogicalRequest, type LoopContext } from './migration/logical-request.ts';
 import { passThrough } from './upstream/passthrough.ts';
 import type { TraceRow } from './trace/row.ts';
@@ -166,10 +167,10 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         await serveUnstitchable(parsed, text, id, res, idHeaders, entry);
         return;
       }
-      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel());
+      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), SGLANG.errors);
       const traceparent = req.headers.traceparent;
       const trace = typeof traceparent === 'string' ? { traceparent, tracestate: typeof req.headers.tracestate === 'string' ? req.headers.tracestate : undefined } : null;
-      lr = new LogicalRequest(loop, parsed, id, sink, trace);
+      lr = new LogicalRequest(loop, SGLANG, parsed, id, sink, trace);
       await lr.run();
     } finally {
       registry.delete(entry);
@@ -391,6 +392,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     removeWorker: (id) => pool.remove(id),
     drainWorker: (id, draining = true) => pool.setDraining(id, draining),
     requestOutput: (id: string) => telemetry.outputs.get(id),
+    stats: () => telemetry.stats(pool.infos()),
     traceRows: (f?: TraceFilter): TraceRow[] => [...traces.rows(f)],
     addRoute: (method: string, path: string, handler: RouteHandler) => routes.add(method, path, handler, true),
     close: async () => {

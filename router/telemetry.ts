@@ -1,7 +1,8 @@
 // The one place where trace rows, metrics and dashboard events are emitted: when a request is
 // admitted, an attempt starts or ends, and a request ends. The migration loop reports facts
 // here; it never writes a row or bumps a counter itself.
-import type { BatonEvent, WorkerInfo } from './events/types.ts';
+import { randomUUID } from 'node:crypto';
+import type { BatonEvent, RouterStats, WorkerInfo } from './events/types.ts';
 import type { EventBus } from './events/bus.ts';
 import type { RouterMetrics } from './metrics.ts';
 import type { TraceStore } from './trace/store.ts';
@@ -28,8 +29,14 @@ export class Telemetry {
   private readonly inFlight = new Set<ProgressSource>();
   private readonly lastReported = new WeakMap<ProgressSource, number>();
   private ticker: NodeJS.Timeout | null = null;
-  /** Output ids of recent requests, for the dashboard's request view. */
-  readonly outputs = new RecentOutputs(512);
+  /**
+   * Output ids of recent requests, for the dashboard's request view: the last 512 finished, and
+   * apart from them the last 512 that migrated or failed (the ones an incident is about).
+   */
+  readonly outputs = new KeptOutputs(512, 512);
+  /** This router's identity: a dashboard that sees another instance answer starts over. */
+  readonly instance = randomUUID();
+  readonly startedAt = Date.now();
 
   constructor(
     readonly bus: EventBus,
@@ -92,7 +99,7 @@ export class Telemetry {
   }
 
   requestFinished(src: ProgressSource, row: RequestRow, firstFailureAt: number | null, exhausted: boolean, output?: RequestOutput): void {
-    if (output) this.outputs.add(output);
+    if (output) this.outputs.add(output, row.migrations > 0 || row.outcome === 'failed');
     this.inFlight.delete(src);
     this.metrics.inFlight.dec();
     this.traces.add(row);
@@ -140,8 +147,53 @@ export class Telemetry {
     this.ticker.unref();
   }
 
+  /** Totals since this router started, read from its metrics (what /metrics shows), and the workers given. */
+  async stats(workers: WorkerInfo[]): Promise<RouterStats> {
+    const m = this.metrics;
+    const [requests, migrations, attempts, tokens, inFlight] = await Promise.all([
+      m.requests.get(), m.migrations.get(), m.attemptsStarted.get(), m.tokens.get(), m.inFlight.get(),
+    ]);
+    const sum = (values: { value: number }[]) => values.reduce((n, v) => n + v.value, 0);
+    const outcome = (o: string) => sum(requests.values.filter((v) => v.labels.outcome === o));
+    return {
+      instance: this.instance,
+      started_at: this.startedAt,
+      t: Date.now(),
+      totals: {
+        requests: sum(requests.values),
+        finished: outcome('finished'),
+        failed: outcome('failed'),
+        cancelled: outcome('cancelled'),
+        migrations: sum(migrations.values),
+        attempts_started: sum(attempts.values),
+        tokens: sum(tokens.values),
+        in_flight: sum(inFlight.values),
+      },
+      workers,
+    };
+  }
+
   close(): void {
     if (this.ticker) clearInterval(this.ticker);
     this.ticker = null;
+  }
+}
+
+/** Recent outputs in two rings, so that ordinary traffic does not push out the incidents. */
+class KeptOutputs {
+  private readonly recent: RecentOutputs;
+  private readonly notable: RecentOutputs;
+
+  constructor(recent: number, notable: number) {
+    this.recent = new RecentOutputs(recent);
+    this.notable = new RecentOutputs(notable);
+  }
+
+  add(out: RequestOutput, notable: boolean): void {
+    (notable ? this.notable : this.recent).add(out);
+  }
+
+  get(id: string): RequestOutput | undefined {
+    return this.recent.get(id) ?? this.notable.get(id);
   }
 }

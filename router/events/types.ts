@@ -9,6 +9,7 @@ export interface WorkerInfo {
   url: string;
   health: WorkerHealth;
   circuit: 'closed' | 'open' | 'half_open';
+  format: 'sglang' | 'vllm' | null;    // the wire format it speaks; null until probed
   token_only: boolean | null;          // null until probed
   incremental: boolean | null;         // null until probed
   model_path: string | null;           // null until probed (or not advertised)
@@ -34,3 +35,24 @@ export type BatonEvent =
   | { type: 'worker_removed'; t: number; worker_id: string };
 
 export type BatonEventType = BatonEvent['type'];
+
+/** The router's own counters since it started (the numbers its /metrics shows). */
+export interface RouterTotals {
+  requests: number;          // logical requests that ended (baton_requests_total)
+  finished: number;
+  failed: number;
+  cancelled: number;
+  migrations: number;        // baton_migrations_total, both migration types
+  attempts_started: number;  // baton_attempts_started_total
+  tokens: number;            // baton_tokens_streamed_total
+  in_flight: number;         // baton_requests_in_flight
+}
+
+/** Who the router is (a new id at every start) and its figures now: what the dashboard polls. */
+export interface RouterStats {
+  instance: string;
+  started_at: number;        // epoch ms
+  t: number;                 // epoch ms of this reading
+  totals: RouterTotals;
+  workers: WorkerInfo[];
+}

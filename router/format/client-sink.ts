@@ -2,8 +2,23 @@
 // whatever happens to the attempts underneath (after undici's RetryHandler, whose client-facing
 // controller outlives each re-dispatch). It decides when the response starts: a stream starts
 // with its first forwarded frame, so a failure before any output can still become a clean 5xx.
+// SGLang and vLLM frame their streams alike (`data: <json>\n\n`, then `data: [DONE]\n\n`);
+// the error bodies are the format's.
 import type { ServerResponse } from 'node:http';
-import { SSE_DONE, sseFrame } from './sse.ts';
+
+export const SSE_DONE = Buffer.from('data: [DONE]\n\n');
+
+export function sseFrame(json: string): string {
+  return `data: ${json}\n\n`;
+}
+
+/** The shapes of the errors the router writes itself, in the client's format. */
+export interface ErrorShapes {
+  /** A JSON error body (no stream started). */
+  body(status: number, message: string, type: string): unknown;
+  /** An in-band error frame's object (a stream started). */
+  frame(status: number, message: string, type: string): unknown;
+}
 
 export class ClientSink {
   started = false;
@@ -17,6 +32,7 @@ export class ClientSink {
     readonly streaming: boolean,
     private readonly headers: Record<string, string>,
     onGone: () => void,
+    private readonly errors: ErrorShapes,
   ) {
     res.on('close', () => {
       if (!this.ended) {
@@ -83,12 +99,12 @@ export class ClientSink {
     this.res.end(SSE_DONE);
   }
 
-  /** A failure after the stream started: SGLang's in-band error frame, then [DONE]. */
-  endStreamWithError(message: string, extra: Record<string, unknown> = {}): void {
+  /** A failure after the stream started: an in-band error frame (the format's), then [DONE]. */
+  endStreamWithError(frame: unknown): void {
     if (this.gone || this.ended) return;
     if (!this.started) this.start();
     this.ended = true;
-    this.res.write(sseFrame(JSON.stringify({ error: { message, ...extra } })));
+    this.res.write(sseFrame(JSON.stringify(frame)));
     this.res.end(SSE_DONE);
   }
 
@@ -107,7 +123,7 @@ export class ClientSink {
 
   /** Fail the request: in-band if a stream has started, else a JSON error with `status`. */
   fail(status: number, message: string, type: string): void {
-    if (this.started) this.endStreamWithError(message, { type });
-    else this.json(status, JSON.stringify({ error: { message, type, code: status } }));
+    if (this.started) this.endStreamWithError(this.errors.frame(status, message, type));
+    else this.json(status, JSON.stringify(this.errors.body(status, message, type)));
   }
 }

@@ -1,10 +1,8 @@
 // Which failures migrate: a short table of named kinds (after Dynamo's migration.rs), not
-// scattered ifs. A failure is classified by what SGLang *marks*, never by the wording of a
-// message: an in-band `{"error": ...}` frame is the request's own refusal (SGLang writes one for
-// any ValueError: ids beyond the vocabulary, a duplicate rid, an option the server lacks, ...)
-// unless it says itself that it is the engine's (a 5xx code, or `retryable: true`); an abort
-// finish is the engine's only with a 5xx status_code. `evidence` records what the decision was
-// read from, for the attempt's trace row.
+// scattered ifs. A failure is classified by what the worker *marks*, never by the wording of a
+// message (each format reads its in-band marks: format/<name>/failure.ts). `evidence` records
+// what the decision was read from, for the attempt's trace row. What is classified here is the
+// same for every format: the HTTP status before the body, and transport errors.
 import type { ErrorKind } from '../trace/row.ts';
 
 export interface Failure {
@@ -57,54 +55,25 @@ export const BLAMES_WORKER: Record<ErrorKind, boolean> = {
   no_worker: false,
 };
 
-function statusOf(e: Record<string, unknown>): number | undefined {
-  for (const key of ['code', 'status_code', 'status']) {
-    const v = e[key];
-    if (typeof v === 'number' && Number.isInteger(v) && v >= 100 && v <= 599) return v;
+/** The message of an error body: `{"error": {"message"}}`, `{"message"}`, `{"detail"}`, else its start. */
+function bodyMessage(body: Buffer): string {
+  const text = body.toString('utf8', 0, 300);
+  try {
+    const j = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+    const e = j.error;
+    if (typeof e === 'object' && e !== null && typeof (e as Record<string, unknown>).message === 'string') return (e as Record<string, string>).message!;
+    if (typeof e === 'string') return e;
+    if (typeof j.message === 'string') return j.message;
+    if (typeof j.detail === 'string') return j.detail;
+  } catch {
+    // not JSON: the text itself
   }
-  return undefined;
-}
-
-/**
- * An in-band `{"error": ...}` frame. Current SGLang writes `{"message","type","code":400,
- * "retryable":false}` for a request's ValueError; versions before 2026-06-06 write only
- * `{"message"}`. Either is the request's error, whatever it says. Only a frame that marks itself
- * as the engine's (a 5xx code, or `retryable: true`) is a failure to migrate.
- */
-export function classifyInBandError(error: unknown): Failure {
-  let message = 'worker reported an error';
-  let status: number | undefined;
-  let retryable = false;
-  if (typeof error === 'string') message = error;
-  else if (typeof error === 'object' && error !== null) {
-    const e = error as Record<string, unknown>;
-    if (typeof e.message === 'string') message = e.message;
-    status = statusOf(e);
-    retryable = e.retryable === true;
-  }
-  const shown = status === undefined ? 'no code' : `code ${status}`;
-  if ((status !== undefined && status >= 500) || retryable) {
-    return { kind: 'engine_abort', message, status: status !== undefined && status >= 500 ? status : 503, evidence: `in-band error frame (${shown}, retryable ${retryable})` };
-  }
-  return { kind: 'validation', message, status: status ?? 400, evidence: `in-band error frame (${shown}, retryable ${retryable}): the request's refusal` };
-}
-
-/**
- * A chunk whose finish_reason is an abort: 5xx is the engine's failure (migrate), 4xx the
- * request's. No status at all is what SGLang writes when someone called /abort_request on the
- * worker: a deliberate stop, passed to the client as written, not undone by a migration.
- */
-export function classifyAbort(finishReason: Record<string, unknown>): Failure {
-  const message = typeof finishReason.message === 'string' ? finishReason.message : 'request aborted by the engine';
-  const status = finishReason.status_code;
-  if (typeof status !== 'number') return { kind: 'worker_abort', message, status: 499, evidence: 'abort finish without status_code: a deliberate abort' };
-  const evidence = `abort finish, status_code ${status}`;
-  return status >= 500 ? { kind: 'engine_abort', message, status, evidence } : { kind: 'validation', message, status, evidence };
+  return text;
 }
 
 /** An HTTP answer other than 200 before any body. */
 export function classifyHttpStatus(status: number, body: Buffer, contentType: string): Failure {
-  const text = body.toString('utf8', 0, 300);
+  const text = bodyMessage(body);
   if (status >= 500) return { kind: 'http_5xx', message: `worker answered ${status}: ${text}`, status, evidence: `HTTP ${status} before the body` };
   return {
     kind: status >= 400 ? 'http_4xx' : 'protocol',

@@ -1,16 +1,13 @@
 // The migration loop: one logical request, served by one attempt after another until one
-// finishes, the client leaves, or migration may not go on. Data flows one way: frames from the
-// current attempt are absorbed, rendered for the client (untouched bytes where nothing needs
-// rebasing) and, on a failure, the output so far becomes the replay of the next attempt.
-import type { GenerateRequest, JsonObject } from '../format/sglang/request.ts';
-import { admit, type Admission } from './admission.ts';
+// finishes, the client leaves, or migration may not go on. It knows no wire format: the format
+// (router/format/<name>/, through the seam in ../format/types.ts) reads each attempt's frames,
+// forwards or rebases them for the client, and builds each attempt's body; the loop picks
+// workers, counts budgets, classifies failures into migrate / stop, and reports to telemetry.
+import type { Admission, AttemptHost, FormatAttempt, FormatRequest, FormatSession, WireFormat } from '../format/types.ts';
+import type { ClientSink } from '../format/client-sink.ts';
 import { upstreamRid } from './rid.ts';
-import { VALUE_ERROR_TYPE } from '../sglang-api/errors.ts';
-import { buildContinuation, buildFirstAttempt, remainingBudget } from './continuation.ts';
-import { BLAMES_WORKER, MIGRATES, classifyAbort, classifyInBandError, type Failure } from './failure.ts';
-import { AttemptOutput, LogicalOutput, finishReasonOf } from '../format/sglang/stitch.ts';
-import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from '../format/sglang/sse.ts';
-import type { ClientSink } from '../format/sglang/client-sink.ts';
+import { remainingBudget, remainingMinTokens } from './continuation.ts';
+import { BLAMES_WORKER, MIGRATES, type Failure } from './failure.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
 import type { ContinuationPin, WorkerPool } from '../pool/worker-pool.ts';
@@ -30,70 +27,54 @@ export interface LoopContext {
   stalls: StallWatch;
 }
 
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Per-attempt state beyond the connection: what the loop needs to stitch and to report. */
-class AttemptState {
-  readonly output: AttemptOutput;
+/** Per-attempt state of the loop: the connection, the worker, and what the trace row reports. */
+class AttemptState implements AttemptHost {
   readonly startedAt = Date.now();
   firstFrameAt: number | null = null;
-  frames = 0;
-  /** Cumulative worker, attempt 0: frames are not parsed until needed; the last is kept raw. */
-  lastRaw: Buffer | null = null;
-  lastChunk: JsonObject | null = null;
-  /** A failure found in-band, with the raw frame to pass through when it is the client's. */
-  passThroughFrame: Buffer | null = null;
-  /** The parsed chunk of that frame (an abort finish), to rebase on a continuation. */
-  passThroughChunk: JsonObject | null = null;
-  /**
-   * Incremental worker, frames forwarded untouched: running frames after the first need only their
-   * new ids, read by a byte scan (sse.ts scanOutputIds). Off once a frame carries anything else
-   * the attempt must keep (text, logprob lists).
-   */
-  scanIds = false;
   call!: UpstreamCall;
-  /** `"<upstream rid>"` as the worker writes it in meta_info.id (rid.ts: plain ASCII). */
-  readonly ridJson: Buffer;
+  reader!: FormatAttempt;
 
   constructor(
+    private readonly loop: LogicalRequest,
     readonly index: number,
     readonly rid: string,
     readonly worker: Worker,
     readonly replayed: number,
     readonly budgetBefore: number | null,
     readonly promptSent: number,
-    /** Frames may be sent to a streaming client as the worker wrote them. */
-    readonly forwardRaw: boolean,
-    /** Running frames need not be parsed (cumulative worker): parse the last one when needed. */
-    readonly lazy: boolean,
-    /** `"<logical id>"`: what the client must see in meta_info.id. */
-    readonly idJson: Buffer,
-  ) {
-    this.output = new AttemptOutput(worker.incremental, replayed);
-    this.ridJson = Buffer.from(JSON.stringify(rid));
+    private readonly sink: ClientSink,
+  ) {}
+
+  // --- AttemptHost: what the format's reader asks of the loop, on the per-frame path ---
+
+  write(data: Buffer | string): void {
+    if (!this.sink.writeRaw(data)) this.backpressure();
   }
 
-  /**
-   * A frame forwarded as the worker wrote it, with the upstream rid in meta_info.id replaced by
-   * the client's id: the one rewrite an untouched frame needs. The rid's bytes are unique (a
-   * 16-hex nonce), and meta_info.id is written before finish_reason, early in the frame.
-   */
-  swapId(frame: Buffer): Buffer {
-    const k = frame.indexOf(this.ridJson);
-    if (k < 0) return frame;
-    return Buffer.concat([frame.subarray(0, k), this.idJson, frame.subarray(k + this.ridJson.length)]);
+  writeParts(a: Buffer, b: Buffer, c: Buffer): void {
+    if (!this.sink.writeParts(a, b, c)) this.backpressure();
   }
 
-  /** Bring `output` up to date with the last raw frame (lazy mode). */
-  materialize(): void {
-    if (this.lastRaw === null) return;
-    const raw = this.lastRaw;
-    this.lastRaw = null;
-    const chunk = JSON.parse(framePayload(raw, 0, raw.length)) as JsonObject;
-    this.output.absorb(chunk);
-    this.lastChunk = chunk;
+  /** A full client socket pauses the upstream call, so a slow client costs bounded memory. */
+  private backpressure(): void {
+    this.call.pause();
+    this.sink.onDrain(() => this.call.resume());
+  }
+
+  accept(weightVersion: string | null): boolean {
+    return this.loop.acceptFirstFrame(this, weightVersion);
+  }
+
+  firstFrame(): void {
+    this.loop.onFirstFrame(this);
+  }
+
+  finished(): void {
+    this.call.end({ kind: 'finished' });
+  }
+
+  failed(failure: Failure): void {
+    this.call.abort({ kind: 'failed', failure });
   }
 }
 
@@ -106,44 +87,40 @@ interface LoopEnd {
 
 export class LogicalRequest implements ProgressSource {
   private readonly startedAt = Date.now();
-  private readonly out: LogicalOutput;
+  private readonly out: FormatSession;
   private readonly admission: Admission;
   private readonly exclude = new Set<string>();
   private current: AttemptState | null = null;
   private attempts = 0;
   private cancelled = false;
-  /** The client asked the router's /abort_request to stop this request. */
+  /** The client asked the router's abort endpoint to stop this request. */
   private aborted = false;
-  /** The last chunk any attempt sent: the shape of an answer the router finishes itself. */
-  private template: JsonObject | null = null;
   /** What a continuation must share with the attempts before it (set by attempt 0's worker). */
   private pin: ContinuationPin | null = null;
   private firstFailureAt: number | null = null;
   private logicalFirstTokenSeen = false;
   private readonly promptIds: number[];
-  private readonly idJson: Buffer;
   /** Where each ended attempt's tokens start in the logical output (for the dashboard). */
   private readonly segments: { attempt: number; worker: string; from_token: number; tokens: number }[] = [];
 
   constructor(
     private readonly ctx: LoopContext,
-    private readonly req: GenerateRequest,
+    private readonly format: WireFormat,
+    private readonly req: FormatRequest,
     readonly id: string,
     private readonly sink: ClientSink,
     readonly trace: InboundTrace | null = null,
   ) {
-    const defaults = ctx.pool.samplingDefaults();
-    this.admission = admit(req, {
+    const defaults = ctx.pool.samplingDefaults(format.name);
+    this.admission = format.admit(req, {
       migrationLimit: ctx.settings.migrationLimit,
       migrationMaxSeqLen: ctx.settings.migrationMaxSeqLen,
       workerDefaults: defaults.agreed,
       disputedDefaults: defaults.disputed,
-      maxReqLen: ctx.pool.maxReqLen(),
+      maxReqLen: ctx.pool.maxReqLen(format.name),
     });
     this.promptIds = req.prompt.kind === 'input_ids' ? req.prompt.ids : [];
-    this.idJson = Buffer.from(JSON.stringify(id));
-    const budget = this.admission.budget;
-    this.out = new LogicalOutput({ id, promptTokens: req.promptLength, budget, startedAt: this.startedAt, clientIncremental: false });
+    this.out = format.session(req, { id, budget: this.admission.budget, startedAt: this.startedAt }, sink);
   }
 
   attemptIndex(): number {
@@ -153,9 +130,7 @@ export class LogicalRequest implements ProgressSource {
   progress(): { tokens: number; completion: number } {
     const a = this.current;
     if (!a) return { tokens: 0, completion: this.out.ids.length };
-    // A scanned attempt's counter is stale until its last frame; its ids are not.
-    let tokens = Math.max(a.output.completionTokens, a.scanIds ? a.output.ids.length : 0);
-    if (a.lazy && a.lastRaw) tokens = Math.max(tokens, scanCompletionTokens(a.lastRaw, 0, a.lastRaw.length));
+    const tokens = a.reader.progressTokens();
     return { tokens, completion: a.replayed + tokens };
   }
 
@@ -165,22 +140,34 @@ export class LogicalRequest implements ProgressSource {
     const a = this.current;
     if (!a) return;
     a.call.abort({ kind: 'cancelled' });
-    // Closing the connection makes SGLang abort the request; say it explicitly too, so the
+    // Closing the connection makes the worker abort the request; say it explicitly too, so the
     // worker frees the slot even if it has not yet noticed the closed socket.
-    sendAbort(a);
+    this.sendAbort(a);
   }
 
   /**
-   * The client called the router's /abort_request for this request: SGLang's own abort, sent to
-   * the worker that holds the current attempt (by its upstream rid, which no other request's rid
-   * starts with). The worker ends the stream with its abort finish, which reaches the client as
-   * SGLang wrote it (rebased); an abort is never undone by a migration.
+   * The client called the router's abort endpoint for this request: the worker's own abort, sent
+   * to the worker that holds the current attempt (by its upstream rid, which no other request's
+   * rid starts with). The worker ends the stream with its abort finish, which reaches the client
+   * as the worker wrote it (rebased); an abort is never undone by a migration.
    */
   abort(): void {
     if (this.aborted || this.cancelled) return;
     this.aborted = true;
     const a = this.current;
-    if (a) sendAbort(a);
+    if (a) this.sendAbort(a);
+  }
+
+  /** The worker's abort call for one attempt, best effort (the worker may be gone). */
+  private sendAbort(a: AttemptState): void {
+    const { path, body } = this.format.abortRequest(a.rid);
+    void a.worker.pool
+      .request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(2000) })
+      .then((r) => r.body.dump(), () => undefined);
+  }
+
+  private countHeaders(): Record<string, string> {
+    return { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(Math.max(0, this.attempts - 1)) };
   }
 
   async run(): Promise<void> {
@@ -191,7 +178,7 @@ export class LogicalRequest implements ProgressSource {
       reason: this.admission.reason,
       stream: this.req.stream,
       prompt_tokens: this.req.promptLength ?? 0,
-      max_new_tokens: this.out.info.budget,
+      max_new_tokens: this.out.budget,
     });
     let end: LoopEnd;
     try {
@@ -206,6 +193,7 @@ export class LogicalRequest implements ProgressSource {
     const { outcome, finishReason, lastFailure, exhausted } = end;
 
     const ended = Date.now();
+    const cached = this.out.cachedTokens;
     telemetry.requestFinished(this, {
       kind: 'request',
       request_id: this.id,
@@ -215,16 +203,16 @@ export class LogicalRequest implements ProgressSource {
       admission_reason: this.admission.reason,
       prompt_tokens: this.req.promptLength ?? 0,
       completion_tokens: this.out.ids.length,
-      cached_tokens: this.out.cachedTokens === null ? null : Math.min(this.out.cachedTokens, this.req.promptLength ?? 0),
+      cached_tokens: cached === null ? null : Math.min(cached, this.req.promptLength ?? 0),
       finish_reason: outcome === 'finished' ? finishReason : null,
       outcome,
       duration_ms: ended - this.startedAt,
       started_at: this.startedAt,
       ended_at: ended,
       stream: this.req.stream,
-      max_new_tokens: this.out.info.budget,
+      max_new_tokens: this.out.budget,
       error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
-    }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids, attempts: this.segments });
+    }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids as number[], attempts: this.segments });
   }
 
   /** Attempts until one finishes, the client leaves, or migration may not go on. */
@@ -242,18 +230,18 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
       if (this.aborted) {
-        // Aborted between attempts (or the worker died before its abort frame): end as SGLang's
-        // /abort_request ends a request, without another worker call.
-        this.finishAborted();
+        // Aborted between attempts (or the worker died before its abort frame): end as the
+        // worker's abort ends a request, without another worker call.
+        this.out.finishAborted(this.countHeaders());
         outcome = 'finished';
         finishReason = 'abort';
         break;
       }
       const pin = this.attempts > 0 ? this.pin : null;
-      const worker = this.ctx.pool.pick(this.exclude, pin);
+      const worker = this.ctx.pool.pick(this.exclude, pin, this.format.name);
       if (!worker) {
         const message = lastFailure
-          ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null })})`
+          ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null }, this.format.name)})`
           : 'no healthy worker available';
         if (lastFailure) exhausted = true;
         this.sink.fail(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');
@@ -268,31 +256,24 @@ export class LogicalRequest implements ProgressSource {
       const result = await a.call.result;
       this.current = null;
       worker.inFlight--;
-      if (a.index === 0 && worker.incremental === null) this.out.info.clientIncremental = a.output.incremental === true;
-      if (a.lazy) {
-        try {
-          a.materialize();
-        } catch {
-          // A whole frame that is not JSON: its tokens were never forwarded as understood.
-        }
-      }
-      if (a.output.weightVersion !== null) this.ctx.pool.noteWeightVersion(worker, a.output.weightVersion);
+      const reader = a.reader;
+      reader.settle();
+      if (reader.weightVersion !== null) this.ctx.pool.noteWeightVersion(worker, reader.weightVersion);
       // The model every continuation must share is attempt 0's; the weights are those of the first
-      // attempt that produced tokens (as its meta_info named them, else as probed): tokens of two
+      // attempt that produced tokens (as the worker named them, else as probed): tokens of two
       // sets of weights are not one answer, while a failure before any token binds nothing.
       this.pin ??= { modelPath: worker.modelPath, weightVersion: null };
-      if (this.pin.weightVersion === null && a.output.ids.length > 0) this.pin.weightVersion = a.output.weightVersion ?? worker.weightVersion;
+      if (this.pin.weightVersion === null && reader.tokens > 0) this.pin.weightVersion = reader.weightVersion ?? worker.weightVersion;
+      this.out.commit(reader);
 
       if (result.kind === 'finished') {
         this.ctx.pool.credit(worker);
-        this.out.commit(a.output);
-        finishReason = finishReasonType(a.lastChunk);
+        finishReason = reader.finishReason();
         this.endAttempt(a, 'finished', null);
         outcome = 'finished';
         break;
       }
       if (result.kind === 'cancelled') {
-        this.out.commit(a.output);
         this.endAttempt(a, 'cancelled', { kind: 'client_cancel', message: 'client disconnected', status: 499 });
         outcome = 'cancelled';
         break;
@@ -300,32 +281,30 @@ export class LogicalRequest implements ProgressSource {
 
       const failure = result.failure;
       lastFailure = failure;
-      this.out.commit(a.output);
       if (this.aborted && failure.kind !== 'worker_abort') {
         // The worker failed before its abort frame came: the client still gets its abort.
         this.endAttempt(a, 'failed', failure);
         continue;
       }
       if (!MIGRATES[failure.kind]) {
-        // The request's own fault (4xx, validation): the client gets it as the worker wrote it.
+        // The request's own fault (4xx, a refusal): the client gets it as the worker wrote it.
         this.endAttempt(a, 'failed', failure);
-        this.passThrough(a, failure);
+        this.out.passThrough(reader, failure);
         break;
       }
       if (BLAMES_WORKER[failure.kind]) this.ctx.pool.blame(worker, failure.kind === 'connect');
       this.exclude.add(worker.id);
       this.firstFailureAt ??= Date.now();
 
-      const budget = this.out.info.budget;
-      if (a.lastChunk !== null) this.template = a.lastChunk;
+      const budget = this.out.budget;
       if (this.admission.admitted && budget !== null && remainingBudget(budget, this.out.ids.length) === 0
-        && this.template !== null && (this.out.ids.length > 0 || !this.req.returnLogprob)) {
+        && this.out.canFinishLocally && (this.out.ids.length > 0 || !this.req.returnLogprob)) {
         // Every token of the budget was delivered before the failure: finish here, no worker call,
         // in the shape of the last chunk a worker sent. (A zero-token request that no worker has
         // answered yet goes on to another worker: only a worker can say what its answer carries;
         // nor can the router compute prompt logprobs that a zero-token request asked for.)
         this.endAttempt(a, 'budget_exhausted', failure);
-        this.finishLocally(a);
+        this.out.finishLocally(this.countHeaders());
         finishReason = 'length';
         outcome = 'finished';
         break;
@@ -365,20 +344,26 @@ export class LogicalRequest implements ProgressSource {
 
   private startAttempt(worker: Worker): AttemptState {
     const index = this.attempts++;
-    const replayed = this.out.ids.length;
+    const replayedIds = this.out.ids;
+    const replayed = replayedIds.length;
     const rid = upstreamRid(this.id, index);
-    const budget = this.out.info.budget;
+    const budget = this.out.budget;
     const budgetBefore = budget === null ? null : remainingBudget(budget, replayed);
-    const body = index === 0 || !this.admission.admitted || budget === null
-      ? buildFirstAttempt(this.req, rid)
-      : buildContinuation(this.req, this.promptIds, this.out.ids, budget, rid, this.admission.minNewTokens);
+    const continues = index > 0 && this.admission.admitted && budget !== null;
+    const remaining = continues ? remainingBudget(budget, replayed) : null;
+    const spec = {
+      index,
+      rid,
+      replayed: index > 0 ? replayedIds.slice() : [],
+      remaining,
+      minTokens: remaining === null ? 0 : remainingMinTokens(this.admission.minNewTokens, replayed, remaining),
+    };
+    const body = this.format.attemptBody(this.req, this.promptIds, spec, this.admission.minNewTokens);
     const promptSent = (this.req.promptLength ?? 0) + replayed;
-    if (index === 0) this.out.info.clientIncremental = worker.incremental === true;
-    const forwardRaw = index === 0 && this.sink.streaming;
-    const lazy = index === 0 && worker.incremental === false;
-    const a = new AttemptState(index, rid, worker, replayed, budgetBefore, promptSent, forwardRaw, lazy, this.idJson);
-    a.scanIds = forwardRaw && worker.incremental === true && !this.req.returnLogprob;
-    a.call = new UpstreamCall(worker, JSON.stringify(body), (buf, start, end) => this.onFrame(a, buf, start, end), this.ctx.stalls);
+    const a = new AttemptState(this, index, rid, worker, replayed, budgetBefore, promptSent, this.sink);
+    // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.
+    a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.countHeaders());
+    a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
     this.current = a;
     worker.inFlight++;
     const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
@@ -386,126 +371,19 @@ export class LogicalRequest implements ProgressSource {
     return a;
   }
 
-  // --- the per-frame path ---------------------------------------------------------------
-
-  private onFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
-    try {
-      this.handleFrame(a, buf, start, end);
-    } catch (err) {
-      // A frame the router cannot handle must neither crash the process nor hang the request.
-      a.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: `router could not handle a frame: ${(err as Error).message}`, status: 502 } });
-    }
-  }
-
-  private handleFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
-    if (a.call.ended) return;
-    const kind = classifyFrame(buf, start, end);
-    if (kind === FrameKind.Ignored) return;
-    if (kind === FrameKind.Done) {
-      a.call.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502 } });
-      return;
-    }
-    if (kind === FrameKind.Running && a.lazy) {
-      if (a.frames++ === 0) this.onFirstFrame(a);
-      // One view of the frame serves both: kept as the last raw frame and forwarded.
-      const raw = frameBytes(buf, start, end);
-      a.lastRaw = raw;
-      if (a.forwardRaw) this.forward(a, raw);
-      return;
-    }
-    if (kind === FrameKind.Running && a.scanIds && a.frames > 0 && scanOutputIds(buf, start, end, a.output.ids)) {
-      a.frames++;
-      this.forward(a, frameBytes(buf, start, end));
-      return;
-    }
-    this.onParsedFrame(a, buf, start, end);
-  }
-
-  private onParsedFrame(a: AttemptState, buf: Buffer, start: number, end: number): void {
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(framePayload(buf, start, end));
-    } catch {
-      a.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'worker sent a frame that is not JSON', status: 502 } });
-      return;
-    }
-    if (!isObject(chunk)) {
-      a.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'worker sent a frame that is not a JSON object', status: 502 } });
-      return;
-    }
-    if (chunk.error !== undefined) {
-      const failure = classifyInBandError(chunk.error);
-      a.passThroughFrame = buf.subarray(start, end);
-      a.call.abort({ kind: 'failed', failure });
-      return;
-    }
-    const finish = finishReasonOf(chunk);
-    if (finish && finish.type === 'abort') {
-      const failure = classifyAbort(finish);
-      // A deliberate abort at the worker (no status) ends the answer as SGLang wrote it: it
-      // falls through to the finish path below, like any other finish reason.
-      if (failure.kind !== 'worker_abort') {
-        a.passThroughFrame = buf.subarray(start, end);
-        a.passThroughChunk = chunk;
-        a.call.abort({ kind: 'failed', failure });
-        return;
-      }
-    }
-    if (a.index > 0 && a.frames === 0 && this.pin?.weightVersion) {
-      // A continuation's first chunk names the weights it runs on; tokens of other weights than
-      // the request started on would not be one answer. Nothing of it has reached the client.
-      const wv = metaWeightVersion(chunk);
-      if (wv !== null && wv !== this.pin.weightVersion) {
-        this.ctx.pool.noteWeightVersion(a.worker, wv);
-        a.call.abort({ kind: 'failed', failure: { kind: 'weights_changed', message: `${a.worker.url} now serves weight_version ${wv}, not ${this.pin.weightVersion}`, status: 503, evidence: `first chunk of a continuation: meta_info.weight_version ${wv}` } });
-        return;
-      }
-    }
-    // Everything before this frame is superseded (cumulative) or already absorbed (incremental).
-    a.lastRaw = null;
-    a.output.absorb(chunk);
-    a.lastChunk = chunk;
-    if (a.scanIds && (a.output.sawText || Object.keys(a.output.lists).length > 0)) a.scanIds = false;
-    if (a.frames++ === 0) this.onFirstFrame(a);
-    if (finish) {
-      this.deliverFinal(a, chunk, frameBytes(buf, start, end));
-      a.call.end({ kind: 'finished' });
-      return;
-    }
-    if (!this.sink.streaming) return;
-    if (a.forwardRaw) this.forward(a, frameBytes(buf, start, end));
-    else this.writeChunk(a, this.out.render(chunk, a.output, false));
-  }
-
-  private write(a: AttemptState, data: Buffer): void {
-    if (!this.sink.writeRaw(data)) this.backpressure(a);
-  }
-
   /**
-   * Forward a frame as the worker wrote it, but for meta_info.id (the upstream rid → the client's
-   * id). A small frame is spliced into one buffer; a large one (cumulative chunks grow with the
-   * output) goes out as three corked writes, one writev, so its bytes are not copied once more.
+   * A continuation's first frame names the weights it runs on; tokens of other weights than the
+   * request started on would not be one answer. Nothing of the frame has reached the client.
    */
-  private forward(a: AttemptState, frame: Buffer): void {
-    const k = frame.indexOf(a.ridJson);
-    if (k < 0) return this.write(a, frame);
-    const tail = k + a.ridJson.length;
-    const ok = frame.length < 2048
-      ? this.sink.writeRaw(Buffer.concat([frame.subarray(0, k), a.idJson, frame.subarray(tail)]))
-      : this.sink.writeParts(frame.subarray(0, k), a.idJson, frame.subarray(tail));
-    if (!ok) this.backpressure(a);
+  acceptFirstFrame(a: AttemptState, weightVersion: string | null): boolean {
+    const pinned = this.pin?.weightVersion;
+    if (a.index === 0 || weightVersion === null || !pinned || weightVersion === pinned) return true;
+    this.ctx.pool.noteWeightVersion(a.worker, weightVersion);
+    a.failed({ kind: 'weights_changed', message: `${a.worker.url} now serves weight_version ${weightVersion}, not ${pinned}`, status: 503, evidence: `first chunk of a continuation: weight_version ${weightVersion}` });
+    return false;
   }
 
-  private writeChunk(a: AttemptState, chunk: JsonObject): void {
-    if (!this.sink.writeChunk(chunk)) this.backpressure(a);
-  }
-
-  private backpressure(a: AttemptState): void {
-    a.call.pause();
-    this.sink.onDrain(() => a.call.resume());
-  }
-
-  private onFirstFrame(a: AttemptState): void {
+  onFirstFrame(a: AttemptState): void {
     const now = Date.now();
     a.firstFrameAt = now;
     const logical = this.logicalFirstTokenSeen ? null : now - this.startedAt;
@@ -513,82 +391,9 @@ export class LogicalRequest implements ProgressSource {
     this.ctx.telemetry.firstToken(this.id, a.index, now - a.startedAt, logical);
   }
 
-  private deliverFinal(a: AttemptState, chunk: JsonObject, raw: Buffer): void {
-    const sink = this.sink;
-    const headers = { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(this.attempts - 1) };
-    if (sink.streaming) {
-      if (a.forwardRaw) sink.writeRaw(a.swapId(raw));
-      else sink.writeChunk(this.out.render(chunk, a.output, false));
-      sink.endStream();
-      return;
-    }
-    // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
-    if (a.index === 0 && a.output.incremental === false) {
-      const p = raw.indexOf('{');
-      sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);
-    } else {
-      sink.json(200, JSON.stringify(this.out.render(chunk, a.output, true)), headers);
-    }
-  }
-
-  private finishLocally(a: AttemptState): void {
-    const chunk = this.out.renderLocalFinish(!this.sink.streaming, a.lastChunk ?? this.template);
-    if (this.sink.streaming) {
-      this.sink.writeChunk(chunk);
-      this.sink.endStream();
-    } else {
-      this.sink.json(200, JSON.stringify(chunk), { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(this.attempts - 1) });
-    }
-  }
-
-  /**
-   * A failure that belongs to the client: forwarded as the worker wrote it. On a continuation a
-   * frame with meta_info is rebased like every other frame (the logical id, the original prompt
-   * length, the whole output so far), so the client cannot tell which attempt refused.
-   */
-  private passThrough(a: AttemptState, failure: Failure): void {
-    const sink = this.sink;
-    if (sink.streaming && sink.started) {
-      // The stream started on an earlier attempt: an HTTP status can no longer be sent, so the
-      // refusal ends the stream in band, as SGLang ends a stream that fails after its headers.
-      if (a.passThroughChunk && a.index > 0) sink.writeChunk(this.out.render(a.passThroughChunk, new AttemptOutput(a.output.incremental, this.out.ids.length), false));
-      else if (a.passThroughFrame) sink.writeRaw(a.swapId(a.passThroughFrame));
-      else {
-        sink.endStreamWithError(failure.message, { type: VALUE_ERROR_TYPE, code: failure.status, retryable: false });
-        return;
-      }
-      sink.endStream();
-      return;
-    }
-    if (failure.body) {
-      sink.json(failure.status, failure.body, failure.contentType ? { 'content-type': failure.contentType } : {});
-      return;
-    }
-    if (sink.streaming && a.passThroughFrame) {
-      if (a.passThroughChunk && a.index > 0) sink.writeChunk(this.out.render(a.passThroughChunk, new AttemptOutput(a.output.incremental, this.out.ids.length), false));
-      else sink.writeRaw(a.swapId(a.passThroughFrame));
-      sink.endStream();
-      return;
-    }
-    // A unary request's refusal, in SGLang's unary shape: its status and {"error": {"message"}}.
-    sink.json(failure.status, JSON.stringify({ error: { message: failure.message } }));
-  }
-
-  /** SGLang's answer for a request aborted by /abort_request, rendered from the output so far. */
-  private finishAborted(): void {
-    const chunk = this.out.renderAbort(!this.sink.streaming);
-    if (this.sink.streaming) {
-      this.sink.writeChunk(chunk);
-      this.sink.endStream();
-    } else {
-      this.sink.json(200, JSON.stringify(chunk), { 'x-baton-attempts': String(this.attempts), 'x-baton-migrations': String(Math.max(0, this.attempts - 1)) });
-    }
-  }
-
   private endAttempt(a: AttemptState, outcome: AttemptOutcome, failure: Failure | null): void {
-    const tokens = a.output.ids.length;
+    const tokens = a.reader.tokens;
     this.segments.push({ attempt: a.index, worker: a.worker.url, from_token: a.replayed, tokens });
-    const meta = a.lastChunk?.meta_info;
     this.ctx.telemetry.attemptEnded({
       kind: 'attempt',
       request_id: this.id,
@@ -603,32 +408,14 @@ export class LogicalRequest implements ProgressSource {
       tokens,
       budget_before: a.budgetBefore,
       budget_after: a.budgetBefore === null ? null : Math.max(0, a.budgetBefore - tokens),
-      cached_tokens: isObject(meta) && typeof meta.cached_tokens === 'number' ? meta.cached_tokens : a.output.cachedTokens,
+      cached_tokens: a.reader.cachedTokens,
       outcome,
       error_kind: failure?.kind ?? null,
       error: failure?.message ?? null,
       error_evidence: failure?.evidence ?? null,
-      finish_reason: outcome === 'finished' ? finishReasonType(a.lastChunk) : null,
+      finish_reason: outcome === 'finished' ? a.reader.finishReason() : null,
     });
   }
-}
-
-function metaWeightVersion(chunk: JsonObject): string | null {
-  const m = chunk.meta_info;
-  return isObject(m) && typeof m.weight_version === 'string' ? m.weight_version : null;
-}
-
-/** SGLang's /abort_request for one attempt, best effort (the worker may be gone). */
-function sendAbort(a: AttemptState): void {
-  void a.worker.pool
-    .request({ path: '/abort_request', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rid: a.rid }), signal: AbortSignal.timeout(2000) })
-    .then((r) => r.body.dump(), () => undefined);
-}
-
-function finishReasonType(chunk: JsonObject | null): string | null {
-  if (!chunk) return null;
-  const f = finishReasonOf(chunk);
-  return f && typeof f.type === 'string' ? f.type : null;
 }
 
 export type { AttemptResult };

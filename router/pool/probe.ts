@@ -1,22 +1,10 @@
-// What a worker tells about itself: token-only or text (skip_tokenizer_init), cumulative or
-// incremental streaming, the model and weights it serves, its context length, and its
-// preferred sampling defaults (which take part in admission: SGLang merges
-// `{**preferred_sampling_params, **request}`).
+// Probing helpers shared by the formats (each format's probe: format/<name>/probe.ts), and the
+// health check, which is the same `GET /health` for SGLang and vLLM.
 import type { Pool } from 'undici';
 
-export interface ProbeResult {
-  tokenOnly: boolean | null;
-  incremental: boolean | null;
-  /** preferred_sampling_params as an object (null when none is advertised). */
-  preferred: Record<string, unknown> | null;
-  defaultMaxNewTokens: number | null;
-  modelPath: string | null;
-  weightVersion: string | null;
-  contextLength: number | null;
-  maxTotalTokens: number | null;
-}
+export type { ProbeResult } from '../format/types.ts';
 
-async function getJson(pool: Pool, path: string, timeoutMs: number): Promise<Record<string, unknown> | null> {
+export async function getJson(pool: Pool, path: string, timeoutMs: number): Promise<Record<string, unknown> | null> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     const res = await pool.request({ path, method: 'GET', signal });
@@ -52,31 +40,12 @@ export function preferredMaxNewTokens(v: unknown): number | null {
   return typeof m === 'number' && Number.isInteger(m) && m >= 0 ? m : null;
 }
 
-function positiveInt(v: unknown): number | null {
+export function positiveInt(v: unknown): number | null {
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null;
 }
 
-function str(v: unknown): string | null {
+export function str(v: unknown): string | null {
   return typeof v === 'string' && v.length > 0 ? v : null;
-}
-
-export async function probeWorker(pool: Pool, timeoutMs: number): Promise<ProbeResult | null> {
-  const server = (await getJson(pool, '/server_info', timeoutMs)) ?? (await getJson(pool, '/get_server_info', timeoutMs));
-  const model = (await getJson(pool, '/model_info', timeoutMs)) ?? (await getJson(pool, '/get_model_info', timeoutMs));
-  if (!server && !model) return null;
-  const flag = (v: unknown) => (typeof v === 'boolean' ? v : null);
-  const incremental = flag(server?.incremental_streaming_output) ?? flag(server?.stream_output);
-  const preferred = preferredParams(server?.preferred_sampling_params ?? model?.preferred_sampling_params);
-  return {
-    tokenOnly: flag(server?.skip_tokenizer_init),
-    incremental: server ? (incremental ?? false) : null,
-    preferred,
-    defaultMaxNewTokens: preferredMaxNewTokens(preferred),
-    modelPath: str(model?.model_path) ?? str(server?.model_path),
-    weightVersion: str(model?.weight_version) ?? str(server?.weight_version),
-    contextLength: positiveInt(server?.context_length),
-    maxTotalTokens: positiveInt(server?.max_total_num_tokens),
-  };
 }
 
 export async function checkHealth(pool: Pool, timeoutMs: number): Promise<boolean> {

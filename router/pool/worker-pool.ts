@@ -4,7 +4,9 @@ import type { WorkerInfo } from '../events/types.ts';
 import type { SpareStats } from '../metrics.ts';
 import type { CircuitOptions } from './circuit-breaker.ts';
 import type { Policy } from './policies/policy.ts';
-import { checkHealth, probeWorker } from './probe.ts';
+import { checkHealth } from './probe.ts';
+import type { FormatName, ProbeResult } from '../format/types.ts';
+import { FORMATS } from '../format/registry.ts';
 import { Worker } from './worker.ts';
 
 export interface PoolOptions {
@@ -58,8 +60,8 @@ export class WorkerPool {
   private timer: NodeJS.Timeout | null = null;
   private spareTimer: NodeJS.Timeout | null = null;
   private checking = false;
-  /** samplingDefaults(), recomputed only when a probe changed what workers advertise. */
-  private defaultsCache: SamplingDefaults | null = null;
+  /** samplingDefaults() per format, recomputed only when a probe changed what workers advertise. */
+  private defaultsCache = new Map<FormatName, SamplingDefaults>();
 
   constructor(
     private readonly opts: PoolOptions,
@@ -87,7 +89,7 @@ export class WorkerPool {
     if (existing) return existing;
     const w = new Worker(`w${this.nextId++}`, normalized, this.opts.circuit, this.opts.connectTimeoutMs, opts.simulated ?? false, opts.simIndex ?? null, this.opts.spareConnections);
     this.workers.set(w.id, w);
-    this.defaultsCache = null;
+    this.defaultsCache.clear();
     await this.refresh(w);
     return w;
   }
@@ -96,7 +98,7 @@ export class WorkerPool {
     const w = this.workers.get(id);
     if (!w) return false;
     this.workers.delete(id);
-    this.defaultsCache = null;
+    this.defaultsCache.clear();
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id);
@@ -115,22 +117,22 @@ export class WorkerPool {
    * Pick a worker for an attempt, never one in `exclude` nor one that may not take work now. A
    * continuation passes its `pin`: only workers that can continue it exactly qualify.
    */
-  pick(exclude: ReadonlySet<string>, pin: ContinuationPin | null = null): Worker | null {
+  pick(exclude: ReadonlySet<string>, pin: ContinuationPin | null = null, format: FormatName = 'sglang'): Worker | null {
     const now = Date.now();
     const candidates: Worker[] = [];
     for (const w of this.workers.values()) {
-      if (!exclude.has(w.id) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
+      if (!exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
     if (candidates.length === 0) return null;
     return this.policy.select(candidates);
   }
 
   /** Why no worker could take a continuation pinned to `pin` (for the client's error). */
-  whyNoContinuation(exclude: ReadonlySet<string>, pin: ContinuationPin): string {
+  whyNoContinuation(exclude: ReadonlySet<string>, pin: ContinuationPin, format: FormatName = 'sglang'): string {
     const now = Date.now();
     const reasons: string[] = [];
     for (const w of this.workers.values()) {
-      if (exclude.has(w.id)) continue;
+      if (exclude.has(w.id) || !speaks(w, format)) continue;
       if (!w.eligible(now)) {
         reasons.push(`${w.url} is ${w.health(now)}`);
         continue;
@@ -146,9 +148,10 @@ export class WorkerPool {
    * each request's own. Admission treats an agreed default as if the client had sent it; a
    * default the workers disagree on makes whatever it governs unresolved.
    */
-  samplingDefaults(): SamplingDefaults {
-    if (this.defaultsCache) return this.defaultsCache;
-    const probed = this.list().filter((w) => w.probed);
+  samplingDefaults(format: FormatName = 'sglang'): SamplingDefaults {
+    const cached = this.defaultsCache.get(format);
+    if (cached) return cached;
+    const probed = this.list().filter((w) => w.probed && speaks(w, format));
     let result = NO_DEFAULTS;
     if (probed.some((w) => w.preferred !== null)) {
       const keys = new Set<string>();
@@ -162,15 +165,15 @@ export class WorkerPool {
       }
       result = { agreed, disputed };
     }
-    this.defaultsCache = result;
+    this.defaultsCache.set(format, result);
     return result;
   }
 
   /** The smallest scheduler bound on prompt + output among probed workers (null: none advertised). */
-  maxReqLen(): number | null {
+  maxReqLen(format: FormatName = 'sglang'): number | null {
     let min: number | null = null;
     for (const w of this.workers.values()) {
-      const m = w.probed ? w.maxReqLen() : null;
+      const m = w.probed && speaks(w, format) ? w.maxReqLen() : null;
       if (m !== null && (min === null || m < min)) min = m;
     }
     return min;
@@ -181,20 +184,6 @@ export class WorkerPool {
     if (w.weightVersion === version) return;
     w.weightVersion = version;
     this.onChange(w);
-  }
-
-  /** The default budget every probed worker advertises alike; null if any differs or none says. */
-  defaultMaxNewTokens(): number | null {
-    let value: number | null = null;
-    let seen = false;
-    for (const w of this.workers.values()) {
-      if (!w.probed) continue;
-      if (w.defaultMaxNewTokens === null) return null;
-      if (seen && w.defaultMaxNewTokens !== value) return null;
-      value = w.defaultMaxNewTokens;
-      seen = true;
-    }
-    return value;
   }
 
   /** An attempt on `w` failed in a way that blames the worker: bench it, feed its breaker. */
@@ -271,9 +260,11 @@ export class WorkerPool {
     if (ok) {
       w.healthFailures = 0;
       // Re-probed at every check, not only when new: weights are updated while serving.
-      const probe = await probeWorker(w.pool, this.opts.healthTimeoutMs);
-      if (probe && this.workers.has(w.id)) {
-        if (JSON.stringify(probe.preferred) !== JSON.stringify(w.preferred) || !w.probed) this.defaultsCache = null;
+      const found = await probeFormats(w, this.opts.healthTimeoutMs);
+      if (found && this.workers.has(w.id)) {
+        const probe = found.probe;
+        if (JSON.stringify(probe.preferred) !== JSON.stringify(w.preferred) || !w.probed || w.format !== found.format) this.defaultsCache.clear();
+        w.format = found.format;
         w.tokenOnly = probe.tokenOnly;
         w.incremental = probe.incremental;
         w.defaultMaxNewTokens = probe.defaultMaxNewTokens;
@@ -294,7 +285,8 @@ export class WorkerPool {
     // so the next burst of continuations goes to it.
     if (after.health === 'healthy' && before.health !== 'healthy' && w.spares) this.maintainSpares();
     if (before.health !== after.health || before.circuit !== after.circuit || before.incremental !== after.incremental
-      || before.weight_version !== after.weight_version || before.model_path !== after.model_path || before.token_only !== after.token_only) this.onChange(w);
+      || before.weight_version !== after.weight_version || before.model_path !== after.model_path || before.token_only !== after.token_only
+      || before.format !== after.format) this.onChange(w);
   }
 
   spareStats(): SpareStats[] {
@@ -308,6 +300,21 @@ export class WorkerPool {
   infos(): WorkerInfo[] {
     return this.list().map((w) => w.info());
   }
+}
+
+/** A worker serves a format's requests once probed as that format (an unprobed one: SGLang). */
+function speaks(w: Worker, format: FormatName): boolean {
+  return (w.format ?? 'sglang') === format;
+}
+
+/** Which format a worker speaks: the one it was last probed as first, then the others in order. */
+async function probeFormats(w: Worker, timeoutMs: number): Promise<{ format: FormatName; probe: ProbeResult } | null> {
+  const order = w.format ? [...FORMATS.filter((f) => f.name === w.format), ...FORMATS.filter((f) => f.name !== w.format)] : FORMATS;
+  for (const f of order) {
+    const probe = await f.probe(w.pool, timeoutMs);
+    if (probe) return { format: f.name, probe };
+  }
+  return null;
 }
 
 export function normalizeWorkerUrl(raw: string): string {

@@ -2,6 +2,7 @@
 // and its health, bench and circuit state.
 import { Pool, buildConnector } from 'undici';
 import type { WorkerHealth, WorkerInfo } from '../events/types.ts';
+import type { FormatName } from '../format/types.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
 import { SpareConnections } from './spares.ts';
 
@@ -19,6 +20,8 @@ export class Worker {
   benchedUntil = 0;
   draining = false;
   inFlight = 0;
+  /** The wire format the worker speaks, detected by probing (null until then: taken for SGLang). */
+  format: FormatName | null = null;
   tokenOnly: boolean | null = null;
   incremental: boolean | null = null;
   /** preferred_sampling_params.max_new_tokens, when advertised. */
@@ -99,6 +102,7 @@ export class Worker {
       url: this.url,
       health: this.health(),
       circuit: this.circuit.state(),
+      format: this.format,
       token_only: this.tokenOnly,
       incremental: this.incremental,
       model_path: this.modelPath,

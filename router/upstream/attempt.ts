@@ -37,6 +37,8 @@ export class UpstreamCall implements Watched {
 
   constructor(
     readonly worker: Worker,
+    /** The worker's generate path (the format's). */
+    private readonly path: string,
     private readonly body: string,
     private readonly onFrame: FrameSink,
     private readonly stalls: StallWatch,
@@ -54,7 +56,7 @@ export class UpstreamCall implements Watched {
     const headers = { 'content-type': 'application/json', accept: 'text/event-stream' };
     (handoff ?? this.worker.pool).dispatch(
       {
-        path: '/generate',
+        path: this.path,
         method: 'POST',
         headers: extraHeaders ? { ...headers, ...extraHeaders } : headers,
         body: this.body,

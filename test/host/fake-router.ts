@@ -50,7 +50,7 @@ export async function startFakeRouter(): Promise<FakeRouter> {
     async addWorker(url, opts) {
       fake.added.push({ url, ...(opts ? { opts } : {}) });
       const info: WorkerInfo = {
-        id: `w${workers.length}`, url, health: 'healthy', circuit: 'closed', token_only: true, incremental: false, model_path: null, weight_version: null,
+        id: `w${workers.length}`, url, health: 'healthy', circuit: 'closed', format: 'sglang', token_only: true, incremental: false, model_path: null, weight_version: null,
         in_flight: 0, simulated: opts?.simulated ?? false, sim_index: opts?.simIndex ?? null, draining: false,
       };
       workers.push(info);

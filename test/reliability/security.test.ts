@@ -50,7 +50,7 @@ function fakeActions(calls: string[]): HostActions {
     snapshot: () => rec('snapshot', { routerUrl: '', t: 0, workers: [], rows: [], inflight: [], sim: [], traffic: null }),
     simWorkers: () => rec('simWorkers', []),
     simAction: async () => rec('simAction', []),
-    addWorker: async () => rec('addWorker', { id: 'w9', url: 'http://127.0.0.1:9', health: 'healthy', circuit: 'closed', token_only: true, incremental: false, model_path: null, weight_version: null, in_flight: 0, simulated: false, sim_index: null, draining: false }),
+    addWorker: async () => rec('addWorker', { id: 'w9', url: 'http://127.0.0.1:9', health: 'healthy', circuit: 'closed', format: 'sglang', token_only: true, incremental: false, model_path: null, weight_version: null, in_flight: 0, simulated: false, sim_index: null, draining: false }),
     removeWorker: () => rec('removeWorker', true),
     drainWorker: () => rec('drainWorker', true),
     traffic: () => rec('traffic', null),

@@ -8,7 +8,7 @@ import type { WorkerInfo } from '../../router/events/types.ts';
 import { requestEvents } from './scenario.ts';
 
 const worker = (id: string): WorkerInfo => ({
-  id, url: `http://127.0.0.1:1${id.slice(1)}`, health: 'healthy', circuit: 'closed', token_only: true, incremental: false, model_path: null, weight_version: null,
+  id, url: `http://127.0.0.1:1${id.slice(1)}`, health: 'healthy', circuit: 'closed', format: 'sglang', token_only: true, incremental: false, model_path: null, weight_version: null,
   in_flight: 0, simulated: true, sim_index: Number(id.slice(1)), draining: false,
 });
 

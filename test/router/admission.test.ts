@@ -1,10 +1,13 @@
 // Admission and continuation building are pure decisions over plain data.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { admit, type AdmissionContext } from '../../router/migration/admission.ts';
-import { buildContinuation, remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
+import { admit as admitWith, type AdmissionContext } from '../../router/migration/admission.ts';
+import { remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
+import { buildContinuation } from '../../router/format/sglang/continuation.ts';
+import { SGLANG_ADMISSION } from '../../router/format/sglang/admission.ts';
 import { MalformedBody, parseGenerateRequest } from '../../router/format/sglang/request.ts';
 
+const admit = (r: ReturnType<typeof parseGenerateRequest>, c: AdmissionContext) => admitWith(r, c, SGLANG_ADMISSION);
 const ctx: AdmissionContext = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaults: {}, disputedDefaults: new Set(), maxReqLen: null };
 const req = (body: Record<string, unknown>) => parseGenerateRequest({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 10 }, ...body });
 

@@ -15,36 +15,17 @@
 
 import { validationMessage, type PydanticError } from '../../sglang-api/errors.ts';
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
+import type { FormatRequest, Json, JsonObject } from '../types.ts';
 
-export type Prompt =
-  | { kind: 'input_ids'; ids: number[] }
-  | { kind: 'text' }
-  | { kind: 'input_embeds' }
-  | { kind: 'batch' };
+export type { Json, JsonObject };
 
-export interface GenerateRequest {
-  /** The body as the client sent it; opaque fields pass through untouched. */
-  body: JsonObject;
-  prompt: Prompt;
-  /** Number of prompt tokens when known (token ids), else null. */
-  promptLength: number | null;
-  stream: boolean;
-  /** The body's rid when it is a string (single request, or the prefix of a batch's rids). */
-  rid: string | null;
-  sampling: JsonObject;
-  /** undefined: absent (worker default applies); null: explicitly unbounded; else the number. */
-  maxNewTokens: number | null | undefined;
-  minNewTokens: number;
-  returnLogprob: boolean;
+export type Prompt = FormatRequest['prompt'];
+
+/** SGLang's /generate request: the neutral fields (FormatRequest: `rid` is the body's rid when it
+ * is a string: a single request's, or the prefix of a batch's rids) and SGLang's own. */
+export interface GenerateRequest extends FormatRequest {
   logprobStartLen: number;
   topLogprobsNum: number;
-  /**
-   * Why the router could not read a value it needs, or null. A request with a reason is served
-   * as written by one worker (which answers it, refusal included) and never migrates.
-   */
-  unparsed: string | null;
 }
 
 /** A body FastAPI's validation would refuse: the router answers SGLang's 400 with these errors. */
@@ -299,6 +280,7 @@ export function parseGenerateRequest(raw: unknown, opts: ParseOptions = {}): Gen
     logprobStartLen: typeof startLen === 'number' && Number.isSafeInteger(startLen) ? startLen : -1,
     topLogprobsNum: typeof topNum === 'number' && Number.isSafeInteger(topNum) ? topNum : 0,
     unparsed: problems.length > 0 ? problems.join('; ') : null,
+    samples: typeof sampling.n === 'number' && Number.isSafeInteger(sampling.n) && sampling.n > 1 ? sampling.n : 1,
   };
 }
 

@@ -174,8 +174,4 @@ export function scanOutputIds(buf: Buffer, start: number, end: number, out: numb
   return false;
 }
 
-export const SSE_DONE = Buffer.from('data: [DONE]\n\n');
-
-export function sseFrame(json: string): string {
-  return `data: ${json}\n\n`;
-}
+export { SSE_DONE, sseFrame } from '../client-sink.ts';

@@ -1,0 +1,12 @@
+// The wire formats Baton speaks. Adding one is a folder under router/format/<name>/ and a line
+// here; nothing under router/migration/ names a format.
+import type { FormatName, WireFormat } from './types.ts';
+import { SGLANG } from './sglang/index.ts';
+
+export const FORMATS: readonly WireFormat[] = [SGLANG];
+
+export function formatNamed(name: FormatName): WireFormat {
+  const f = FORMATS.find((x) => x.name === name);
+  if (!f) throw new Error(`no wire format '${name}'`);
+  return f;
+}

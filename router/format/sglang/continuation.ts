@@ -1,0 +1,58 @@
+// Building SGLang's upstream request of an attempt. Attempt 0 is the client's body, made to
+// stream (the router assembles unary answers itself so that a unary request can migrate
+// mid-generation). A continuation appends the replayed tokens to the prompt and asks for the
+// saturating remainder of the budget; every other field is the client's, untouched.
+import { remainingBudget, remainingMinTokens } from '../../migration/continuation.ts';
+import type { AttemptSpec, JsonObject } from '../types.ts';
+import type { GenerateRequest } from './request.ts';
+
+export function buildFirstAttempt(req: GenerateRequest, rid: string): JsonObject {
+  return { ...req.body, rid, stream: true };
+}
+
+/** A continuation's body from the whole budget (tests and tools); the loop uses attemptBody. */
+export function buildContinuation(
+  req: GenerateRequest,
+  promptIds: readonly number[],
+  replayed: readonly number[],
+  budget: number,
+  rid: string,
+  minNewTokens = req.minNewTokens,
+): JsonObject {
+  const remaining = remainingBudget(budget, replayed.length);
+  return continuationBody(req, promptIds, { index: 1, rid, replayed, remaining, minTokens: remainingMinTokens(minNewTokens, replayed.length, remaining) }, minNewTokens > 0);
+}
+
+function continuationBody(req: GenerateRequest, promptIds: readonly number[], spec: AttemptSpec, hasMinimum: boolean): JsonObject {
+  const replayed = spec.replayed;
+  // Always explicit, even where the client relied on a worker default: the worker's default would
+  // grant the whole budget again. The budget is already clamped to the context (admission), so
+  // SGLang's check of an explicit budget (prompt + max_new_tokens < context_len) passes.
+  const sampling: JsonObject = { ...req.sampling, max_new_tokens: spec.remaining };
+  // min_new_tokens shrinks wherever it came from: the client, or a default the worker advertises
+  // (which the worker would otherwise apply in full again).
+  if (hasMinimum || (req.sampling.min_new_tokens !== undefined && req.sampling.min_new_tokens !== null)) {
+    sampling.min_new_tokens = spec.minTokens;
+  }
+  const body: JsonObject = {
+    ...req.body,
+    input_ids: replayed.length === 0 ? (promptIds as number[]) : promptIds.concat(replayed),
+    sampling_params: sampling,
+    rid: spec.rid,
+    stream: true,
+  };
+  // `text` beside `input_ids` is served from input_ids by SGLang (io_struct.py); a continuation's
+  // prompt is the ids, so the text must not travel with them.
+  delete body.text;
+  // The client already holds the original prompt's input logprobs from attempt 0; ask for the
+  // least prompt-logprob work SGLang allows (-1: none, or the last prompt position in older
+  // versions). With nothing replayed the continuation *is* the original prompt, so keep what the
+  // client asked for.
+  if (req.returnLogprob && replayed.length > 0) body.logprob_start_len = -1;
+  return body;
+}
+
+/** Attempt k's body: the client's for attempt 0 (or a request that may not migrate), else a continuation. */
+export function attemptBody(req: GenerateRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string {
+  return JSON.stringify(spec.remaining === null ? buildFirstAttempt(req, spec.rid) : continuationBody(req, promptIds, spec, minNewTokens > 0));
+}

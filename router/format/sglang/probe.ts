@@ -1,0 +1,26 @@
+// What an SGLang worker tells about itself: token-only or text (skip_tokenizer_init), cumulative
+// or incremental streaming, the model and weights it serves, its context length, and its
+// preferred sampling defaults (which take part in admission: SGLang merges
+// `{**preferred_sampling_params, **request}`).
+import type { Pool } from 'undici';
+import { getJson, positiveInt, preferredMaxNewTokens, preferredParams, str } from '../../pool/probe.ts';
+import type { ProbeResult } from '../types.ts';
+
+export async function probeWorker(pool: Pool, timeoutMs: number): Promise<ProbeResult | null> {
+  const server = (await getJson(pool, '/server_info', timeoutMs)) ?? (await getJson(pool, '/get_server_info', timeoutMs));
+  const model = (await getJson(pool, '/model_info', timeoutMs)) ?? (await getJson(pool, '/get_model_info', timeoutMs));
+  if (!server && !model) return null;
+  const flag = (v: unknown) => (typeof v === 'boolean' ? v : null);
+  const incremental = flag(server?.incremental_streaming_output) ?? flag(server?.stream_output);
+  const preferred = preferredParams(server?.preferred_sampling_params ?? model?.preferred_sampling_params);
+  return {
+    tokenOnly: flag(server?.skip_tokenizer_init),
+    incremental: server ? (incremental ?? false) : null,
+    preferred,
+    defaultMaxNewTokens: preferredMaxNewTokens(preferred),
+    modelPath: str(model?.model_path) ?? str(server?.model_path),
+    weightVersion: str(model?.weight_version) ?? str(server?.weight_version),
+    contextLength: positiveInt(server?.context_length),
+    maxTotalTokens: positiveInt(server?.max_total_num_tokens),
+  };
+}

@@ -1,0 +1,352 @@
+// SGLang's side of one logical request: reading an attempt's frames, forwarding them to the
+// client (untouched bytes where nothing needs rebasing), and rendering the one answer the
+// client sees (stitch.ts). The migration loop drives it through the format seam (../types.ts).
+//
+// The per-token path lives here, so it does as little as it can:
+// - `classifyFrame` decides running / finished / error / [DONE] by scanning bytes;
+// - attempt 0 on a cumulative worker keeps only a reference to the last frame (parsed once, when
+//   the attempt ends) and forwards each frame's bytes with only meta_info.id swapped;
+// - attempt 0 on an incremental worker without logprobs or text reads each frame's new ids with
+//   a byte scan (`scanOutputIds`);
+// - continuations parse every frame: their counters and lists must be rebased.
+import type { Failure } from '../../migration/failure.ts';
+import type { ClientSink } from '../client-sink.ts';
+import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, WorkerView } from '../types.ts';
+import { classifyAbort, classifyInBandError } from './failure.ts';
+import type { GenerateRequest } from './request.ts';
+import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from './sse.ts';
+import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf } from './stitch.ts';
+import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const protocol = (message: string): Failure => ({ kind: 'protocol', message, status: 502, evidence: message });
+
+export class SglangAttempt implements FormatAttempt {
+  readonly output: AttemptOutput;
+  frames = 0;
+  /** Cumulative worker, attempt 0: frames are not parsed until needed; the last is kept raw. */
+  private lastRaw: Buffer | null = null;
+  lastChunk: JsonObject | null = null;
+  /** A failure found in-band, with the raw frame to pass through when it is the client's. */
+  passThroughFrame: Buffer | null = null;
+  /** The parsed chunk of that frame (an abort finish), to rebase on a continuation. */
+  passThroughChunk: JsonObject | null = null;
+  /**
+   * Incremental worker, frames forwarded untouched: running frames after the first need only their
+   * new ids, read by a byte scan (sse.ts scanOutputIds). Off once a frame carries anything else
+   * the attempt must keep (text, logprob lists).
+   */
+  private scanIds: boolean;
+  private readonly lazy: boolean;
+  private ended = false;
+  /** `"<upstream rid>"` as the worker writes it in meta_info.id (rid.ts: plain ASCII). */
+  private readonly ridJson: Buffer;
+
+  constructor(
+    private readonly session: SglangSession,
+    readonly spec: AttemptSpec,
+    private readonly host: AttemptHost,
+    /** Frames may be sent to a streaming client as the worker wrote them. */
+    private readonly forwardRaw: boolean,
+    private readonly headers: Record<string, string>,
+    worker: WorkerView,
+  ) {
+    this.output = new AttemptOutput(worker.incremental, spec.replayed.length);
+    this.lazy = spec.index === 0 && worker.incremental === false;
+    this.scanIds = forwardRaw && worker.incremental === true && !session.req.returnLogprob;
+    this.ridJson = Buffer.from(JSON.stringify(spec.rid));
+  }
+
+  get tokens(): number {
+    return this.output.ids.length;
+  }
+
+  get sawFrame(): boolean {
+    return this.frames > 0;
+  }
+
+  get cachedTokens(): number | null {
+    const meta = this.lastChunk?.meta_info;
+    return isObject(meta) && typeof meta.cached_tokens === 'number' ? meta.cached_tokens : this.output.cachedTokens;
+  }
+
+  get weightVersion(): string | null {
+    return this.output.weightVersion;
+  }
+
+  get sawText(): boolean {
+    return this.output.sawText;
+  }
+
+  finishReason(): string | null {
+    if (!this.lastChunk) return null;
+    const f = finishReasonOf(this.lastChunk);
+    return f && typeof f.type === 'string' ? f.type : null;
+  }
+
+  progressTokens(): number {
+    // A scanned attempt's counter is stale until its last frame; its ids are not.
+    let tokens = Math.max(this.output.completionTokens, this.scanIds ? this.output.ids.length : 0);
+    if (this.lazy && this.lastRaw) tokens = Math.max(tokens, scanCompletionTokens(this.lastRaw, 0, this.lastRaw.length));
+    return tokens;
+  }
+
+  /** Bring `output` up to date with the last raw frame (lazy mode). */
+  settle(): void {
+    if (this.lastRaw === null) return;
+    const raw = this.lastRaw;
+    this.lastRaw = null;
+    try {
+      const chunk = JSON.parse(framePayload(raw, 0, raw.length)) as JsonObject;
+      this.output.absorb(chunk);
+      this.lastChunk = chunk;
+    } catch {
+      // A whole frame that is not JSON: its tokens were never forwarded as understood.
+    }
+  }
+
+  /**
+   * A frame forwarded as the worker wrote it, with the upstream rid in meta_info.id replaced by
+   * the client's id: the one rewrite an untouched frame needs. The rid's bytes are unique (a
+   * 16-hex nonce), and meta_info.id is written before finish_reason, early in the frame.
+   */
+  swapId(frame: Buffer): Buffer {
+    const k = frame.indexOf(this.ridJson);
+    if (k < 0) return frame;
+    return Buffer.concat([frame.subarray(0, k), this.session.idJson, frame.subarray(k + this.ridJson.length)]);
+  }
+
+  /**
+   * Forward a frame as the worker wrote it but for meta_info.id. A small frame is spliced into one
+   * buffer; a large one (cumulative chunks grow with the output) goes out as three corked writes,
+   * one writev, so its bytes are not copied once more.
+   */
+  private forward(frame: Buffer): void {
+    const k = frame.indexOf(this.ridJson);
+    if (k < 0) return this.host.write(frame);
+    const tail = k + this.ridJson.length;
+    if (frame.length < 2048) this.host.write(Buffer.concat([frame.subarray(0, k), this.session.idJson, frame.subarray(tail)]));
+    else this.host.writeParts(frame.subarray(0, k), this.session.idJson, frame.subarray(tail));
+  }
+
+  private fail(failure: Failure): void {
+    this.ended = true;
+    this.host.failed(failure);
+  }
+
+  onFrame(buf: Buffer, start: number, end: number): void {
+    if (this.ended) return;
+    try {
+      this.handleFrame(buf, start, end);
+    } catch (err) {
+      // A frame the router cannot handle must neither crash the process nor hang the request.
+      this.fail(protocol(`router could not handle a frame: ${(err as Error).message}`));
+    }
+  }
+
+  private handleFrame(buf: Buffer, start: number, end: number): void {
+    const kind = classifyFrame(buf, start, end);
+    if (kind === FrameKind.Ignored) return;
+    if (kind === FrameKind.Done) {
+      this.fail({ kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502, evidence: '[DONE] before a chunk with a finish_reason' });
+      return;
+    }
+    if (kind === FrameKind.Running && this.lazy) {
+      if (this.frames === 0 && !this.host.accept(null)) return;
+      if (this.frames++ === 0) this.host.firstFrame();
+      // One view of the frame serves both: kept as the last raw frame and forwarded.
+      const raw = frameBytes(buf, start, end);
+      this.lastRaw = raw;
+      if (this.forwardRaw) this.forward(raw);
+      return;
+    }
+    if (kind === FrameKind.Running && this.scanIds && this.frames > 0 && scanOutputIds(buf, start, end, this.output.ids)) {
+      this.frames++;
+      this.forward(frameBytes(buf, start, end));
+      return;
+    }
+    this.onParsedFrame(buf, start, end);
+  }
+
+  private onParsedFrame(buf: Buffer, start: number, end: number): void {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(framePayload(buf, start, end));
+    } catch {
+      this.fail(protocol('worker sent a frame that is not JSON'));
+      return;
+    }
+    if (!isObject(chunk)) {
+      this.fail(protocol('worker sent a frame that is not a JSON object'));
+      return;
+    }
+    if (chunk.error !== undefined) {
+      this.passThroughFrame = buf.subarray(start, end);
+      this.fail(classifyInBandError(chunk.error));
+      return;
+    }
+    const finish = finishReasonOf(chunk);
+    if (finish && finish.type === 'abort') {
+      const failure = classifyAbort(finish);
+      // A deliberate abort at the worker (no status) ends the answer as SGLang wrote it: it
+      // falls through to the finish path below, like any other finish reason.
+      if (failure.kind !== 'worker_abort') {
+        this.passThroughFrame = buf.subarray(start, end);
+        this.passThroughChunk = chunk;
+        this.fail(failure);
+        return;
+      }
+    }
+    if (this.frames === 0) {
+      const wv = metaOf(chunk).weight_version;
+      if (!this.host.accept(typeof wv === 'string' ? wv : null)) {
+        this.ended = true;
+        return;
+      }
+    }
+    // Everything before this frame is superseded (cumulative) or already absorbed (incremental).
+    this.lastRaw = null;
+    this.output.absorb(chunk);
+    this.lastChunk = chunk;
+    if (this.scanIds && (this.output.sawText || Object.keys(this.output.lists).length > 0)) this.scanIds = false;
+    if (this.frames++ === 0) this.host.firstFrame();
+    const session = this.session;
+    if (finish) {
+      this.ended = true;
+      session.deliverFinal(this, chunk, frameBytes(buf, start, end), this.forwardRaw, this.headers);
+      this.host.finished();
+      return;
+    }
+    if (!session.sink.streaming) return;
+    if (this.forwardRaw) this.forward(frameBytes(buf, start, end));
+    else this.host.write(sseFrameOf(session.out.render(chunk, this.output, false)));
+  }
+}
+
+function sseFrameOf(chunk: JsonObject): string {
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+export class SglangSession implements FormatSession {
+  readonly out: LogicalOutput;
+  /** `"<logical id>"`: what the client must see in meta_info.id. */
+  readonly idJson: Buffer;
+  /** The last chunk any attempt sent: the shape of an answer the router finishes itself. */
+  private template: JsonObject | null = null;
+
+  constructor(
+    readonly req: GenerateRequest,
+    info: { id: string; budget: number | null; startedAt: number },
+    readonly sink: ClientSink,
+  ) {
+    this.idJson = Buffer.from(JSON.stringify(info.id));
+    this.out = new LogicalOutput({ id: info.id, promptTokens: req.promptLength, budget: info.budget, startedAt: info.startedAt, clientIncremental: false });
+  }
+
+  get ids(): readonly number[] {
+    return this.out.ids;
+  }
+
+  get cachedTokens(): number | null {
+    return this.out.cachedTokens;
+  }
+
+  get sawText(): boolean {
+    return this.out.sawText;
+  }
+
+  get budget(): number | null {
+    return this.out.info.budget;
+  }
+
+  get canFinishLocally(): boolean {
+    return this.template !== null;
+  }
+
+  attempt(spec: AttemptSpec, worker: WorkerView, host: AttemptHost, forwardRaw: boolean, headers: Record<string, string>): SglangAttempt {
+    // The client gets the streaming mode of attempt 0's worker (learnt from its chunks if unknown).
+    if (spec.index === 0) this.out.info.clientIncremental = worker.incremental === true;
+    return new SglangAttempt(this, spec, host, forwardRaw, headers, worker);
+  }
+
+  commit(fa: FormatAttempt): void {
+    const a = fa as SglangAttempt;
+    if (a.spec.index === 0 && a.output.incremental !== null) this.out.info.clientIncremental = a.output.incremental;
+    this.out.commit(a.output);
+    if (a.lastChunk !== null) this.template = a.lastChunk;
+  }
+
+  /** The finishing chunk to a streaming client, or the whole answer to a unary one. */
+  deliverFinal(a: SglangAttempt, chunk: JsonObject, raw: Buffer, forwardRaw: boolean, headers: Record<string, string>): void {
+    const sink = this.sink;
+    if (sink.streaming) {
+      if (forwardRaw) sink.writeRaw(a.swapId(raw));
+      else sink.writeChunk(this.out.render(chunk, a.output, false));
+      sink.endStream();
+      return;
+    }
+    // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
+    if (a.spec.index === 0 && a.output.incremental === false) {
+      const p = raw.indexOf('{');
+      sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);
+    } else {
+      sink.json(200, JSON.stringify(this.out.render(chunk, a.output, true)), headers);
+    }
+  }
+
+  finishLocally(headers: Record<string, string>): void {
+    this.finishWith(this.out.renderLocalFinish(!this.sink.streaming, this.template), headers);
+  }
+
+  finishAborted(headers: Record<string, string>): void {
+    this.finishWith(this.out.renderAbort(!this.sink.streaming), headers);
+  }
+
+  private finishWith(chunk: JsonObject, headers: Record<string, string>): void {
+    if (this.sink.streaming) {
+      this.sink.writeChunk(chunk);
+      this.sink.endStream();
+    } else {
+      this.sink.json(200, JSON.stringify(chunk), headers);
+    }
+  }
+
+  /**
+   * A failure that belongs to the client: forwarded as the worker wrote it. On a continuation a
+   * frame with meta_info is rebased like every other frame (the logical id, the original prompt
+   * length, the whole output so far), so the client cannot tell which attempt refused. Called
+   * after the attempt was committed.
+   */
+  passThrough(fa: FormatAttempt, failure: Failure): void {
+    const a = fa as SglangAttempt;
+    const sink = this.sink;
+    const rebased = () => this.out.render(a.passThroughChunk!, new AttemptOutput(a.output.incremental, this.out.ids.length), false);
+    if (sink.streaming && sink.started) {
+      // The stream started on an earlier attempt: an HTTP status can no longer be sent, so the
+      // refusal ends the stream in band, as SGLang ends a stream that fails after its headers.
+      if (a.passThroughChunk && a.spec.index > 0) sink.writeChunk(rebased());
+      else if (a.passThroughFrame) sink.writeRaw(a.swapId(a.passThroughFrame));
+      else {
+        sink.endStreamWithError({ error: { message: failure.message, type: VALUE_ERROR_TYPE, code: failure.status, retryable: false } });
+        return;
+      }
+      sink.endStream();
+      return;
+    }
+    if (failure.body) {
+      sink.json(failure.status, a.swapId(failure.body), failure.contentType ? { 'content-type': failure.contentType } : {});
+      return;
+    }
+    if (sink.streaming && a.passThroughFrame) {
+      if (a.passThroughChunk && a.spec.index > 0) sink.writeChunk(rebased());
+      else sink.writeRaw(a.swapId(a.passThroughFrame));
+      sink.endStream();
+      return;
+    }
+    // A unary request's refusal, in SGLang's unary shape: its status and {"error": {"message"}}.
+    sink.json(failure.status, JSON.stringify({ error: { message: failure.message } }));
+  }
+}

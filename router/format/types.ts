@@ -1,0 +1,181 @@
+// The format seam: what a wire format provides so that the migration loop (router/migration/)
+// can serve, stitch and continue its requests without knowing its field names or frames. After
+// Dynamo's migration operator, which works over neutral PreprocessedRequest / BackendOutput types:
+// here the neutral request is `FormatRequest`, and the per-frame work stays inside the format
+// (`FormatAttempt`), because only the format knows which bytes may go to the client untouched.
+import type { Pool } from 'undici';
+import type { ServerResponse } from 'node:http';
+import type { Failure } from '../migration/failure.ts';
+import type { ClientSink, ErrorShapes } from './client-sink.ts';
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export type FormatName = 'sglang' | 'vllm';
+
+/** A client's generate request as every format reads it: what migration needs, and the rest. */
+export interface FormatRequest {
+  /** The body as the client sent it; opaque fields pass through untouched. */
+  body: JsonObject;
+  /** What the prompt is: token ids of one sequence (migratable), or something that is not. */
+  prompt: { kind: 'input_ids'; ids: number[] } | { kind: 'text' } | { kind: 'input_embeds' } | { kind: 'batch' };
+  /** Number of prompt tokens when known (token ids), else null. */
+  promptLength: number | null;
+  stream: boolean;
+  /** The client's own request id from the body (SGLang `rid`, vLLM `request_id`), if any. */
+  rid: string | null;
+  /** The sampling object as sent ({} when absent); read by admission, passed through. */
+  sampling: JsonObject;
+  /** undefined: absent (the worker's default applies); null: explicitly unbounded; else the number. */
+  maxNewTokens: number | null | undefined;
+  minNewTokens: number;
+  returnLogprob: boolean;
+  /** Why the router could not read a value it needs: served as written by one worker, never migrated. */
+  unparsed: string | null;
+  /** More samples than one (SGLang `n`, vLLM `n`): passed through, never migrated. */
+  samples: number;
+}
+
+/** Migration settings and the workers' advertised facts that admission reads. */
+export interface AdmissionContext {
+  migrationLimit: number;
+  migrationMaxSeqLen: number | null;
+  /** Sampling defaults every probed worker advertises alike. */
+  workerDefaults: Readonly<Record<string, unknown>>;
+  /** Defaults the workers disagree on (unresolved). */
+  disputedDefaults: ReadonlySet<string>;
+  /** The worker's bound on prompt + output (min over workers); null when unknown. */
+  maxReqLen: number | null;
+}
+
+export type Admission =
+  | { admitted: true; reason: null; budget: number; budgetFromDefault: boolean; minNewTokens: number }
+  | { admitted: false; reason: string; budget: number | null; budgetFromDefault: boolean; minNewTokens: number };
+
+/** What one attempt asks of its worker. */
+export interface AttemptSpec {
+  index: number;
+  /** The upstream request id of this attempt (router/migration/rid.ts). */
+  rid: string;
+  /** Output tokens of earlier attempts: appended to the prompt of a continuation. */
+  replayed: readonly number[];
+  /** The remaining budget to ask for explicitly; null: send the client's budget fields as they are. */
+  remaining: number | null;
+  /** min new tokens for this attempt (already reduced by the replayed tokens). */
+  minTokens: number;
+}
+
+/** The worker facts a format's attempt needs. */
+export interface WorkerView {
+  readonly url: string;
+  /** Streaming mode of an SGLang worker (null: unknown, learnt from the chunks). */
+  readonly incremental: boolean | null;
+}
+
+/** What a format's attempt asks of the migration loop while it reads frames. */
+export interface AttemptHost {
+  /** Bytes for a streaming client; the loop pauses the upstream when the client is slow. */
+  write(data: Buffer | string): void;
+  /** Three pieces of one frame, written as one (no copy). */
+  writeParts(a: Buffer, b: Buffer, c: Buffer): void;
+  /**
+   * The attempt's first whole frame arrived, naming the weights it runs on (null: not read).
+   * False: the loop refused it (other weights than the request started on) and failed the
+   * attempt; nothing of the frame may reach the client.
+   */
+  accept(weightVersion: string | null): boolean;
+  /** The attempt's first frame was taken (time to first token). */
+  firstFrame(): void;
+  /** The attempt finished; the format has delivered the final answer to the client. */
+  finished(): void;
+  /** The attempt failed in band (an error frame, an abort, a frame that cannot be read). */
+  failed(failure: Failure): void;
+}
+
+/** One attempt's reading of its worker's frames, owned by the format. */
+export interface FormatAttempt {
+  /** One whole SSE frame (bytes [start, end) of buf). */
+  onFrame(buf: Buffer, start: number, end: number): void;
+  /** The upstream call ended: bring the attempt's output up to date (a lazily kept last frame). */
+  settle(): void;
+  /** Output tokens of this attempt so far (settled). */
+  readonly tokens: number;
+  /** For progress events: tokens produced so far, cheaply (may read a kept frame). */
+  progressTokens(): number;
+  /** Whether any whole frame arrived (the format knows the shape of an answer). */
+  readonly sawFrame: boolean;
+  /** Prompt tokens the worker reported cached, or null. */
+  readonly cachedTokens: number | null;
+  /** The weights the worker reported running on, or null. */
+  readonly weightVersion: string | null;
+  /** The finish reason's type of a finished attempt, or null. */
+  finishReason(): string | null;
+  /** The answer contains text that cannot be stitched token-exactly. */
+  readonly sawText: boolean;
+}
+
+/** The client-facing side of one logical request: its stitched output and its answer's shape. */
+export interface FormatSession {
+  /** Output tokens committed (the attempts that ended): the replay of the next attempt. */
+  readonly ids: readonly number[];
+  /** Prompt tokens cached at the worker that prefilled the original prompt, or null. */
+  readonly cachedTokens: number | null;
+  /** Text was returned by some attempt: tokens can no longer be continued exactly. */
+  readonly sawText: boolean;
+  /** The budget the client's answer names in a `length` finish. */
+  readonly budget: number | null;
+  /**
+   * Attempt k. `forwardRaw`: frames may go to a streaming client as the worker wrote them.
+   * `headers` go with a unary answer (attempt and migration counts).
+   */
+  attempt(spec: AttemptSpec, worker: WorkerView, host: AttemptHost, forwardRaw: boolean, headers: Record<string, string>): FormatAttempt;
+  /** An attempt ended: its tokens become part of the logical output. */
+  commit(a: FormatAttempt): void;
+  /** A frame of any attempt was seen: the router knows an answer's shape and can finish one. */
+  readonly canFinishLocally: boolean;
+  /** The budget was spent at a failure: finish without another worker call. */
+  finishLocally(headers: Record<string, string>): void;
+  /** The client aborted the request and no attempt said so itself: the format's abort answer. */
+  finishAborted(headers: Record<string, string>): void;
+  /** The request's own refusal (a 4xx, an in-band refusal): to the client as the worker wrote it. */
+  passThrough(a: FormatAttempt, failure: Failure): void;
+}
+
+/** What a worker told about itself when probed in this format. */
+export interface ProbeResult {
+  tokenOnly: boolean | null;
+  incremental: boolean | null;
+  preferred: Record<string, unknown> | null;
+  defaultMaxNewTokens: number | null;
+  modelPath: string | null;
+  weightVersion: string | null;
+  contextLength: number | null;
+  maxTotalTokens: number | null;
+}
+
+/** A wire format, client side and worker side. */
+export interface WireFormat {
+  readonly name: FormatName;
+  /** The client-facing and worker-facing generate path. */
+  readonly generatePath: string;
+  /** Read a parsed JSON body; throws the format's MalformedBody for what its server refuses outright. */
+  parse(json: unknown, opts: { lossyNumbers: boolean; headers: Record<string, string | string[] | undefined> }): FormatRequest;
+  /** The format's admission decision (its stateful fields), over the shared rules. */
+  admit(req: FormatRequest, ctx: AdmissionContext): Admission;
+  /**
+   * Attempt k's body, as the worker must receive it (always streaming). `spec.remaining` null:
+   * the client's own budget fields. `minNewTokens`: the request's effective minimum (client's or
+   * advertised), which a continuation must send reduced even where the client sent none.
+   */
+  attemptBody(req: FormatRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string;
+  /** The worker's abort call for one upstream rid. */
+  abortRequest(rid: string): { path: string; body: string };
+  /** The stitching and rendering of one logical request, answering through `sink`. */
+  session(req: FormatRequest, info: { id: string; budget: number | null; startedAt: number }, sink: ClientSink): FormatSession;
+  /** The shapes of the errors the router writes itself. */
+  readonly errors: ErrorShapes;
+  /** A refusal the router writes itself for a reason the worker would raise as a request error. */
+  writeRequestError(res: ServerResponse, stream: boolean, status: number, message: string, headers?: Record<string, string>): void;
+  /** Ask a worker whether it speaks this format, and what it serves. */
+  probe(pool: Pool, timeoutMs: number): Promise<ProbeResult | null>;
+}
