@@ -2,8 +2,10 @@
 // here; nothing under router/migration/ names a format.
 import type { FormatName, WireFormat } from './types.ts';
 import { SGLANG } from './sglang/index.ts';
+import { VLLM } from './vllm/index.ts';
 
-export const FORMATS: readonly WireFormat[] = [SGLANG];
+/** In probing order: SGLang's probe needs its own keys, so a vLLM worker never passes for one. */
+export const FORMATS: readonly WireFormat[] = [SGLANG, VLLM];
 
 export function formatNamed(name: FormatName): WireFormat {
   const f = FORMATS.find((x) => x.name === name);

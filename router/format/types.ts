@@ -70,6 +70,7 @@ export interface WorkerView {
   readonly url: string;
   /** Streaming mode of an SGLang worker (null: unknown, learnt from the chunks). */
   readonly incremental: boolean | null;
+  readonly modelPath: string | null;
 }
 
 /** What a format's attempt asks of the migration loop while it reads frames. */

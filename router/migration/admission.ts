@@ -17,6 +17,11 @@ export interface AdmissionRules<R extends FormatRequest = FormatRequest> {
   /** The sampling key of the budget and of the minimum, as the worker reads them. */
   budgetKey: string;
   minKey: string;
+  /**
+   * Whether the worker clamps every budget to the context as SGLang's scheduler does
+   * (`min(budget, max_req_len - prompt - 1)`); the answer's `length` then names the clamped value.
+   */
+  clampsBudget: boolean;
   /** Keys whose effect depends on state a continuation cannot rebuild (a dispute refuses). */
   statefulKeys: readonly string[];
   /** The format's own refusal of a request (stateful sampling, unsupported modes), or null. */
@@ -44,7 +49,7 @@ export function admit<R extends FormatRequest>(req: R, ctx: AdmissionContext, ru
   // The worker clamps every budget to the context (SGLang's scheduler, init_req_max_new_tokens:
   // `min(max_new_tokens, max_req_len - len(origin_input_ids) - 1)`): the uninterrupted answer's
   // `length` finish names the clamped value, and a continuation must not ask for more.
-  if (budget !== null && ctx.maxReqLen !== null && req.promptLength !== null) {
+  if (rules.clampsBudget && budget !== null && ctx.maxReqLen !== null && req.promptLength !== null) {
     budget = Math.max(0, Math.min(budget, ctx.maxReqLen - req.promptLength - 1));
   }
   const minRaw = sp[rules.minKey];

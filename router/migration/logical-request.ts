@@ -212,6 +212,8 @@ export class LogicalRequest implements ProgressSource {
       stream: this.req.stream,
       max_new_tokens: this.out.budget,
       error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
+      // Filled in by telemetry when the request is traced.
+      trace_id: null,
     }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids as number[], attempts: this.segments });
   }
 
@@ -414,6 +416,7 @@ export class LogicalRequest implements ProgressSource {
       error: failure?.message ?? null,
       error_evidence: failure?.evidence ?? null,
       finish_reason: outcome === 'finished' ? a.reader.finishReason() : null,
+      trace_id: null,
     });
   }
 }

@@ -4,9 +4,10 @@ import type { ServerResponse } from 'node:http';
 import type { Worker } from '../pool/worker.ts';
 import { classifyTransportError, type Failure } from '../migration/failure.ts';
 
-export async function passThrough(worker: Worker, body: string, res: ServerResponse, headers: Record<string, string>, signal: AbortSignal): Promise<Failure | null> {
+export async function passThrough(worker: Worker, body: string, res: ServerResponse, headers: Record<string, string>, signal: AbortSignal, path = '/generate', upstreamHeaders: Record<string, string> | null = null): Promise<Failure | null> {
   try {
-    const up = await worker.pool.request({ path: '/generate', method: 'POST', headers: { 'content-type': 'application/json' }, body, signal });
+    // upstreamHeaders: the attempt span's traceparent when the request is traced (telemetry).
+    const up = await worker.pool.request({ path, method: 'POST', headers: upstreamHeaders ? { 'content-type': 'application/json', ...upstreamHeaders } : { 'content-type': 'application/json' }, body, signal });
     const ct = up.headers['content-type'];
     res.writeHead(up.statusCode, { ...(ct ? { 'content-type': String(ct) } : {}), ...headers });
     for await (const chunk of up.body) {

@@ -26,6 +26,7 @@ function isObject(v: unknown): v is JsonObject {
 export const SGLANG_ADMISSION: AdmissionRules<GenerateRequest> = {
   budgetKey: 'max_new_tokens',
   minKey: 'min_new_tokens',
+  clampsBudget: true,
   statefulKeys: ['sampling_seed', 'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'stop', 'stop_regex',
     'max_thinking_tokens', 'thinking_budget', 'custom_params', 'min_new_tokens', ...GRAMMARS],
   refusal(req, sp) {

@@ -9,7 +9,8 @@ import type { ProbeResult } from '../types.ts';
 export async function probeWorker(pool: Pool, timeoutMs: number): Promise<ProbeResult | null> {
   const server = (await getJson(pool, '/server_info', timeoutMs)) ?? (await getJson(pool, '/get_server_info', timeoutMs));
   const model = (await getJson(pool, '/model_info', timeoutMs)) ?? (await getJson(pool, '/get_model_info', timeoutMs));
-  if (!server && !model) return null;
+  // SGLang's own keys: vLLM serves a /server_info too (in dev mode), of another shape.
+  if (!(server && 'skip_tokenizer_init' in server) && !(model && 'model_path' in model)) return null;
   const flag = (v: unknown) => (typeof v === 'boolean' ? v : null);
   const incremental = flag(server?.incremental_streaming_output) ?? flag(server?.stream_output);
   const preferred = preferredParams(server?.preferred_sampling_params ?? model?.preferred_sampling_params);

@@ -24,6 +24,24 @@ export interface Call {
   body: Record<string, unknown>;
   fault: Fault | null;
   framesSent: number;
+  /** The finishing frame went through: later frames (vLLM's usage chunk) are past the answer. */
+  pastFinal?: boolean;
+}
+
+/** The generate paths of the formats the proxy stands in front of (SGLang, vLLM). */
+const GENERATE_PATHS = new Set(['/generate', '/inference/v1/generate']);
+
+type Chunk = Record<string, unknown> & { meta_info?: Record<string, unknown>; choices?: Record<string, unknown>[] };
+
+/** A chunk's finish reason in either format: SGLang's meta_info.finish_reason, vLLM's choices[0].finish_reason (undefined: a chunk without one, such as vLLM's usage-only chunk). */
+function finishOf(c: Chunk): unknown {
+  if (c.meta_info) return c.meta_info.finish_reason;
+  return Array.isArray(c.choices) && c.choices.length > 0 ? c.choices[0]!.finish_reason : undefined;
+}
+
+function setFinish(c: Chunk, v: unknown): void {
+  if (c.meta_info) c.meta_info.finish_reason = v as never;
+  else if (Array.isArray(c.choices) && c.choices.length > 0) c.choices[0]!.finish_reason = v;
 }
 
 function caseIdOf(rid: unknown): string {
@@ -70,14 +88,15 @@ export class FaultProxy {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await this.readBody(req);
-    if (req.url !== '/generate') {
+    const path = req.url ?? '/';
+    if (!GENERATE_PATHS.has(path)) {
       const up = await fetch(this.upstream + req.url, { method: req.method, body: req.method === 'GET' ? undefined : new Uint8Array(body) });
       res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' });
       res.end(Buffer.from(await up.arrayBuffer()));
       return;
     }
     const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-    const caseId = caseIdOf(parsed.rid);
+    const caseId = caseIdOf(parsed.rid ?? parsed.request_id);
     const list = this.book.calls.get(caseId) ?? [];
     this.book.calls.set(caseId, list);
     const fault = this.book.schedules.get(caseId)?.[list.length] ?? null;
@@ -98,7 +117,7 @@ export class FaultProxy {
     res.on('close', () => ac.abort());
     let up: Response;
     try {
-      up = await fetch(this.upstream + '/generate', { method: 'POST', body: new Uint8Array(body), headers: { 'content-type': 'application/json' }, signal: ac.signal });
+      up = await fetch(this.upstream + path, { method: 'POST', body: new Uint8Array(body), headers: { 'content-type': 'application/json' }, signal: ac.signal });
     } catch {
       res.destroy();
       return;
@@ -136,10 +155,17 @@ export class FaultProxy {
     res.end(pending);
   }
 
+  /** Whether a frame is vLLM's (choices) rather than SGLang's (meta_info). */
+  private vllm(frame: string): boolean {
+    return frame.includes('"choices"');
+  }
+
   /** Forward one frame or apply the fault; true when the response was ended by a fault. */
   private onFrame(frame: string, call: Call, res: ServerResponse): boolean {
     const f = call.fault;
-    const isDone = frame.startsWith('data: [DONE]');
+    // Frames after the finishing one (vLLM's usage-only chunk) carry no tokens: a fault there
+    // would only race the finishing frame's delivery, so they pass untouched.
+    const isDone = frame.startsWith('data: [DONE]') || call.pastFinal === true;
     if (f && f.kind !== 'refuse' && f.kind !== 'status4xx' && f.kind !== 'lose_final' && !isDone && call.framesSent === f.afterFrames) {
       switch (f.kind) {
         case 'reset':
@@ -150,17 +176,22 @@ export class FaultProxy {
           setTimeout(() => res.destroy(), 5);
           return true;
         case 'abort': {
-          const chunk = JSON.parse(frame.slice(6)) as { meta_info: Record<string, unknown> };
-          chunk.meta_info.finish_reason = { type: 'abort', message: 'injected engine abort', status_code: 500, err_type: null };
+          const chunk = JSON.parse(frame.slice(6)) as Chunk;
+          // SGLang: a scheduler abort with a 5xx status; vLLM: an abort finish nobody asked for.
+          setFinish(chunk, chunk.meta_info ? { type: 'abort', message: 'injected engine abort', status_code: 500, err_type: null } : 'abort');
           res.end(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`);
           return true;
         }
         case 'error':
-          res.end('data: {"error":{"message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError","code":500,"retryable":true}}\n\ndata: [DONE]\n\n');
+          res.end(this.vllm(frame)
+            ? 'data: {"error":{"message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError","param":null,"code":500}}\n\ndata: [DONE]\n\n'
+            : 'data: {"error":{"message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError","code":500,"retryable":true}}\n\ndata: [DONE]\n\n');
           return true;
         case 'refusal': {
           // Worded so that no word list could take it for a refusal: only the shape says so.
-          const error = f.legacy ? { message: 'injected refusal: token 99999 out of range' } : { message: 'injected refusal: token 99999 out of range', type: 'BadRequestError', code: 400, retryable: false };
+          const error = this.vllm(frame)
+            ? { message: 'injected refusal: token 99999 out of range', type: 'BadRequestError', param: null, code: 400 }
+            : f.legacy ? { message: 'injected refusal: token 99999 out of range' } : { message: 'injected refusal: token 99999 out of range', type: 'BadRequestError', code: 400, retryable: false };
           res.end(`data: ${JSON.stringify({ error })}\n\ndata: [DONE]\n\n`);
           return true;
         }
@@ -170,10 +201,11 @@ export class FaultProxy {
       }
     }
     if (f?.kind === 'lose_final' && !isDone) {
-      const chunk = JSON.parse(frame.slice(6)) as { meta_info: Record<string, unknown> };
-      if (chunk.meta_info.finish_reason !== null) {
-        chunk.meta_info.finish_reason = null;
-        delete chunk.meta_info.e2e_latency;
+      const chunk = JSON.parse(frame.slice(6)) as Chunk;
+      const finish = finishOf(chunk);
+      if (finish !== null && finish !== undefined) {
+        setFinish(chunk, null);
+        if (chunk.meta_info) delete chunk.meta_info.e2e_latency;
         // Reset only once the frame has reached the kernel: a destroy() right after write()
         // can drop it on a loaded machine, and then the law would test a different fault.
         res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => setTimeout(() => res.destroy(), 5));
@@ -182,6 +214,10 @@ export class FaultProxy {
       }
     }
     res.write(frame);
+    if (!isDone && frame.startsWith('data: {')) {
+      const fin = finishOf(JSON.parse(frame.slice(6)) as Chunk);
+      if (fin !== null && fin !== undefined) call.pastFinal = true;
+    }
     if (!isDone) call.framesSent++;
     return false;
   }

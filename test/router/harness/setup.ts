@@ -2,6 +2,7 @@
 // each behind a fault proxy, and routers over them with a given migration limit. Real sockets on
 // loopback, no mocks; in-process only for speed (the integration tests use real processes).
 import { startWorker, type SimWorker } from '../../../sim/worker.ts';
+import { startVllmWorker } from '../../../sim/vllm/worker.ts';
 import { startRouter, type RouterHandle } from '../../../router/index.ts';
 import type { RouterConfig } from '../../../router/config.ts';
 import { FaultBook, FaultProxy, type Fault } from './fault-proxy.ts';
@@ -19,12 +20,14 @@ export class Fixture {
   /** Each worker's weight_version (the default weights unless `weightVersions` says otherwise). */
   readonly versionOf = new Map<string, string>();
 
-  static async start(mode: Mode, n = 5, weightVersions: string[] = []): Promise<Fixture> {
+  static async start(mode: Mode, n = 5, weightVersions: string[] = [], format: 'sglang' | 'vllm' = 'sglang'): Promise<Fixture> {
     const f = new Fixture();
     for (let i = 0; i < n; i++) {
-      const incremental = mode === 'incremental' || (mode === 'mixed' && i % 2 === 1);
+      const incremental = format === 'vllm' || mode === 'incremental' || (mode === 'mixed' && i % 2 === 1);
       const weightVersion = weightVersions[i] ?? 'default';
-      const w = await startWorker({ tokenIntervalMs: 0, incremental, prefillUsPerToken: 0, weightVersion });
+      const w = format === 'vllm'
+        ? await startVllmWorker({ tokenIntervalMs: 0, prefillUsPerToken: 0, weightVersion })
+        : await startWorker({ tokenIntervalMs: 0, incremental, prefillUsPerToken: 0, weightVersion });
       f.workers.push(w);
       const p = await new FaultProxy(w.url, f.book).start();
       f.proxies.push(p);
