@@ -4,9 +4,11 @@ import { startControlServer } from '../sim/control.ts';
 
 const USAGE = `usage: baton sim [options]
 
-Starts simulated SGLang workers, each its own process, speaking SGLang's native API.
+Starts simulated workers, each its own process, speaking SGLang's native API (default) or
+vLLM's token-in/token-out generate API (--format vllm).
 
 options:
+  --format sglang|vllm         the workers' wire format (default sglang)
   --workers N                  number of workers (default 2)
   --port P                     first port; workers use P, P+1, ... (default 0: free ports)
   --token-interval-ms T        pause between tokens of a stream, ms (default 0: as fast as possible)
@@ -17,10 +19,23 @@ options:
   --legacy-errors              older SGLang's in-band stream error frame: {"error":{"message"}} only
   --enable-custom-logit-processor  accept custom_logit_processor (SGLang refuses it without this flag)
   --enable-return-hidden-states    accept return_hidden_states (SGLang refuses it without this flag)
-  --page-size P                prefix cache page size, like SGLang's --page-size (default 1)
+  --page-size P                prefix cache page size, like SGLang's --page-size / vLLM's --block-size
+                               (default 1 for sglang, 16 for vllm)
   --model-path NAME            model_path / served_model_name (default baton-sim)
   --weight-version V           weight_version (default "default"); path and version salt the model
   --control-port C             also serve the cluster control API (kill, restart, faults) on port C
+
+vLLM workers only (--format vllm):
+  --max-model-len L            context length, like vLLM's --max-model-len (default 32768)
+  --max-logprobs K             like vLLM's --max-logprobs (default 20)
+  --legacy-logprobs            older logprobs shape: {"token":"token_id:N","logprob","bytes","top_logprobs"}
+  --legacy-generate            older serve/disagg generate: no output_mode / weight_versions, and a stream
+                               skips every output without new tokens (even an abort's final one)
+  --enable-prompt-tokens-details  usage.prompt_tokens_details.cached_tokens, like vLLM's flag
+  --scheduling-policy fcfs|priority  like vLLM's (default fcfs: a non-zero priority is refused)
+
+SGLang-only options (--incremental, --text, --preferred-max-new-tokens, --legacy-errors,
+--enable-custom-logit-processor, --enable-return-hidden-states) are refused with --format vllm.
   -h, --help                   show this help`;
 
 function nonEmpty(name: string, value: string | undefined): string | undefined {
@@ -32,6 +47,13 @@ function nonEmpty(name: string, value: string | undefined): string | undefined {
 function flags(argv: string[]) {
   try {
     return parseFlags(argv, {
+      format: { type: 'string' },
+      'max-model-len': { type: 'string' },
+      'max-logprobs': { type: 'string' },
+      'legacy-logprobs': { type: 'boolean' },
+      'legacy-generate': { type: 'boolean' },
+      'enable-prompt-tokens-details': { type: 'boolean' },
+      'scheduling-policy': { type: 'string' },
       workers: { type: 'string' },
       port: { type: 'string' },
       'token-interval-ms': { type: 'string' },
@@ -64,7 +86,29 @@ export async function run(argv: string[]): Promise<void> {
   const port = intFlag('port', v.port, 0);
   if (port > 0 && port + workers - 1 > 65535) throw new UsageError(`--port ${port} leaves no room for ${workers} consecutive ports`);
   const preferredMax = v['preferred-max-new-tokens'];
+  const format = v.format ?? 'sglang';
+  if (format !== 'sglang' && format !== 'vllm') throw new UsageError(`--format must be sglang or vllm, got '${format}'`);
+  const given = (names: string[]) => names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
+  const sglangOnly = given(['incremental', 'text', 'preferred-max-new-tokens', 'legacy-errors', 'enable-custom-logit-processor', 'enable-return-hidden-states']);
+  const vllmOnly = given(['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'enable-prompt-tokens-details', 'scheduling-policy']);
+  if (format === 'vllm' && sglangOnly.length > 0) throw new UsageError(`--${sglangOnly[0]} is an SGLang worker option (not with --format vllm)`);
+  if (format === 'sglang' && vllmOnly.length > 0) throw new UsageError(`--${vllmOnly[0]} is a vLLM worker option (needs --format vllm)`);
+  const policy = v['scheduling-policy'];
+  if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority') throw new UsageError(`--scheduling-policy must be fcfs or priority, got '${policy}'`);
+  const vllm =
+    format === 'vllm'
+      ? {
+          maxModelLen: v['max-model-len'] === undefined ? undefined : intFlag('max-model-len', v['max-model-len'], 32768, 2),
+          maxLogprobs: v['max-logprobs'] === undefined ? undefined : intFlag('max-logprobs', v['max-logprobs'], 20),
+          legacyLogprobs: v['legacy-logprobs'] ?? false,
+          legacyGenerate: v['legacy-generate'] ?? false,
+          enablePromptTokensDetails: v['enable-prompt-tokens-details'] ?? false,
+          schedulingPolicy: policy as 'fcfs' | 'priority' | undefined,
+        }
+      : {};
   const options = {
+    format: format as 'sglang' | 'vllm',
+    ...vllm,
     workers,
     port,
     tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 0),
@@ -75,7 +119,7 @@ export async function run(argv: string[]): Promise<void> {
     legacyErrors: v['legacy-errors'] ?? false,
     enableCustomLogitProcessor: v['enable-custom-logit-processor'] ?? false,
     enableReturnHiddenStates: v['enable-return-hidden-states'] ?? false,
-    pageSize: intFlag('page-size', v['page-size'], 1, 1),
+    pageSize: intFlag('page-size', v['page-size'], format === 'vllm' ? 16 : 1, 1),
     modelPath: nonEmpty('model-path', v['model-path']),
     weightVersion: nonEmpty('weight-version', v['weight-version']),
   };

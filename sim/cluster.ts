@@ -12,6 +12,14 @@ import type { ListeningMessage } from './worker-main.ts';
 
 export interface ClusterOptions {
   workers: number;
+  /**
+   * The wire format every worker of this cluster speaks: SGLang's native `/generate` (default) or
+   * vLLM's `/inference/v1/generate` (sim/vllm/worker.ts). SGLang-only options (incremental, text,
+   * preferredSamplingParams, legacyErrors, enableCustomLogitProcessor, enableReturnHiddenStates)
+   * and vLLM-only ones (maxModelLen, maxLogprobs, legacyLogprobs, legacyGenerate,
+   * enablePromptTokensDetails, schedulingPolicy) are refused for the other format.
+   */
+  format?: 'sglang' | 'vllm';
   /** 0 (default): each worker picks a free port. Otherwise workers listen on port, port+1, ... */
   port?: number;
   host?: string;
@@ -31,6 +39,18 @@ export interface ClusterOptions {
   modelPath?: string;
   /** weight_version, default "default"; with modelPath it salts the model. */
   weightVersion?: string;
+  /** vLLM: --max-model-len (default 32768). */
+  maxModelLen?: number;
+  /** vLLM: --max-logprobs (default 20). */
+  maxLogprobs?: number;
+  /** vLLM: the older `token: "token_id:N"` logprobs shape. */
+  legacyLogprobs?: boolean;
+  /** vLLM: the older serve/disagg generate (no output_mode / weight_versions, token-less chunks skipped). */
+  legacyGenerate?: boolean;
+  /** vLLM: --enable-prompt-tokens-details. */
+  enablePromptTokensDetails?: boolean;
+  /** vLLM: --scheduling-policy (default fcfs). */
+  schedulingPolicy?: 'fcfs' | 'priority';
 }
 
 export interface SimWorkerProc {
@@ -87,8 +107,17 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
   const slots: Slot[] = [];
   let stopping = false;
 
+  const format = opts.format ?? 'sglang';
+  if (format !== 'sglang' && format !== 'vllm') throw new Error(`format must be sglang or vllm, got ${String(format)}`);
   const flags = (port: number): string[] => {
     const f = ['--host', host, '--port', String(port)];
+    if (format === 'vllm') f.push('--format', 'vllm');
+    if (opts.maxModelLen !== undefined) f.push('--max-model-len', String(opts.maxModelLen));
+    if (opts.maxLogprobs !== undefined) f.push('--max-logprobs', String(opts.maxLogprobs));
+    if (opts.legacyLogprobs) f.push('--legacy-logprobs');
+    if (opts.legacyGenerate) f.push('--legacy-generate');
+    if (opts.enablePromptTokensDetails) f.push('--enable-prompt-tokens-details');
+    if (opts.schedulingPolicy !== undefined) f.push('--scheduling-policy', opts.schedulingPolicy);
     if (opts.tokenIntervalMs !== undefined) f.push('--token-interval-ms', String(opts.tokenIntervalMs));
     if (opts.prefillUsPerToken !== undefined) f.push('--prefill-us-per-token', String(opts.prefillUsPerToken));
     if (opts.incremental) f.push('--incremental');

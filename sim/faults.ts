@@ -1,7 +1,11 @@
 // Faults a simulated worker can be told to suffer, now or after N more tokens (counted over all of
 // the worker's streams). Parsing and the countdown are pure; the worker applies them.
 
-export type FaultKind = 'crash' | 'hang' | 'reset' | 'reject' | 'slow' | 'abort' | 'clear';
+/**
+ * `error` is served by simulated vLLM workers only (their engine's retryable `finish_reason:
+ * "error"`); SGLang workers refuse it, as FAULT_KINDS does not list it.
+ */
+export type FaultKind = 'crash' | 'hang' | 'reset' | 'reject' | 'slow' | 'abort' | 'clear' | 'error';
 
 export interface Fault {
   kind: FaultKind;
@@ -12,13 +16,15 @@ export interface Fault {
 }
 
 export const FAULT_KINDS: readonly FaultKind[] = ['crash', 'hang', 'reset', 'reject', 'slow', 'abort', 'clear'];
+/** The kinds a simulated vLLM worker accepts: the SGLang worker's plus `error`. */
+export const VLLM_FAULT_KINDS: readonly FaultKind[] = [...FAULT_KINDS, 'error'];
 
 /** Reads a fault from the HTTP control body: `{"kind", "after_tokens"?, "interval_ms"?}` (camelCase accepted too). */
-export function parseFault(body: unknown): Fault {
+export function parseFault(body: unknown, kinds: readonly FaultKind[] = FAULT_KINDS): Fault {
   if (typeof body !== 'object' || body === null) throw new Error('fault body must be a JSON object');
   const b = body as Record<string, unknown>;
   const kind = b.kind;
-  if (typeof kind !== 'string' || !FAULT_KINDS.includes(kind as FaultKind)) throw new Error(`kind must be one of ${FAULT_KINDS.join(', ')}`);
+  if (typeof kind !== 'string' || !kinds.includes(kind as FaultKind)) throw new Error(`kind must be one of ${kinds.join(', ')}`);
   const fault: Fault = { kind: kind as FaultKind };
   const after = b.after_tokens ?? b.afterTokens;
   if (after !== undefined && after !== null) {

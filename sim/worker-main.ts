@@ -5,6 +5,7 @@
 
 import { intFlag, parseFlags, UsageError } from '../cli/args.ts';
 import { startWorker, type WorkerOptions } from './worker.ts';
+import { startVllmWorker, type VllmWorkerOptions } from './vllm/worker.ts';
 
 export interface ListeningMessage {
   type: 'listening';
@@ -17,8 +18,21 @@ function nonEmpty(name: string, value: string | undefined): string | undefined {
   return value;
 }
 
-function workerOptionsFromFlags(argv: string[]): WorkerOptions {
+/** The worker's wire format and its options: SGLang's native API (default) or vLLM's generate API. */
+export type WorkerLaunch = { format: 'sglang'; options: WorkerOptions } | { format: 'vllm'; options: VllmWorkerOptions };
+
+const SGLANG_ONLY = ['incremental', 'text', 'preferred-sampling-params', 'preferred-max-new-tokens', 'legacy-errors', 'enable-custom-logit-processor', 'enable-return-hidden-states'] as const;
+const VLLM_ONLY = ['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'enable-prompt-tokens-details', 'scheduling-policy'] as const;
+
+function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
   const v = parseFlags(argv, {
+    format: { type: 'string' },
+    'max-model-len': { type: 'string' },
+    'max-logprobs': { type: 'string' },
+    'legacy-logprobs': { type: 'boolean' },
+    'legacy-generate': { type: 'boolean' },
+    'enable-prompt-tokens-details': { type: 'boolean' },
+    'scheduling-policy': { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
     'token-interval-ms': { type: 'string' },
@@ -35,6 +49,37 @@ function workerOptionsFromFlags(argv: string[]): WorkerOptions {
     'model-path': { type: 'string' },
     'weight-version': { type: 'string' },
   });
+  const format = v.format ?? 'sglang';
+  if (format !== 'sglang' && format !== 'vllm') throw new UsageError(`--format must be sglang or vllm, got '${format}'`);
+  const flagged = (names: readonly string[]) => names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
+  if (format === 'vllm') {
+    const wrong = flagged(SGLANG_ONLY);
+    if (wrong.length > 0) throw new UsageError(`--${wrong[0]} is an SGLang worker option (not with --format vllm)`);
+    const policy = v['scheduling-policy'] ?? 'fcfs';
+    if (policy !== 'fcfs' && policy !== 'priority') throw new UsageError(`--scheduling-policy must be fcfs or priority, got '${policy}'`);
+    return {
+      format,
+      options: {
+        host: v.host ?? '127.0.0.1',
+        port: intFlag('port', v.port, 0),
+        tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 0),
+        prefillUsPerToken: intFlag('prefill-us-per-token', v['prefill-us-per-token'], 20),
+        eosEvery: intFlag('eos-every', v['eos-every'], 64),
+        pageSize: intFlag('page-size', v['page-size'], 16, 1),
+        modelPath: nonEmpty('model-path', v['model-path']),
+        weightVersion: nonEmpty('weight-version', v['weight-version']),
+        maxModelLen: intFlag('max-model-len', v['max-model-len'], 32768, 2),
+        maxLogprobs: intFlag('max-logprobs', v['max-logprobs'], 20),
+        legacyLogprobs: v['legacy-logprobs'] ?? false,
+        legacyGenerate: v['legacy-generate'] ?? false,
+        enablePromptTokensDetails: v['enable-prompt-tokens-details'] ?? false,
+        schedulingPolicy: policy,
+        inProcess: false,
+      },
+    };
+  }
+  const wrong = flagged(VLLM_ONLY);
+  if (wrong.length > 0) throw new UsageError(`--${wrong[0]} is a vLLM worker option (needs --format vllm)`);
   let preferred: Record<string, unknown> | null = null;
   if (v['preferred-sampling-params'] !== undefined) {
     try {
@@ -46,7 +91,7 @@ function workerOptionsFromFlags(argv: string[]): WorkerOptions {
   if (v['preferred-max-new-tokens'] !== undefined) {
     preferred = { ...(preferred ?? {}), max_new_tokens: intFlag('preferred-max-new-tokens', v['preferred-max-new-tokens'], 0) };
   }
-  return {
+  const options: WorkerOptions = {
     host: v.host ?? '127.0.0.1',
     port: intFlag('port', v.port, 0),
     tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 0),
@@ -63,10 +108,11 @@ function workerOptionsFromFlags(argv: string[]): WorkerOptions {
     weightVersion: nonEmpty('weight-version', v['weight-version']),
     inProcess: false,
   };
+  return { format, options };
 }
 
 async function main(): Promise<void> {
-  let opts: WorkerOptions;
+  let opts: WorkerLaunch;
   try {
     opts = workerOptionsFromFlags(process.argv.slice(2));
   } catch (err) {
@@ -75,9 +121,9 @@ async function main(): Promise<void> {
   }
   let worker;
   try {
-    worker = await startWorker(opts);
+    worker = opts.format === 'vllm' ? await startVllmWorker(opts.options) : await startWorker(opts.options);
   } catch (err) {
-    console.error(`baton sim worker: cannot listen on ${opts.host}:${opts.port}: ${(err as Error).message}`);
+    console.error(`baton sim worker: cannot listen on ${opts.options.host}:${opts.options.port}: ${(err as Error).message}`);
     process.exit(1);
   }
   console.log(`listening on ${worker.url}`);

@@ -30,8 +30,9 @@ export class VllmAttempt implements FormatAttempt {
   cached: number | null = null;
   /** `weight_versions` spans of this attempt (token offsets within it). */
   spans: JsonObject[] = [];
-  /** The error frame of a refusal, to pass through. */
+  /** The error frame of a refusal, to pass through (parsed, and the bytes as the worker wrote them). */
   errorFrame: JsonObject | null = null;
+  errorRaw: Buffer | null = null;
   private ended = false;
 
   constructor(
@@ -108,7 +109,10 @@ export class VllmAttempt implements FormatAttempt {
     }
     if (chunk.error !== undefined && !Array.isArray(chunk.choices)) {
       const f = classifyVllmError(chunk.error);
-      if (f.kind === 'validation') this.errorFrame = chunk;
+      if (f.kind === 'validation') {
+        this.errorFrame = chunk;
+        this.errorRaw = buf.subarray(start, end);
+      }
       this.fail(f);
       return;
     }
@@ -327,8 +331,11 @@ export class VllmSession implements FormatSession {
     const a = fa as VllmAttempt;
     const sink = this.sink;
     if (sink.streaming && (sink.started || a.errorFrame)) {
-      // After the 200 vLLM reports an error in band: one error frame, then [DONE].
-      sink.endStreamWithError(a.errorFrame ?? { error: { message: failure.message, type: 'BadRequestError', param: null, code: failure.status } });
+      // After the 200 vLLM reports an error in band: one error frame (as the worker wrote it), then [DONE].
+      if (a.errorRaw) {
+        sink.writeRaw(a.errorRaw);
+        sink.endStream();
+      } else sink.endStreamWithError({ error: { message: failure.message, type: 'BadRequestError', param: null, code: failure.status } });
       return;
     }
     if (failure.body) {

@@ -1,0 +1,611 @@
+// A simulated vLLM worker: vLLM's native token-in/token-out generate API
+// (`vllm serve --tokens-only`: POST /inference/v1/generate, /abort_requests, /health, /v1/models,
+// /load, ...) over the same deterministic model as the SGLang worker, with the same timing
+// options and faults. docs/simulator.md ("Simulated vLLM workers") cites vLLM's source for each
+// behaviour. Runs in-process (tests) or as its own process (worker-main.ts --format vllm).
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { FaultSchedule, parseFault, VLLM_FAULT_KINDS, type Fault } from '../faults.ts';
+import { DEFAULT_MODEL, DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from '../model.ts';
+import { PrefixCache } from '../prefix-cache.ts';
+import { BodyError } from '../request.ts';
+import { readBody } from '../responses.ts';
+import type { SimStats, SimWorker } from '../worker.ts';
+import { ResponseShape, errorBody, streamErrorFrame, type UsageNumbers } from './answer.ts';
+import { VllmGeneration, type VllmCall, type VllmGenerationHost } from './generation.ts';
+import { EngineError, ServingError, ValidationFailure, parseVllmGenerate, type VllmSettings } from './request.ts';
+
+export interface VllmWorkerOptions {
+  host?: string;
+  /** 0 (default): a free port. */
+  port?: number;
+  /** Pause between tokens of one stream, ms; 0 = as fast as possible. Default 0. */
+  tokenIntervalMs?: number;
+  /** Prefill cost per uncached prompt token, µs. Default 20. */
+  prefillUsPerToken?: number;
+  /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
+  eosEvery?: number;
+  /** The model path; also the served model name (`id` in /v1/models). Default "baton-sim". */
+  modelPath?: string;
+  /** The weight-version label (vLLM starts with "default"). Model path and label salt the model. */
+  weightVersion?: string;
+  /** --max-model-len. Default 32768. */
+  maxModelLen?: number;
+  /** Prefix-cache block size (vLLM's --block-size). Default 16. */
+  pageSize?: number;
+  /** --max-logprobs. Default 20. */
+  maxLogprobs?: number;
+  /** Older logprobs shape: ChatCompletionLogProbs with `token: "token_id:N"`. Default false. */
+  legacyLogprobs?: boolean;
+  /**
+   * The older serve/disagg generate: no output_mode, weight_versions or prompt_token_ids, and a
+   * stream skips every output without new tokens (so an abort with none ends with [DONE] and no
+   * finish_reason). Default false.
+   */
+  legacyGenerate?: boolean;
+  /** --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens. Default false. */
+  enablePromptTokensDetails?: boolean;
+  /** --scheduling-policy. Default "fcfs" (non-zero priority is refused). */
+  schedulingPolicy?: 'fcfs' | 'priority';
+  /** true (default): `crash` destroys sockets and stops listening; false: SIGKILL the process. */
+  inProcess?: boolean;
+}
+
+export const VLLM_SIM_VERSION = '0.1.0-baton-sim-vllm';
+const MAX_TOTAL_TOKENS = 1 << 20;
+const MAX_RIDS = 10_000;
+const MAX_SALTED_CACHES = 64;
+const ENGINE_DEAD_MESSAGE = 'EngineCore encountered an issue. See stack trace (above) for the root cause.';
+
+export async function startVllmWorker(opts: VllmWorkerOptions = {}): Promise<SimWorker> {
+  const w = new VllmWorkerServer(opts);
+  await w.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
+  return { url: w.url, port: w.port, fault: (f) => w.fault(f), stats: () => w.stats(), close: () => w.close() };
+}
+
+function json(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+class VllmWorkerServer implements VllmGenerationHost {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly controlSockets = new Set<Socket>();
+  /** Running choices by the engine's external request id (duplicates allowed, as in vLLM). */
+  private readonly running = new Map<string, Set<VllmGeneration>>();
+  private readonly all = new Set<VllmGeneration>();
+  readonly model: ModelConfig;
+  readonly settings: VllmSettings;
+  readonly prefillUsPerToken: number;
+  readonly maxModelLen: number;
+  readonly legacyLogprobs: boolean;
+  private readonly legacyGenerate: boolean;
+  private readonly promptDetails: boolean;
+  private readonly pageSize: number;
+  private readonly cache: PrefixCache;
+  private readonly salted = new Map<string, PrefixCache>();
+  readonly modelPath: string;
+  weightVersion: string;
+  weights: number;
+  private readonly baseInterval: number;
+  tokenIntervalMs: number;
+  private readonly schedule = new FaultSchedule();
+  private hung = false;
+  private rejecting = false;
+  private crashed = false;
+  private closing = false;
+  private readonly parked = new Set<() => void>();
+  private readonly held: (() => void)[] = [];
+  queued = 0;
+  /** @load_aware_call's server_load_metrics: generate calls not yet answered. */
+  private load = 0;
+  private readonly counts = { requestsStarted: 0, requestsFinished: 0, requestsAborted: 0, clientDisconnects: 0, tokensGenerated: 0 };
+  private readonly promptTokens = { total: 0, generation: 0, success: 0 };
+  private readonly rids: string[] = [];
+  private readonly startedAt = Math.floor(Date.now() / 1000);
+  url = '';
+  port = 0;
+
+  constructor(private readonly opts: VllmWorkerOptions) {
+    this.model = { ...DEFAULT_MODEL, eosEvery: opts.eosEvery ?? DEFAULT_MODEL.eosEvery };
+    this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
+    this.maxModelLen = opts.maxModelLen ?? 32768;
+    this.settings = {
+      modelName: this.modelPath,
+      vocabSize: this.model.vocabSize,
+      eosTokenId: this.model.eosTokenId,
+      maxModelLen: this.maxModelLen,
+      maxLogprobs: opts.maxLogprobs ?? 20,
+      schedulingPolicy: opts.schedulingPolicy ?? 'fcfs',
+      maxNumSeqs: 256,
+    };
+    this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
+    this.legacyLogprobs = opts.legacyLogprobs ?? false;
+    this.legacyGenerate = opts.legacyGenerate ?? false;
+    this.promptDetails = opts.enablePromptTokensDetails ?? false;
+    this.pageSize = opts.pageSize ?? 16;
+    this.cache = new PrefixCache(MAX_TOTAL_TOKENS, this.pageSize);
+    this.weightVersion = opts.weightVersion ?? DEFAULT_WEIGHT_VERSION;
+    this.weights = weightsSalt(this.modelPath, this.weightVersion);
+    this.baseInterval = opts.tokenIntervalMs ?? 0;
+    this.tokenIntervalMs = this.baseInterval;
+    this.server = createServer((req, res) => this.onRequest(req, res));
+    this.server.keepAliveTimeout = 5000;
+    this.server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+  }
+
+  listen(host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        const addr = this.server.address();
+        this.port = typeof addr === 'object' && addr ? addr.port : port;
+        this.url = `http://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const g of [...this.all]) g.stop();
+    this.parked.clear();
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  stats(): SimStats {
+    return {
+      ...this.counts,
+      inFlight: this.all.size,
+      rids: [...this.rids],
+      tokenIntervalMs: this.tokenIntervalMs,
+      hung: this.hung,
+      rejecting: this.rejecting,
+      crashed: this.crashed,
+      pendingFaults: this.schedule.size,
+    };
+  }
+
+  /** A prefix cache per cache_salt: a salted prompt never hits another salt's blocks. */
+  cacheFor(salt: string | null): PrefixCache {
+    if (salt === null) return this.cache;
+    let c = this.salted.get(salt);
+    if (!c) {
+      c = new PrefixCache(MAX_TOTAL_TOKENS / MAX_SALTED_CACHES, this.pageSize);
+      if (this.salted.size >= MAX_SALTED_CACHES) this.salted.delete(this.salted.keys().next().value!);
+      this.salted.set(salt, c);
+    }
+    return c;
+  }
+
+  // ---- faults -------------------------------------------------------------------------------
+
+  fault(f: Fault): void {
+    if (f.kind === 'slow' && f.intervalMs === undefined) throw new Error('slow needs intervalMs');
+    if ((f.afterTokens ?? 0) > 0) this.schedule.add(f);
+    else this.apply(f);
+  }
+
+  private apply(f: Fault): void {
+    if (this.crashed) return;
+    switch (f.kind) {
+      case 'crash':
+        if (this.opts.inProcess === false) process.kill(process.pid, 'SIGKILL');
+        this.crashed = true;
+        for (const g of [...this.all]) g.stop();
+        this.parked.clear();
+        this.held.length = 0;
+        this.server.close();
+        for (const s of this.sockets) s.destroy();
+        return;
+      case 'hang':
+        this.hung = true;
+        return;
+      case 'reset':
+        for (const g of [...this.all]) g.stop();
+        for (const s of this.sockets) if (!s.destroyed && !this.controlSockets.has(s)) s.resetAndDestroy();
+        return;
+      case 'reject':
+        this.rejecting = true;
+        return;
+      case 'slow':
+        this.tokenIntervalMs = f.intervalMs!;
+        return;
+      case 'abort':
+        // The engine aborts everything it runs (as /pause?mode=abort does): finish_reason "abort".
+        for (const g of [...this.all]) g.abort();
+        return;
+      case 'error':
+        // A retryable request-level internal error (e.g. a KV load failure): finish_reason "error".
+        for (const g of [...this.all]) g.fail();
+        return;
+      case 'clear':
+        this.hung = false;
+        this.rejecting = false;
+        this.tokenIntervalMs = this.baseInterval;
+        this.schedule.clear();
+        for (const resume of [...this.parked]) resume();
+        this.parked.clear();
+        for (const replay of this.held.splice(0)) replay();
+        return;
+    }
+  }
+
+  tokenGenerated(): (() => void) | undefined {
+    this.counts.tokensGenerated++;
+    this.promptTokens.generation++;
+    if (this.schedule.size === 0) return undefined;
+    const due = this.schedule.tick();
+    return due.length === 0 ? undefined : () => due.forEach((f) => this.apply(f));
+  }
+
+  whenAwake(step: () => void): void {
+    if (!this.hung) return step();
+    const resume = () => {
+      this.parked.delete(resume);
+      step();
+    };
+    this.parked.add(resume);
+  }
+
+  generationEnded(g: VllmGeneration, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void {
+    this.all.delete(g);
+    const set = this.running.get(g.call.req.requestId);
+    if (set) {
+      set.delete(g);
+      if (set.size === 0) this.running.delete(g.call.req.requestId);
+    }
+    if (how === 'finished') {
+      this.counts.requestsFinished++;
+      this.promptTokens.success++;
+    } else if (how === 'aborted') this.counts.requestsAborted++;
+    else if (how === 'disconnected') this.counts.clientDisconnects++;
+  }
+
+  // ---- HTTP ---------------------------------------------------------------------------------
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (this.crashed) {
+      req.socket.destroy();
+      return;
+    }
+    if (path.startsWith('/_sim/')) {
+      void this.control(path, req, res);
+      return;
+    }
+    if (this.hung) {
+      this.held.push(() => {
+        if (!req.socket.destroyed) this.onRequest(req, res);
+      });
+      return;
+    }
+    void this.route(path, req, res).catch((err: unknown) => {
+      if (!res.headersSent) json(res, 500, errorBody((err as Error).message ?? String(err), 'InternalServerError', 500, null));
+      else res.destroy();
+    });
+  }
+
+  private async route(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const allow = (...methods: string[]) => {
+      if (methods.includes(method)) return true;
+      json(res, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
+      return false;
+    };
+    switch (path) {
+      case '/inference/v1/generate':
+        if (!allow('POST')) return;
+        return this.generate(req, res);
+      case '/inference/v1/abort_requests':
+      case '/abort_requests':
+        if (!allow('POST')) return;
+        return this.abortRequests(req, res);
+      case '/health':
+        if (!allow('GET')) return;
+        res.writeHead(this.rejecting || this.closing ? 503 : 200, { 'content-length': '0' }).end();
+        return;
+      case '/ping':
+        if (!allow('GET', 'POST')) return;
+        res.writeHead(this.rejecting || this.closing ? 503 : 200, { 'content-length': '0' }).end();
+        return;
+      case '/load':
+        if (!allow('GET')) return;
+        return json(res, 200, JSON.stringify({ server_load: this.load }));
+      case '/version':
+        if (!allow('GET')) return;
+        return json(res, 200, JSON.stringify({ version: VLLM_SIM_VERSION }));
+      case '/v1/models':
+        if (!allow('GET')) return;
+        return json(res, 200, JSON.stringify(this.models()));
+      case '/weight_info':
+        if (!allow('GET')) return;
+        return json(res, 200, JSON.stringify({ weight_version: this.weightVersion }));
+      case '/update_weight_version':
+        if (!allow('POST')) return;
+        return this.updateWeightVersion(req, res, 'new_version', true);
+      case '/finish_weight_update':
+        if (!allow('POST')) return;
+        return this.updateWeightVersion(req, res, 'weight_version', false);
+      case '/metrics':
+        if (!allow('GET')) return;
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(this.metricsText());
+        return;
+      default:
+        return json(res, 404, JSON.stringify({ detail: 'Not Found' }));
+    }
+  }
+
+  private async control(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.setHeader('connection', 'close');
+    const socket = req.socket;
+    if (!this.controlSockets.has(socket)) {
+      this.controlSockets.add(socket);
+      socket.once('close', () => this.controlSockets.delete(socket));
+    }
+    if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, JSON.stringify(this.stats()));
+    if (path === '/_sim/fault' && req.method === 'POST') {
+      let fault: Fault;
+      try {
+        fault = parseFault(JSON.parse(await readBody(req)), VLLM_FAULT_KINDS);
+      } catch (err) {
+        return json(res, 400, JSON.stringify({ object: 'error', message: (err as Error).message, type: '400', param: null, code: 400 }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, fault }), () => this.fault(fault));
+      return;
+    }
+    json(res, 404, JSON.stringify({ detail: 'Not Found' }));
+  }
+
+  /** GET /v1/models: ModelList of one ModelCard (serve/engine/protocol.py). */
+  private models() {
+    return {
+      object: 'list',
+      data: [
+        {
+          id: this.modelPath,
+          object: 'model',
+          created: this.startedAt,
+          owned_by: 'vllm',
+          root: this.modelPath,
+          parent: null,
+          max_model_len: this.maxModelLen,
+          permission: [
+            {
+              id: `modelperm-${this.startedAt.toString(16)}${this.port}`,
+              object: 'model_permission',
+              created: this.startedAt,
+              allow_create_engine: false,
+              allow_sampling: true,
+              allow_logprobs: true,
+              allow_search_indices: false,
+              allow_view: true,
+              allow_fine_tuning: false,
+              organization: '*',
+              group: null,
+              is_blocking: false,
+            },
+          ],
+        },
+      ],
+    };
+  }
+
+  private metricsText(): string {
+    const running = this.all.size - this.queued;
+    const label = `{model_name=${JSON.stringify(this.modelPath)}}`;
+    return (
+      `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running${label} ${running}\n` +
+      `# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting${label} ${this.queued}\n` +
+      `# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total${label} ${this.promptTokens.total}\n` +
+      `# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total${label} ${this.promptTokens.generation}\n` +
+      `# TYPE vllm:request_success_total counter\nvllm:request_success_total${label} ${this.promptTokens.success}\n`
+    );
+  }
+
+  /** A FastAPI HTTPException through vLLM's http_exception_handler. */
+  private httpError(res: ServerResponse, status: number, detail: string): void {
+    json(res, status, errorBody(detail, status === 400 ? 'Bad Request' : status === 422 ? 'Unprocessable Entity' : String(status), status, null));
+  }
+
+  /**
+   * POST /inference/v1/abort_requests (and /abort_requests on a --tokens-only server):
+   * {"request_ids": [...]} with the engine's ids (`generate-tokens-<id>`); an empty 200 at once,
+   * the aborts follow in the background (api_router.py abort_requests).
+   */
+  private async abortRequests(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: unknown;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch (err) {
+      return this.httpError(res, 400, `JSON decode error: ${(err as Error).message}`);
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return json(res, 500, errorBody(`'${Array.isArray(body) ? 'list' : typeof body === 'string' ? 'str' : body === null ? 'NoneType' : typeof body === 'number' ? (Number.isInteger(body) ? 'int' : 'float') : 'bool'}' object has no attribute 'get'`, 'InternalServerError', 500, null));
+    }
+    const ids = (body as Record<string, unknown>).request_ids;
+    if (ids === undefined || ids === null) return this.httpError(res, 400, "Missing 'request_ids' in request body");
+    const list = typeof ids === 'string' ? [ids] : Array.isArray(ids) ? ids : [];
+    res.writeHead(200, { 'content-length': '0' }).end();
+    setImmediate(() => {
+      for (const id of list) {
+        if (typeof id !== 'string') continue;
+        for (const g of [...(this.running.get(id) ?? [])]) g.abort();
+      }
+    });
+  }
+
+  /**
+   * POST /update_weight_version {"new_version"} ({"success": true, "new_version"}) and
+   * POST /finish_weight_update {"weight_version"?} ({"message": "Weight update finished"}):
+   * vLLM's RLHF dev endpoints. Running requests keep running; their next tokens carry the new
+   * label (and, in the simulator, come from the new weights).
+   */
+  private async updateWeightVersion(req: IncomingMessage, res: ServerResponse, key: string, required: boolean): Promise<void> {
+    let body: unknown;
+    try {
+      const text = await readBody(req);
+      body = text === '' ? {} : JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    const v = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
+    if (v !== undefined && v !== null && typeof v !== 'string') {
+      return json(res, 400, errorBody(`1 validation error:\n  {'type': 'string_type', 'loc': ('body', '${key}'), 'msg': 'Input should be a valid string'}`, 'Bad Request', 400, `body.${key}`));
+    }
+    if (typeof v !== 'string') {
+      if (required) return json(res, 400, errorBody(`1 validation error:\n  {'type': 'missing', 'loc': ('body', '${key}'), 'msg': 'Field required'}`, 'Bad Request', 400, `body.${key}`));
+      return json(res, 200, JSON.stringify({ message: 'Weight update finished' }));
+    }
+    this.weightVersion = v;
+    this.weights = weightsSalt(this.modelPath, v);
+    for (const g of this.all) g.setWeights(this.weights);
+    if (required) return json(res, 200, JSON.stringify({ success: true, new_version: v }));
+    json(res, 200, JSON.stringify({ message: 'Weight update finished' }));
+  }
+
+  private async generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // validate_json_request
+    const media = String(req.headers['content-type'] ?? '').toLowerCase().split(';')[0]!.trim();
+    if (media !== 'application/json') {
+      const f = new ValidationFailure([{ type: 'media', msg: '', raw: "Unsupported Media Type: Only 'application/json' is allowed" }]);
+      return json(res, 400, errorBody(f.message, 'Bad Request', 400, null));
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readBody(req));
+    } catch (err) {
+      if (err instanceof BodyError) return json(res, 413, errorBody(err.message, 'Request Entity Too Large', 413, null));
+      const f = new ValidationFailure([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {} }]);
+      return json(res, 400, errorBody(f.message, 'Bad Request', 400, f.param));
+    }
+    let parsed;
+    try {
+      parsed = parseVllmGenerate(raw, req.headers, this.settings);
+    } catch (err) {
+      if (err instanceof ValidationFailure) return json(res, 400, errorBody(err.message, 'Bad Request', 400, err.param));
+      if (err instanceof ServingError) return json(res, err.status, errorBody(err.message, err.type, err.status, err.param));
+      throw err;
+    }
+    // _preflight: a dead engine (the `reject` fault) raises EngineDeadError: 500 before any stream.
+    if (this.rejecting || this.closing) return json(res, 500, errorBody(ENGINE_DEAD_MESSAGE, 'InternalServerError', 500, null));
+    if (res.destroyed || req.socket.destroyed) return;
+    this.load++;
+    res.once('close', () => this.load--);
+    const call: VllmCall = {
+      res,
+      req: parsed,
+      shape: new ResponseShape(parsed.requestId, this.legacyGenerate),
+      gens: [],
+      open: parsed.sampling.n,
+      done: false,
+      cached: 0,
+      promptIdsPending: parsed.returnTokenIds && !this.legacyGenerate,
+      created: Math.floor(Date.now() / 1000),
+      promptLogprobs: null,
+    };
+    if (parsed.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
+      res.flushHeaders();
+    }
+    // The input processor runs when the response generator first iterates: in band for a stream.
+    if (parsed.engineError) return this.engineRefusal(call, parsed.engineError);
+    this.rids.push(parsed.requestId);
+    if (this.rids.length > MAX_RIDS) this.rids.splice(0, this.rids.length - MAX_RIDS);
+    this.promptTokens.total += parsed.promptIds.length;
+    let set = this.running.get(parsed.requestId);
+    if (!set) this.running.set(parsed.requestId, (set = new Set()));
+    for (let i = 0; i < parsed.sampling.n; i++) {
+      const g = new VllmGeneration(this, call, i);
+      call.gens.push(g);
+      set.add(g);
+      this.all.add(g);
+      this.counts.requestsStarted++;
+    }
+    res.on('close', () => {
+      if (call.done) return;
+      call.done = true;
+      for (const g of call.gens) g.disconnect();
+    });
+    for (const g of call.gens) g.start();
+  }
+
+  private engineRefusal(call: VllmCall, e: EngineError): void {
+    call.done = true;
+    if (call.req.stream) {
+      call.res.end(`data: ${streamErrorFrame(e.message, 'BadRequestError', 400, e.param)}\n\ndata: [DONE]\n\n`);
+      return;
+    }
+    json(call.res, 400, errorBody(e.message, 'BadRequestError', 400, e.param));
+  }
+
+  private usage(call: VllmCall, completion: number): UsageNumbers {
+    return { prompt: call.req.promptIds.length, completion, cached: this.promptDetails ? call.cached : null };
+  }
+
+  emit(call: VllmCall, g: VllmGeneration, final: boolean, flushed?: () => void): void {
+    if (call.done) return flushed?.();
+    const r = call.req;
+    if (r.stream) {
+      if (final && g.finish === 'error') {
+        // _raise_if_error: GenerationError -> one in-band error frame, then [DONE]; the other
+        // choices end with the generator.
+        call.done = true;
+        for (const other of call.gens) if (other !== g) other.cancel();
+        call.res.end(`data: ${streamErrorFrame('Internal server error', 'InternalServerError', 500, null)}\n\ndata: [DONE]\n\n`, flushed);
+        return;
+      }
+      let wrote = false;
+      // A chunk for every output with new tokens, and (current vLLM) for the terminal output.
+      if (g.answer.hasDelta || (final && !this.legacyGenerate)) {
+        const usage = r.continuousUsage ? `{"prompt_tokens":${r.promptIds.length},"total_tokens":${r.promptIds.length + g.answer.count},"completion_tokens":${g.answer.count},"prompt_tokens_details":null,"completion_tokens_details":null}` : null;
+        const prompt = call.promptIdsPending ? r.promptIds : null;
+        call.promptIdsPending = false;
+        const body = call.shape.chunk(g.answer.streamChoice(final ? g.finish : null, this.legacyGenerate), usage, prompt);
+        call.res.write(`data: ${body}\n\n`, flushed);
+        wrote = true;
+      }
+      if (final && --call.open === 0) {
+        call.done = true;
+        let tail = '';
+        if (r.includeUsage) tail += `data: ${call.shape.usageChunk(this.usage(call, call.gens.reduce((n, x) => n + x.answer.count, 0)))}\n\n`;
+        call.res.end(tail + 'data: [DONE]\n\n', wrote ? undefined : flushed);
+        return;
+      }
+      if (!wrote) flushed?.();
+      return;
+    }
+    if (final && g.finish === 'error') {
+      // The unary path raises GenerationError: 500 through generation_error_handler.
+      call.done = true;
+      for (const other of call.gens) if (other !== g) other.cancel();
+      json(call.res, 500, errorBody('Internal server error', 'InternalServerError', 500, null));
+      return flushed?.();
+    }
+    if (final && --call.open === 0) {
+      call.done = true;
+      const completion = call.gens.reduce((n, x) => n + x.answer.count, 0);
+      const text = call.shape.unary(
+        this.modelPath,
+        call.created,
+        this.usage(call, completion),
+        call.gens.map((x) => x.answer.unaryChoice(x.finish, this.legacyGenerate)),
+        call.promptLogprobs,
+        r.returnTokenIds ? r.promptIds : null,
+      );
+      json(call.res, 200, text);
+    }
+    flushed?.();
+  }
+
+  backpressured(call: VllmCall): boolean {
+    return call.req.stream && call.res.writableNeedDrain;
+  }
+}
