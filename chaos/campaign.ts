@@ -5,6 +5,11 @@
 // schedule over a duration; then the verdict: every answer against the fault-free reference of
 // its weights, every failure and refusal against the rules, the trace rows, workers benched by a
 // client's mistake, in-flight counts and the router's memory.
+//
+// Formats: SGLang workers (the default), vLLM workers (`format: 'vllm'`), or both (`mixed`: half
+// the workers each, and traffic of both formats, each request to its format's endpoint). The
+// worker on other weights is an SGLang worker (vLLM continuations are pinned to the model, not
+// yet to the weights: docs/vllm.md); the 429 proxy stands before one worker of each format.
 
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,10 +23,10 @@ import { DEFAULT_MODEL_PATH, weightsSalt } from '../sim/model.ts';
 import { sendRequest, type PromptLists } from './client.ts';
 import { FaultInjector, sleep, type WorkerRef } from './faults.ts';
 import { ContinuationProxy } from './proxy.ts';
-import { referenceAnswer, type Reference } from './reference.ts';
+import { referenceAnswer, referenceFor, type Reference } from './reference.ts';
 import { startRouterProcess, type MemorySample, type RouterProcess } from './router-proc.ts';
 import { FAULT_KINDS, planFaults, type FaultKind, type PlannedFault } from './schedule.ts';
-import { planUnit, TRAFFIC_DEFAULTS, VOCAB_REFUSAL, type TrafficKind } from './traffic.ts';
+import { planUnit, TRAFFIC_DEFAULTS, vocabRefusal, type CampaignFormat, type TrafficKind, type VllmShape, type WireFormat } from './traffic.ts';
 import {
   benchedByClientMistake,
   groupRows,
@@ -42,7 +47,10 @@ export const OTHER_WEIGHT_VERSION = 'chaos-other-weights';
 
 export interface CampaignOptions {
   durationS: number;
+  /** Default workers (the other-weights worker comes on top); in a mixed campaign half are vLLM (the smaller half). */
   workers: number;
+  /** Which workers and which traffic: sglang (default), vllm, or mixed. */
+  format?: CampaignFormat;
   concurrency: number;
   seed: number;
   /** Mean faults per second. */
@@ -57,7 +65,7 @@ export interface CampaignOptions {
   sharedHeaderShare?: number;
   /** Share of traffic units that are groups of prefix-sharing rids with one cancel. */
   prefixShare?: number;
-  /** Extra workers serving other weights (weight_version OTHER_WEIGHT_VERSION); default 1. */
+  /** Extra SGLang workers serving other weights (weight_version OTHER_WEIGHT_VERSION); default 1, none with format vllm. */
   otherWeightsWorkers?: number;
   /** Share of continuations the proxy in front of one worker refuses with 429; default 0.3, 0: no proxy. */
   continuation4xxShare?: number;
@@ -113,6 +121,12 @@ export interface CampaignReport {
   options: Required<Omit<CampaignOptions, 'log' | 'progressEveryMs' | 'verbose' | 'keepDir'>>;
   routerConfig: Partial<RouterConfig>;
   workerModes: string[];
+  /** The format of each worker, in the order of workerModes. */
+  workerFormats: WireFormat[];
+  /** Per wire format of the traffic: requests, answers, token-exact answers. */
+  byFormat: Partial<Record<WireFormat, FormatCounts>>;
+  /** vLLM answers: the usage and logprobs they carried, and those naming only their last attempt's weight versions. */
+  vllm: VllmCounts | null;
   /** Workers serving other weights than the default (router-facing URLs), and their version. */
   otherWeights: { workers: string[]; version: string; answers: number; attemptsWithTokens: number };
   /** Requests with an id beyond the vocabulary, and how their clients heard of it. */
@@ -120,8 +134,8 @@ export interface CampaignReport {
   sharedHeader: { groups: number; requests: number; answered: number; exact: number };
   /** sameWorkerAtCancel: members running on the cancelled member's worker when it was cancelled. */
   prefixRids: { groups: number; cancelled: number; survivors: number; survivorsExact: number; sameWorkerAtCancel: number };
-  /** The proxy that refuses continuations with 429. */
-  continuation4xx: { worker: string | null; share: number; continuations: number; refused: number; clientsGot429: number };
+  /** The proxy that refuses continuations with 429 (worker: the first; workers: one per format). */
+  continuation4xx: { worker: string | null; workers: string[]; share: number; continuations: number; refused: number; clientsGot429: number };
   /** Attempts moved by the first-token deadline (no blame). */
   firstTokenTimeouts: number;
   /** Workers benched, circuit-open or dead right after a client's refusal with nothing else to explain it: must be 0. */
@@ -156,6 +170,29 @@ export interface CampaignReport {
   violationCount: number;
   violationsByKind: Record<string, number>;
   violations: string[];
+}
+
+export interface FormatCounts {
+  workers: number;
+  requests: number;
+  admitted: number;
+  answered: number;
+  tokenExact: number;
+  /** Answered token-exact after at least one migration. */
+  migrated: number;
+}
+
+export interface VllmCounts {
+  answers: number;
+  exact: number;
+  /** Answers that carried usage: streams with the final usage chunk (continuous: on every chunk too), and unary answers. */
+  usageFinal: number;
+  usageContinuous: number;
+  usageNone: number;
+  unary: number;
+  logprobs: number;
+  /** Migrated answers whose weight_versions name only the last attempt's tokens (docs/vllm.md known gap). */
+  spansLastAttemptOnly: number;
 }
 
 /** Thresholds of the memory check: late vs early median, after a forced GC in the router. */
@@ -218,16 +255,22 @@ function countMessages(records: readonly RequestRecord[]): [string, number][] {
   const counts = new Map<string, number>();
   for (const r of records) {
     if (r.errorMessage === null) continue;
-    const key = `${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').replace(/\[N(, N)*\]/g, '[...]').replace(/~mN~\w+/g, '~mN~<nonce>').slice(0, 160)}`;
+    const key = `${r.format === 'vllm' ? 'vllm ' : ''}${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').replace(/\[N(, N)*\]/g, '[...]').replace(/~mN~\w+/g, '~mN~<nonce>').slice(0, 160)}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
 }
 
 export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport> {
+  const format: CampaignFormat = opts.format ?? 'sglang';
+  if (format === 'mixed' && opts.workers < 2) throw new Error('a mixed campaign needs at least 2 workers (one of each format)');
+  if (format === 'vllm' && (opts.otherWeightsWorkers ?? 0) > 0) {
+    throw new Error('the other-weights worker is an SGLang worker: vLLM continuations are pinned to the model, not yet to the weights (docs/vllm.md)');
+  }
   const o = {
     durationS: opts.durationS,
     workers: opts.workers,
+    format,
     concurrency: opts.concurrency,
     seed: opts.seed,
     faultRate: opts.faultRate,
@@ -238,7 +281,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     badShare: opts.badShare ?? TRAFFIC_DEFAULTS.badShare,
     sharedHeaderShare: opts.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare,
     prefixShare: opts.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare,
-    otherWeightsWorkers: opts.otherWeightsWorkers ?? 1,
+    otherWeightsWorkers: opts.otherWeightsWorkers ?? (format === 'vllm' ? 0 : 1),
     continuation4xxShare: opts.continuation4xxShare ?? 0.3,
   };
   const log = opts.log ?? (() => undefined);
@@ -249,7 +292,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
   const clusters: SimCluster[] = [];
   let router: RouterProcess | null = null;
   let client: Pool | null = null;
-  let proxy: ContinuationProxy | null = null;
+  const proxies: ContinuationProxy[] = [];
   const violations: string[] = [];
   const byKind: Record<string, number> = {};
   const violate = (kind: string, message: string) => {
@@ -258,50 +301,67 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
   };
 
   try {
-    // --- workers: cumulative and incremental side by side ------------------------------------
-    const nInc = Math.floor(o.workers / 2);
-    const nCum = o.workers - nInc;
-    const refs: (WorkerRef & { weights: Weights })[] = [];
+    // --- workers: SGLang's cumulative and incremental side by side, vLLM's, or both -------------
+    const nVllm = format === 'vllm' ? o.workers : format === 'mixed' ? Math.floor(o.workers / 2) : 0;
+    const nSglang = o.workers - nVllm;
+    const nInc = Math.floor(nSglang / 2);
+    const nCum = nSglang - nInc;
+    const refs: (WorkerRef & { weights: Weights; format: WireFormat })[] = [];
     for (const [n, incremental] of [[nCum, false], [nInc, true]] as const) {
       if (n === 0) continue;
       const c = await startCluster({ workers: n, port: 0, tokenIntervalMs: o.tokenIntervalMs, incremental });
       clusters.push(c);
-      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental, weights: 'default' });
+      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental, weights: 'default', format: 'sglang' });
+    }
+    if (nVllm > 0) {
+      // vLLM streams token-id deltas: "incremental" as the router's probe says.
+      const c = await startCluster({ workers: nVllm, port: 0, tokenIntervalMs: o.tokenIntervalMs, format: 'vllm' });
+      clusters.push(c);
+      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental: true, weights: 'default', format: 'vllm' });
     }
     // --- a worker on other weights: a request's tokens must all come from one set of weights --
     if (o.otherWeightsWorkers > 0) {
       const c = await startCluster({ workers: o.otherWeightsWorkers, port: 0, tokenIntervalMs: o.tokenIntervalMs, incremental: false, weightVersion: OTHER_WEIGHT_VERSION });
       clusters.push(c);
-      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental: false, weights: 'other' });
+      for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental: false, weights: 'other', format: 'sglang' });
     }
-    // --- a proxy that answers 429 to a share of the continuations sent to one worker ----------
-    let refusingUrl: string | null = null;
+    // --- a proxy that answers 429 to a share of the continuations sent to one worker of each format
+    const refusingUrls: string[] = [];
     if (o.continuation4xxShare > 0) {
-      const target = refs[Math.min(1, o.workers - 1)]!;
-      proxy = new ContinuationProxy(target.url, o.seed, o.continuation4xxShare);
-      refusingUrl = await proxy.listen();
-      log(`proxy ${refusingUrl} -> ${target.url}: 429 for ${o.continuation4xxShare * 100}% of continuations`);
-      target.url = refusingUrl;
+      for (const f of ['sglang', 'vllm'] as const) {
+        const group = refs.filter((r) => r.format === f && r.weights === 'default');
+        if (group.length === 0) continue;
+        const target = group[Math.min(1, group.length - 1)]!;
+        const proxy = new ContinuationProxy(target.url, o.seed, o.continuation4xxShare, f);
+        proxies.push(proxy);
+        const at = await proxy.listen();
+        log(`proxy ${at} -> ${target.url}${format === 'sglang' ? '' : ` (${f})`}: 429 for ${o.continuation4xxShare * 100}% of continuations`);
+        target.url = at;
+        refusingUrls.push(at);
+      }
     }
+    const refusingUrl = refusingUrls[0] ?? null;
     const otherSalt = weightsSalt(DEFAULT_MODEL_PATH, OTHER_WEIGHT_VERSION);
     const workerUrls = refs.map((r) => r.url);
     const incrementalByUrl = new Map(refs.map((r) => [r.url, r.incremental]));
     const weightsByUrl = new Map(refs.map((r) => [r.url, r.weights]));
+    const formatByUrl = new Map(refs.map((r) => [r.url, r.format]));
     const totalWorkers = refs.length;
 
     // --- router ------------------------------------------------------------------------------
     const routerConfig = campaignRouterConfig(workerUrls, traceFile, adminToken);
     router = await startRouterProcess(routerConfig);
     const url = router.url;
+    // Probed: streaming mode known, and each worker's format detected as the one it speaks.
     const ready = await waitFor(async () => {
-      const body = (await adminJson(url, '/workers', adminToken)) as { workers: { health: string; incremental: boolean | null }[] };
-      return body.workers.length === totalWorkers && body.workers.every((w) => w.health === 'healthy' && w.incremental !== null);
+      const body = (await adminJson(url, '/workers', adminToken)) as { workers: { url: string; health: string; incremental: boolean | null; format?: string | null }[] };
+      return body.workers.length === totalWorkers && body.workers.every((w) => w.health === 'healthy' && w.incremental !== null && (w.format ?? 'sglang') === formatByUrl.get(w.url));
     }, 20_000);
-    if (!ready) throw new Error('the router did not see every worker healthy and probed within 20 s');
-    log(`router ${url} (pid ${router.pid}); workers ${refs.map((r) => `${r.url} ${r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ` weight_version ${OTHER_WEIGHT_VERSION}` : ''}`).join(', ')}`);
+    if (!ready) throw new Error('the router did not see every worker healthy and probed (as the format it speaks) within 20 s');
+    log(`router ${url} (pid ${router.pid}); workers ${refs.map((r) => `${r.url} ${r.format === 'vllm' ? 'vllm' : r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ` weight_version ${OTHER_WEIGHT_VERSION}` : ''}`).join(', ')}`);
 
     // --- schedule ----------------------------------------------------------------------------
-    const plan: PlannedFault[] = planFaults({ seed: o.seed, durationMs, workers: totalWorkers, faultRate: o.faultRate, interTokenTimeoutMs: routerConfig.interTokenTimeoutMs! });
+    const plan: PlannedFault[] = planFaults({ seed: o.seed, durationMs, workers: totalWorkers, faultRate: o.faultRate, interTokenTimeoutMs: routerConfig.interTokenTimeoutMs!, formats: refs.map((r) => r.format) });
     log(`seed ${o.seed}: ${plan.length} faults planned over ${o.durationS} s, concurrency ${o.concurrency}`);
     const injector = new FaultInjector(refs);
     // A traffic unit may be a group of up to four requests sent together.
@@ -380,19 +440,24 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       badShare: o.badShare,
       sharedHeaderShare: o.sharedHeaderShare,
       prefixShare: o.prefixShare,
+      format: o.format,
     };
     const hasOther = refs.some((r) => r.weights === 'other');
+    // What each vLLM request asked of its answer (usage, logprobs), for the report.
+    const specShapes = new Map<string, VllmShape>();
     const loop = async () => {
       while (Date.now() < tEnd && !routerDied) {
         // A unit is one request, or a group sent together (shared header, prefix-sharing rids).
         const unit = planUnit(trafficOpts, next++);
         await Promise.all(
           unit.map(async (spec) => {
-            const ref = referenceAnswer(spec);
-            const other = hasOther ? referenceAnswer(spec, otherSalt) : undefined;
+            if (spec.vllm) specShapes.set(spec.key, spec.vllm);
+            const ref = referenceFor(spec);
+            // The other weights' worker is an SGLang worker: only SGLang answers may be of its weights.
+            const other = hasOther && spec.format === 'sglang' ? referenceAnswer(spec, otherSalt) : undefined;
             const inputs: PromptLists = {};
-            for (const key of ['input_token_logprobs', 'input_top_logprobs'] as const) {
-              const texts = [ref, other].filter((x): x is Reference => x?.[key] !== undefined).map((x) => JSON.stringify(x[key]));
+            if (spec.format === 'sglang') for (const key of ['input_token_logprobs', 'input_top_logprobs'] as const) {
+              const texts = [ref as Reference, other].filter((x): x is Reference => x?.[key] !== undefined).map((x) => JSON.stringify(x[key]));
               if (texts.length > 0) inputs[key] = texts;
             }
             inFlight++;
@@ -450,7 +515,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       mkdirSync(opts.keepDir, { recursive: true });
       copyFileSync(traceFile, join(opts.keepDir, 'traces.jsonl'));
       writeFileSync(join(opts.keepDir, 'requests.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
-      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0, reportedOut, refusals429: proxy?.refusals ?? [] }, null, 1));
+      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0, reportedOut, refusals429: proxies.flatMap((p) => p.refusals) }, null, 1));
     }
     const rows: TraceRow[] = fileText.split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceRow);
     const attemptRows = rows.filter((r) => r.kind === 'attempt').length;
@@ -474,6 +539,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       workerUrls,
       weightsByUrl,
       refusingUrl,
+      refusingUrls,
+      formatByUrl,
       workerOut: outages(attemptRowList, faultWindows, routerConfig.benchMs!, graceMs, reportedOut),
     };
     // The members of a shared-header group share a logical id: their rows are told apart by
@@ -502,6 +569,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     let otherAnswers = 0;
     let otherAttemptsWithTokens = 0;
     let clientsGot429 = 0;
+    let spansLastOnly = 0;
+    const migratedByFormat: Record<WireFormat, number> = { sglang: 0, vllm: 0 };
     for (const rec of records) {
       const g = rowsOf.get(rec.key);
       const label = rec.key === rec.id ? rec.id : `${rec.id} (${rec.key})`;
@@ -519,7 +588,9 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       }
       if (rec.exact && rec.weights.length === 1 && rec.weights[0] === 'other') otherAnswers++;
       const last = g?.attempts.reduce<AttemptRow | null>((m, a) => (m === null || a.attempt > m.attempt ? a : m), null);
-      if (rec.result === 'error' && last?.error_kind === 'http_4xx' && last.worker === refusingUrl && last.attempt > 0) clientsGot429++;
+      if (rec.result === 'error' && last?.error_kind === 'http_4xx' && last.worker !== undefined && refusingUrls.includes(last.worker) && last.attempt > 0) clientsGot429++;
+      if (row && rec.spansStart !== undefined && rec.spansStart !== 0 && rec.exact) spansLastOnly++;
+      if (row && row.migrations > 0 && rec.exact) migratedByFormat[rec.format]++;
     }
     // Prefix-rid groups: how many of the members that were not cancelled were running on the
     // cancelled member's worker when it was cancelled (where an abort by prefix would hit them).
@@ -542,7 +613,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // Every 429 the proxy sent reached the router as a 4xx on that attempt.
     // (A client that hung up just as the 429 came may have its attempt recorded as cancelled.)
     const rowByRid = new Map(attemptRowList.map((a) => [a.rid, a]));
-    const lost429 = (proxy?.refusals ?? []).filter((r) => {
+    const lost429 = proxies.flatMap((p) => p.refusals).filter((r) => {
       const row = rowByRid.get(r.rid);
       return row === undefined || (row.error_kind !== 'http_4xx' && row.outcome !== 'cancelled');
     });
@@ -558,16 +629,48 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     for (const r of records) if (!r.admitted) notAdmitted[r.kind] = (notAdmitted[r.kind] ?? 0) + 1;
     const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, injector.injected[k]])) as Record<FaultKind, number>;
     const answeredAdmitted = records.filter((r) => r.admitted && r.result === 'answer');
+    const byFormat: Partial<Record<WireFormat, FormatCounts>> = {};
+    for (const f of ['sglang', 'vllm'] as const) {
+      const of = records.filter((r) => r.format === f);
+      const workers = refs.filter((r) => r.format === f).length;
+      if (workers === 0 && of.length === 0) continue;
+      byFormat[f] = {
+        workers,
+        requests: of.length,
+        admitted: of.filter((r) => r.admitted).length,
+        answered: of.filter((r) => r.result === 'answer').length,
+        tokenExact: of.filter((r) => r.exact).length,
+        migrated: migratedByFormat[f],
+      };
+    }
+    let vllm: VllmCounts | null = null;
+    if (nVllm > 0) {
+      const answers = records.filter((r) => r.format === 'vllm' && r.result === 'answer');
+      const shapeOf = (r: RequestRecord) => specShapes.get(r.key);
+      vllm = {
+        answers: answers.length,
+        exact: answers.filter((r) => r.exact).length,
+        unary: answers.filter((r) => !r.stream).length,
+        usageFinal: answers.filter((r) => r.stream && shapeOf(r)?.usage === 'final').length,
+        usageContinuous: answers.filter((r) => r.stream && shapeOf(r)?.usage === 'continuous').length,
+        usageNone: answers.filter((r) => r.stream && shapeOf(r)?.usage === 'none').length,
+        logprobs: answers.filter((r) => (shapeOf(r)?.logprobs ?? null) !== null).length,
+        spansLastAttemptOnly: spansLastOnly,
+      };
+    }
     return {
       options: o,
       routerConfig: { ...routerConfig, adminToken: '(set, redacted)', traceFile: '(temporary file)', workers: workerUrls },
-      workerModes: refs.map((r) => `${r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ' other-weights' : ''}${r.url === refusingUrl ? ' behind-429-proxy' : ''}`),
+      workerModes: refs.map((r) => `${r.format === 'vllm' ? 'vllm' : r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ' other-weights' : ''}${refusingUrls.includes(r.url) ? ' behind-429-proxy' : ''}`),
+      workerFormats: refs.map((r) => r.format),
+      byFormat,
+      vllm,
       otherWeights: { workers: refs.filter((r) => r.weights === 'other').map((r) => r.url), version: OTHER_WEIGHT_VERSION, answers: otherAnswers, attemptsWithTokens: otherAttemptsWithTokens },
       badRequests: {
         sent: records.filter((r) => r.bad).length,
-        refusedInBand: records.filter((r) => r.bad && r.result === 'error' && r.errorInBand && r.errorMessage !== null && VOCAB_REFUSAL.test(r.errorMessage)).length,
+        refusedInBand: records.filter((r) => r.bad && r.result === 'error' && r.errorInBand && r.errorMessage !== null && vocabRefusal(r.format).test(r.errorMessage)).length,
         refused400: records.filter((r) => r.bad && r.result === 'error' && !r.errorInBand && r.status === 400).length,
-        otherEnd: records.filter((r) => r.bad && !(r.result === 'error' && r.errorMessage !== null && VOCAB_REFUSAL.test(r.errorMessage))).length,
+        otherEnd: records.filter((r) => r.bad && !(r.result === 'error' && r.errorMessage !== null && vocabRefusal(r.format).test(r.errorMessage))).length,
       },
       sharedHeader: {
         groups: new Set(records.filter((r) => r.group?.kind === 'shared_header').map((r) => r.id)).size,
@@ -582,7 +685,14 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
         survivorsExact: records.filter((r) => r.group?.kind === 'prefix_rids' && r.group.member !== r.group.canceller && r.exact).length,
         sameWorkerAtCancel: prefixColocated,
       },
-      continuation4xx: { worker: refusingUrl, share: o.continuation4xxShare, continuations: proxy?.continuations ?? 0, refused: proxy?.refusals.length ?? 0, clientsGot429 },
+      continuation4xx: {
+        worker: refusingUrl,
+        workers: refusingUrls,
+        share: o.continuation4xxShare,
+        continuations: proxies.reduce((n, p) => n + p.continuations, 0),
+        refused: proxies.reduce((n, p) => n + p.refusals.length, 0),
+        clientsGot429,
+      },
       firstTokenTimeouts: attemptRowList.filter((a) => a.error_kind === 'first_token_timeout').length,
       benchedByClient: benchedByClient.length,
       benchedByClientDetails: benchedByClient.slice(0, 20),
@@ -619,7 +729,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     };
   } finally {
     await client?.destroy().catch(() => undefined);
-    await proxy?.close().catch(() => undefined);
+    await Promise.all(proxies.map((p) => p.close().catch(() => undefined)));
     await router?.stop().catch(() => undefined);
     await Promise.all(clusters.map((c) => c.stop().catch(() => undefined)));
     rmSync(dir, { recursive: true, force: true });

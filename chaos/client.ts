@@ -1,10 +1,11 @@
 // The campaign's client: sends one request to the router and reads the answer as an SGLang client
 // would, checking the framing on the way (every stream chunk must be consistent with one streaming
 // mode, carry the logical id, and never show a continuation's prompt window). It never throws: a
-// request's fate is data for the verifier.
+// request's fate is data for the verifier. vLLM requests go to vllm-client.ts.
 
 import type { Dispatcher } from 'undici';
 import type { RequestSpec } from './traffic.ts';
+import { sendVllmRequest } from './vllm-client.ts';
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -17,6 +18,23 @@ export interface Answer {
   output_top_logprobs?: Json[];
 }
 
+/** A vLLM client's answer (unary GenerateResponse, or a stream's chunks folded together). */
+export interface VllmAnswer {
+  format: 'vllm';
+  token_ids: number[];
+  finish_reason: unknown;
+  /** logprobs.content entries, or null when the choice had none. */
+  logprobs: unknown[] | null;
+  /** The answer's usage (unary; a stream's final usage chunk), or null when none came. */
+  usage: Record<string, unknown> | null;
+  /** The finishing choice's weight_versions. */
+  weight_versions: unknown;
+}
+
+export function isVllmAnswer(a: Answer | VllmAnswer): a is VllmAnswer {
+  return (a as VllmAnswer).format === 'vllm';
+}
+
 export interface ClientResult {
   spec: RequestSpec;
   startedAt: number;
@@ -24,7 +42,7 @@ export interface ClientResult {
   /** HTTP status, 0 when no response came. */
   status: number;
   /** A complete answer: unary 200, or a stream that ended with a finished chunk and [DONE]. */
-  answer: Answer | null;
+  answer: Answer | VllmAnswer | null;
   /** The router's error, from a JSON error body or an in-band error frame. */
   error: { message: string; type: string | null; inBand: boolean } | null;
   /** The connection failed or broke, or the client gave up waiting. */
@@ -135,6 +153,7 @@ export interface SendOptions {
 }
 
 export async function sendRequest(spec: RequestSpec, o: SendOptions): Promise<ClientResult> {
+  if (spec.format === 'vllm') return sendVllmRequest(spec, o);
   const r: ClientResult = {
     spec,
     startedAt: Date.now(),

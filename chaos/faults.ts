@@ -4,6 +4,7 @@
 
 import type { SimCluster } from '../sim/cluster.ts';
 import type { FaultKind, PlannedFault } from './schedule.ts';
+import type { WireFormat } from './formats.ts';
 
 export interface WorkerRef {
   cluster: SimCluster;
@@ -11,6 +12,8 @@ export interface WorkerRef {
   local: number;
   url: string;
   incremental: boolean;
+  /** The wire format the worker speaks (absent: SGLang). */
+  format?: WireFormat;
 }
 
 export interface FaultWindow {
@@ -22,7 +25,7 @@ export interface FaultWindow {
 
 export class FaultInjector {
   readonly windows: FaultWindow[] = [];
-  readonly injected: Record<FaultKind, number> = { kill: 0, crash: 0, hang: 0, reset: 0, reject: 0, slow: 0, abort: 0 };
+  readonly injected: Record<FaultKind, number> = { kill: 0, crash: 0, hang: 0, reset: 0, reject: 0, slow: 0, abort: 0, error: 0 };
   /** Armed with afterTokens but cleared before enough tokens came. */
   notFired = 0;
   /** Planned but not applied: the worker was still busy with an earlier fault or restart. */
@@ -97,6 +100,7 @@ export class FaultInjector {
       case 'hang':
       case 'reset':
       case 'abort':
+      case 'error':
       case 'reject': {
         await c.fault(w.local, { kind: f.kind, afterTokens: f.afterTokens });
         await sleep(f.holdMs);

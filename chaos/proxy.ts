@@ -6,11 +6,15 @@
 //
 // A continuation is recognised by its upstream rid (router/migration/rid.ts: `<id>~m<k>~<nonce>`,
 // k >= 1). Whether attempt k of request id is refused is a pure function of (seed, id, k).
+//
+// In front of a vLLM worker it reads vLLM's generate (`POST /inference/v1/generate`, the rid in
+// `request_id`) and answers in vLLM's error shape (`{"error": {"message", "type", "param", "code"}}`).
 
 import { createServer, request as httpRequest, Agent, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { fmix32 } from '../sim/model.ts';
 import { parseUpstreamRid } from '../router/migration/rid.ts';
+import { GENERATE_PATH, type WireFormat } from './formats.ts';
 
 export interface Refusal {
   rid: string;
@@ -28,9 +32,11 @@ export function refusesContinuation(seed: number, share: number, id: string, att
   return h / 4294967296 < share;
 }
 
-/** The body the proxy answers with (SGLang's error shape for /generate). */
-export function refusalBody(rid: string, attempt: number): string {
-  return JSON.stringify({ error: { message: `Too Many Requests: the gateway refused continuation attempt ${attempt} (${rid})`, code: 429 } });
+/** The body the proxy answers with (the format's error shape for its generate). */
+export function refusalBody(rid: string, attempt: number, format: WireFormat = 'sglang'): string {
+  const message = `Too Many Requests: the gateway refused continuation attempt ${attempt} (${rid})`;
+  if (format === 'vllm') return JSON.stringify({ error: { message, type: 'TooManyRequests', param: null, code: 429 } });
+  return JSON.stringify({ error: { message, code: 429 } });
 }
 
 function withoutHopByHop(h: IncomingHttpHeaders): IncomingHttpHeaders {
@@ -42,7 +48,7 @@ function withoutHopByHop(h: IncomingHttpHeaders): IncomingHttpHeaders {
 
 export class ContinuationProxy {
   readonly refusals: Refusal[] = [];
-  /** Continuations (attempt >= 1) seen on /generate. */
+  /** Continuations (attempt >= 1) seen on the generate path. */
   continuations = 0;
   url = '';
   private readonly server: Server;
@@ -54,6 +60,7 @@ export class ContinuationProxy {
     target: string,
     private readonly seed: number,
     private readonly share: number,
+    readonly format: WireFormat = 'sglang',
   ) {
     this.target = new URL(target);
     this.server = createServer((req, res) => this.onRequest(req, res));
@@ -74,7 +81,7 @@ export class ContinuationProxy {
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'POST' && path === '/generate') {
+    if (req.method === 'POST' && path === GENERATE_PATH[this.format]) {
       const parts: Buffer[] = [];
       req.on('data', (c: Buffer) => parts.push(c));
       req.on('error', () => res.destroy());
@@ -83,7 +90,7 @@ export class ContinuationProxy {
         const refusal = this.judge(body);
         if (refusal) {
           this.refusals.push(refusal);
-          const text = refusalBody(refusal.rid, refusal.attempt);
+          const text = refusalBody(refusal.rid, refusal.attempt, this.format);
           res.writeHead(429, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'retry-after': '1' });
           res.end(text);
           return;
@@ -98,7 +105,8 @@ export class ContinuationProxy {
   private judge(body: Buffer): Refusal | null {
     let rid: unknown;
     try {
-      rid = (JSON.parse(body.toString('utf8')) as { rid?: unknown }).rid;
+      const parsed = JSON.parse(body.toString('utf8')) as { rid?: unknown; request_id?: unknown };
+      rid = this.format === 'vllm' ? parsed.request_id : parsed.rid;
     } catch {
       return null;
     }

@@ -1,10 +1,37 @@
 // The fault-free answer of a campaign request, from the simulated model alone (no worker, no
 // router): what the client must receive, field for field, whatever failed on the way. A worker
 // serving other weights answers differently; `weights` (sim/model.ts weightsSalt) gives the
-// reference of those weights.
+// reference of those weights. A vLLM request's reference is vLLM's uninterrupted answer
+// (sim/vllm/reference.ts vllmReference: token ids, logprobs.content entries, finish_reason, usage).
 
 import { DEFAULT_MODEL, DEFAULT_WEIGHTS, promptLogprobs, runModel, type FinishReason } from '../sim/model.ts';
-import type { RequestSpec } from './traffic.ts';
+import { vllmReference, type VllmReference } from '../sim/vllm/reference.ts';
+import { VLLM_MAX_MODEL_LEN, type RequestSpec } from './traffic.ts';
+
+export type { VllmReference };
+
+/** The reference of either format. */
+export type AnyReference = Reference | VllmReference;
+
+export function isVllmReference(ref: AnyReference): ref is VllmReference {
+  return 'token_ids' in ref;
+}
+
+/** The output token ids of a reference of either format. */
+export function referenceIds(ref: AnyReference): number[] {
+  return isVllmReference(ref) ? ref.token_ids : ref.output_ids;
+}
+
+/** The fault-free vLLM answer of a vLLM request (its sampling_params as the client sent them). */
+export function vllmReferenceAnswer(spec: RequestSpec, weights: number = DEFAULT_WEIGHTS): VllmReference {
+  const sp = (spec.body.sampling_params ?? {}) as Record<string, unknown>;
+  return vllmReference(spec.prompt, sp, { weights, maxModelLen: VLLM_MAX_MODEL_LEN });
+}
+
+/** The fault-free answer of a request of either format. */
+export function referenceFor(spec: RequestSpec, weights: number = DEFAULT_WEIGHTS): AnyReference {
+  return spec.format === 'vllm' ? vllmReferenceAnswer(spec, weights) : referenceAnswer(spec, weights);
+}
 
 type Triple = [number | null, number, null];
 

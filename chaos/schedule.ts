@@ -3,10 +3,16 @@
 // hits still depends on the traffic in flight at that moment; the plan itself does not.
 
 import { Rng } from './rng.ts';
+import type { WireFormat } from './formats.ts';
 
-export type FaultKind = 'kill' | 'crash' | 'hang' | 'reset' | 'reject' | 'slow' | 'abort';
+/**
+ * `error` is vLLM's own engine failure (a retryable request-level error: `finish_reason: "error"`,
+ * an in-band error frame or a unary 500); only simulated vLLM workers serve it, so it is planned
+ * only for them. Every other kind applies to workers of both formats.
+ */
+export type FaultKind = 'kill' | 'crash' | 'hang' | 'reset' | 'reject' | 'slow' | 'abort' | 'error';
 
-export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'crash', 'hang', 'reset', 'reject', 'slow', 'abort'];
+export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'crash', 'hang', 'reset', 'reject', 'slow', 'abort', 'error'];
 
 export interface PlannedFault {
   /** Offset from the start of traffic, ms. */
@@ -36,10 +42,18 @@ export interface ScheduleOptions {
    * a slow worker must stay under it (slowness is not a stall, and must not be treated as one).
    */
   interTokenTimeoutMs: number;
+  /**
+   * The format of each worker (index as `worker`); absent: all SGLang, and the schedule is the one
+   * SGLang campaigns always had. With vLLM workers, `error` joins the mix (planned on an SGLang
+   * worker it becomes `abort`, that worker's in-band engine failure); with both formats, fewer
+   * than all workers of each format are faulted at once (at most all but one, or the one).
+   */
+  formats?: readonly WireFormat[];
 }
 
 /** Mix of kinds: kills are what migration exists for, so they come most often. */
-const WEIGHTS: Record<FaultKind, number> = { kill: 3, crash: 2, hang: 2, reset: 2, reject: 1, slow: 1, abort: 1 };
+const WEIGHTS: Record<Exclude<FaultKind, 'error'>, number> = { kill: 3, crash: 2, hang: 2, reset: 2, reject: 1, slow: 1, abort: 1 };
+const WEIGHTS_VLLM: Record<FaultKind, number> = { ...WEIGHTS, error: 1 };
 
 /** Time a killed worker needs to come back and be seen healthy again, beyond its hold. */
 const RECOVERY_MS = 3000;
@@ -57,12 +71,26 @@ export function planFaults(o: ScheduleOptions): PlannedFault[] {
   const maxFaulted = Math.max(1, o.workers - 1);
   const busyUntil: number[] = new Array(o.workers).fill(0);
   const meanGapMs = 1000 / o.faultRate;
+  const formats = o.formats;
+  const withError = formats?.includes('vllm') ?? false;
+  const groups = formats !== undefined && new Set(formats).size > 1;
+  const sizeOf = (f: WireFormat) => formats!.filter((g) => g === f).length;
   for (let t = first + rng.exponential(meanGapMs); t < last; t += rng.exponential(meanGapMs)) {
     const at = Math.round(t);
-    const free = busyUntil.map((until, i) => (until <= at ? i : -1)).filter((i) => i >= 0);
+    let free = busyUntil.map((until, i) => (until <= at ? i : -1)).filter((i) => i >= 0);
     if (o.workers - free.length >= maxFaulted || free.length === 0) continue;
+    if (groups) {
+      // Keep a worker of each format free, as the global rule keeps one worker free.
+      free = free.filter((i) => {
+        const f = formats[i]!;
+        const busy = busyUntil.filter((until, j) => formats[j] === f && until > at).length;
+        return busy < Math.max(1, sizeOf(f) - 1);
+      });
+      if (free.length === 0) continue;
+    }
     const worker = rng.pick(free);
-    const kind = rng.weighted(WEIGHTS);
+    let kind: FaultKind = withError ? rng.weighted(WEIGHTS_VLLM) : rng.weighted(WEIGHTS);
+    if (kind === 'error' && formats?.[worker] !== 'vllm') kind = 'abort';
     const f = shape(rng, kind, o.interTokenTimeoutMs);
     out.push({ at, worker, ...f });
     busyUntil[worker] = at + f.holdMs + RECOVERY_MS;
@@ -81,6 +109,7 @@ function shape(rng: Rng, kind: FaultKind, stallMs: number): Omit<PlannedFault, '
       return { kind, holdMs: rng.int(Math.round(stallMs * 1.5), Math.round(stallMs * 4)), afterTokens: rng.int(0, 30) };
     case 'reset':
     case 'abort':
+    case 'error':
       return { kind, holdMs: 1500, afterTokens: rng.int(0, 30) };
     case 'reject':
       return { kind, holdMs: rng.int(500, 3000), afterTokens: 0 };

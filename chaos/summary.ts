@@ -8,6 +8,13 @@ export function formatSummary(r: CampaignReport): string {
   const add = (label: string, value: string | number, note = '') => rows.push([label, `${value}${note ? `  ${note}` : ''}`]);
   const list = (rec: Record<string, number>) => Object.entries(rec).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ');
 
+  const fmt = o.format ?? 'sglang';
+  if (fmt === 'mixed') {
+    add('format', 'mixed', '(SGLang POST /generate and vLLM POST /inference/v1/generate, about half the units each)');
+    for (const [f, c] of Object.entries(r.byFormat)) {
+      add(`  ${f}`, `${c.requests} requests`, `(${c.workers} workers; answers ${c.answered}, token-exact ${c.tokenExact}, migrated ${c.migrated})`);
+    }
+  } else add('format', fmt, fmt === 'vllm' ? '(POST /inference/v1/generate)' : '');
   add('requests', r.requests, `(${r.elapsedS} s, ${Math.round(r.requests / Math.max(1, o.durationS))}/s)`);
   add('  admitted', r.admitted);
   add('  not admitted', r.requests - r.admitted, r.requests > r.admitted ? `(${list(r.notAdmitted)})` : '');
@@ -20,11 +27,21 @@ export function formatSummary(r: CampaignReport): string {
   const bad = r.badRequests;
   add('bad requests', bad.sent, `(input id beyond the vocabulary: refused in band ${bad.refusedInBand}, with 400 ${bad.refused400}${bad.otherEnd ? `, other end ${bad.otherEnd}` : ''})`);
   const sh = r.sharedHeader;
-  add('shared header ids', sh.requests, `(${sh.groups} groups sharing x-trace-id / x-correlation-id; answers ${sh.answered}, token-exact ${sh.exact})`);
+  const headers = fmt === 'sglang' ? 'x-trace-id / x-correlation-id' : fmt === 'vllm' ? 'X-Request-Id (over the body request_id)' : 'x-trace-id / x-correlation-id (SGLang), X-Request-Id (vLLM)';
+  add('shared header ids', sh.requests, `(${sh.groups} groups sharing ${headers}; answers ${sh.answered}, token-exact ${sh.exact})`);
   const px = r.prefixRids;
   add('prefix-rid cancels', px.groups, `(groups job-1/job-10/...: cancelled ${px.cancelled}; the others token-exact ${px.survivorsExact} of ${px.survivors}, ${px.sameWorkerAtCancel} of them on the cancelled one's worker)`);
   const c4 = r.continuation4xx;
-  add('continuations 429', c4.refused, c4.worker ? `(proxy before ${c4.worker} refuses ${Math.round(c4.share * 100)}%: ${c4.refused} of ${c4.continuations} continuations; ${c4.clientsGot429} clients got it)` : '(no proxy)');
+  const proxied = (c4.workers ?? []).length > 1 ? `proxies before ${c4.workers.join(', ')} refuse` : `proxy before ${c4.worker} refuses`;
+  add('continuations 429', c4.refused, c4.worker ? `(${proxied} ${Math.round(c4.share * 100)}%: ${c4.refused} of ${c4.continuations} continuations; ${c4.clientsGot429} clients got it)` : '(no proxy)');
+  const v = r.vllm;
+  if (v) {
+    add(
+      'vllm answers',
+      v.answers,
+      `(token-exact ${v.exact}: unary ${v.unary}, streams with final usage ${v.usageFinal}, continuous usage ${v.usageContinuous}, no usage ${v.usageNone}; with logprobs ${v.logprobs}; weight_versions of the last attempt only ${v.spansLastAttemptOnly})`,
+    );
+  }
   const ow = r.otherWeights;
   if (ow.workers.length > 0) add('other weights', ow.workers.length, `(weight_version ${ow.version}: ${ow.attemptsWithTokens} attempts with tokens, ${ow.answers} answers of those weights)`);
   add('first-token timeouts', r.firstTokenTimeouts, '(attempts moved, worker not blamed)');
@@ -46,6 +63,6 @@ export function formatSummary(r: CampaignReport): string {
   if (r.violations.length > 0) {
     lines.push('', `first ${r.violations.length} violations:`, ...r.violations.map((v) => `  - ${v}`));
   }
-  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}`);
+  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed}${fmt === 'sglang' ? '' : ` --format ${fmt}`} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}`);
   return lines.join('\n');
 }

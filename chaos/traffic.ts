@@ -5,12 +5,40 @@
 // must get right (stream and unary, logprobs with and without top lists and prompt windows,
 // min/stop/EOS rules, zero budgets), a share that must NOT migrate (stateful sampling, unresolved
 // budget), and requests that are the client's own fault (ids beyond the vocabulary).
+//
+// Two wire formats: SGLang's `POST /generate` and vLLM's `POST /inference/v1/generate`. A campaign
+// sends one of them, or both (`mixed`: unit i's format is a pure function of (seed, i), and an
+// SGLang unit of a mixed campaign is the very unit an SGLang campaign sends at i). vLLM units
+// mirror the SGLang mix where it applies: stream and unary, `logprobs` k, `stream_options` usage
+// (none, final, continuous), `min_tokens`, `ignore_eos`, `stop_token_ids`, budgets >= 1 (vLLM
+// refuses 0), cancels, stateful sampling that must not migrate (`seed` with temperature > 0,
+// penalties, no `max_tokens`), ids beyond the vocabulary, and shared ids — for vLLM a shared
+// `X-Request-Id` header, which overrides the body's `request_id` and becomes the logical id.
 
 import { fmix32 } from '../sim/model.ts';
 import { Rng } from './rng.ts';
 import { DEFAULT_MODEL, runModel, type DecodeParams } from '../sim/model.ts';
+import { budgetOf, decodeParams } from '../sim/vllm/model.ts';
+import { resolveSampling } from '../sim/vllm/request.ts';
+import { vllmReference } from '../sim/vllm/reference.ts';
+import type { CampaignFormat, WireFormat } from './formats.ts';
 
-export type TrafficKind = 'greedy' | 'sampling_seed' | 'frequency_penalty' | 'presence_penalty' | 'unresolved_budget' | 'bad_request';
+export type TrafficKind = 'greedy' | 'sampling_seed' | 'frequency_penalty' | 'presence_penalty' | 'repetition_penalty' | 'unresolved_budget' | 'bad_request';
+
+export { CAMPAIGN_FORMATS, GENERATE_PATH, type CampaignFormat, type WireFormat } from './formats.ts';
+
+/**
+ * vLLM usage a client must get: `none` (no usage anywhere), `final` (the `{choices: [], usage}`
+ * chunk before [DONE]; a unary answer always carries usage), `continuous` (also on every chunk).
+ */
+export type UsageMode = 'none' | 'final' | 'continuous';
+
+/** What a vLLM request asked of its answer's shape. */
+export interface VllmShape {
+  /** sampling_params.logprobs (k alternatives per token), or null. */
+  logprobs: number | null;
+  usage: UsageMode;
+}
 
 /** Several requests sent at once, judged together as well as one by one. */
 export interface GroupInfo {
@@ -25,12 +53,15 @@ export interface GroupInfo {
 }
 
 export interface RequestSpec {
+  /** The wire format: which endpoint of the router, which workers, which reference. */
+  format: WireFormat;
   index: number;
   /** Unique per request in the campaign (records, progress, kept files). */
   key: string;
   /**
-   * The logical id the router must use (meta_info.id, trace rows): the body rid, or the shared
-   * header's value for a request that sends none.
+   * The logical id the router must use (meta_info.id / vLLM's `generate-tokens-<id>`, trace rows):
+   * the body rid, or the shared header's value (SGLang: for a request that sends no rid; vLLM:
+   * X-Request-Id, whatever the body's request_id says).
    */
   id: string;
   kind: TrafficKind;
@@ -43,9 +74,14 @@ export interface RequestSpec {
   admitted: boolean;
   /** The admission reason the router must record when it refuses. */
   reason: string | null;
-  /** What the worker model decodes with: the fault-free reference is runModel(prompt, decode). */
+  /**
+   * What the worker model decodes with: the fault-free reference is runModel(prompt, decode)
+   * (vLLM: vLLM's params as the simulated vLLM worker maps them; its reference is vllmReference).
+   */
   prompt: number[];
   decode: DecodeParams;
+  /** vLLM only: the answer's shape the client asked for. */
+  vllm?: VllmShape;
   returnLogprob: boolean;
   logprobStartLen: number;
   topLogprobsNum: number;
@@ -60,16 +96,38 @@ export const WORKER_DEFAULT_MAX_NEW_TOKENS = 128;
 
 /** What SGLang says, in band or in a 400, for input ids beyond the vocabulary. */
 export const VOCAB_REFUSAL = /contains values greater than the vocab size/;
+/** What the simulated vLLM worker says, in band or in a 400 ("Token id N is out of vocabulary"). */
+export const VLLM_VOCAB_REFUSAL = /Token id \d+ is out of vocabulary/;
+
+/** A format's refusal of ids beyond the vocabulary. */
+export function vocabRefusal(format: WireFormat | undefined): RegExp {
+  return format === 'vllm' ? VLLM_VOCAB_REFUSAL : VOCAB_REFUSAL;
+}
 
 /** The correlation headers a shared-header group uses (router/index.ts REQUEST_ID_HEADERS). */
 export const SHARED_HEADERS = ['x-trace-id', 'x-correlation-id'] as const;
 
-const NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy' | 'bad_request'>, number> = {
+const NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy' | 'bad_request' | 'repetition_penalty'>, number> = {
   sampling_seed: 4,
   frequency_penalty: 3,
   presence_penalty: 1,
   unresolved_budget: 2,
 };
+
+/** vLLM's share of each reason (router/format/vllm/admission.ts names them so). */
+const VLLM_NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy' | 'bad_request'>, number> = {
+  sampling_seed: 4,
+  frequency_penalty: 2,
+  presence_penalty: 1,
+  repetition_penalty: 1,
+  unresolved_budget: 2,
+};
+
+/** The correlation header a vLLM shared-id group uses: vLLM's own, which overrides request_id. */
+export const VLLM_SHARED_HEADER = 'x-request-id';
+
+/** The largest logprobs k a vLLM request asks for (the simulated worker allows 20). */
+const VLLM_LOGPROBS = [0, 1, 2, 3, 5] as const;
 
 export interface TrafficOptions {
   seed: number;
@@ -85,12 +143,22 @@ export interface TrafficOptions {
   sharedHeaderShare?: number;
   /** Share of units that are a group of prefix-sharing rids, one of them cancelled. */
   prefixShare?: number;
+  /** Which formats the traffic speaks (default sglang). */
+  format?: CampaignFormat;
 }
 
 export const TRAFFIC_DEFAULTS = { badShare: 0.02, sharedHeaderShare: 0.015, prefixShare: 0.015 } as const;
 
+/** The format of unit i: the campaign's, or in a mixed campaign a seeded half of the units each. */
+export function unitFormat(o: TrafficOptions, index: number): WireFormat {
+  const f = o.format ?? 'sglang';
+  if (f !== 'mixed') return f;
+  return new Rng(o.seed, fmix32((index + 1) ^ 0x6d1f0a77)).chance(0.5) ? 'vllm' : 'sglang';
+}
+
 /** Unit i: one request, or a group sent together. */
 export function planUnit(o: TrafficOptions, index: number): RequestSpec[] {
+  if (unitFormat(o, index) === 'vllm') return planVllmUnit(o, index);
   const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x7a3c5e11));
   const shared = o.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare;
   const prefix = o.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare;
@@ -263,7 +331,174 @@ function buildRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
   }
   decode.top_logprobs_num = topLogprobsNum;
   const admitted = kind === 'greedy' || kind === 'bad_request';
-  const spec: RequestSpec = { index: s.index, key: s.key, id: s.key, kind, stream, body, admitted, reason: admitted ? null : kind, prompt, decode, returnLogprob, logprobStartLen, topLogprobsNum };
+  const spec: RequestSpec = { format: 'sglang', index: s.index, key: s.key, id: s.key, kind, stream, body, admitted, reason: admitted ? null : kind, prompt, decode, returnLogprob, logprobStartLen, topLogprobsNum };
+  if (stream && rng.chance(o.cancelShare)) spec.cancelAfterChunks = rng.int(1, 8);
+  return spec;
+}
+
+// --- vLLM ------------------------------------------------------------------------------------
+
+/** The simulated vLLM worker's context length (its default --max-model-len). */
+export const VLLM_MAX_MODEL_LEN = 32768;
+
+/** What the simulated vLLM worker decodes a request with (sim/vllm/model.ts decodeParams). */
+export function vllmDecode(prompt: readonly number[], sp: Record<string, unknown>): DecodeParams {
+  const resolved = resolveSampling(sp, prompt.length, { maxModelLen: VLLM_MAX_MODEL_LEN });
+  return decodeParams(resolved, budgetOf(resolved.max_tokens, prompt.length, VLLM_MAX_MODEL_LEN));
+}
+
+/** Unit i of vLLM traffic: one request, or a group sent together (shared X-Request-Id, prefix ids). */
+export function planVllmUnit(o: TrafficOptions, index: number): RequestSpec[] {
+  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x2c1b3e5d));
+  const shared = o.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare;
+  const prefix = o.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare;
+  const u = rng.float();
+  if (u < shared) return planVllmSharedId(o, index, rng);
+  if (u < shared + prefix) return planVllmPrefixIds(o, index, rng);
+  return [planVllmRequest(o, index)];
+}
+
+/** Single vLLM request i: the body's request_id is its logical id. */
+export function planVllmRequest(o: TrafficOptions, index: number): RequestSpec {
+  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x0f1e2d3c));
+  const id = `chaos-${o.seed}-v${index}`;
+  const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? rng.weighted(VLLM_NOT_ADMITTED) : 'greedy';
+  const spec = buildVllmRequest(o, rng, { index, key: id, kind, promptLength: null });
+  spec.body.request_id = id;
+  if (kind === 'greedy' && rng.chance(o.badShare ?? TRAFFIC_DEFAULTS.badShare)) {
+    // The simulated vLLM worker refuses it in the engine's input processor: in band on a stream
+    // (after the 200), a 400 on a unary request ("Token id N is out of vocabulary").
+    const position = rng.int(0, spec.prompt.length - 1);
+    const token = rng.int(DEFAULT_MODEL.vocabSize, DEFAULT_MODEL.vocabSize + 5000);
+    const ids = [...spec.prompt];
+    ids[position] = token;
+    spec.body.token_ids = ids;
+    spec.kind = 'bad_request';
+    spec.bad = { position, token };
+    delete spec.cancelAfterChunks;
+  }
+  return spec;
+}
+
+/**
+ * Several concurrent vLLM requests with the same X-Request-Id header: vLLM takes the header
+ * over the body's request_id (serving.py `_base_request_id`), so the header is the logical id
+ * of every member, and each must still get its own answer. Most members also send a body
+ * request_id of their own, which must then appear nowhere (not in frames, not in trace rows).
+ * Prompt lengths differ, so the verifier can tell their rows apart.
+ */
+function planVllmSharedId(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
+  const size = rng.int(2, 4);
+  const name = `vtrace-${o.seed}-${index}`;
+  const lengths = distinct(rng, size, 1, 48);
+  return lengths.map((promptLength, member) => {
+    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x5a17c0de));
+    const spec = buildVllmRequest(o, r, { index, key: `${name}.${member}`, kind: 'greedy', promptLength });
+    delete spec.cancelAfterChunks;
+    if (r.chance(0.7)) spec.body.request_id = `${name}.body-${member}`;
+    spec.id = name;
+    spec.headers = { [VLLM_SHARED_HEADER]: name };
+    spec.group = { kind: 'shared_header', name, size, member };
+    return spec;
+  });
+}
+
+/**
+ * vLLM requests with request_ids `<base>-job-1`, `<base>-job-10` (and `-job-100`), all streaming,
+ * one client hanging up after a few chunks: the router's abort (vLLM's abort_requests takes exact
+ * ids) must reach only the cancelled one's attempt.
+ */
+function planVllmPrefixIds(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
+  const size = rng.int(2, 3);
+  const base = `chaos-${o.seed}-v${index}-job`;
+  const canceller = rng.chance(0.7) ? 0 : rng.int(1, size - 1);
+  const lengths = distinct(rng, size, 1, 48);
+  return lengths.map((promptLength, member) => {
+    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x7e3779b1));
+    const rid = `${base}-1${'0'.repeat(member)}`;
+    const spec = buildVllmRequest(o, r, { index, key: rid, kind: 'greedy', promptLength, stream: true });
+    spec.id = rid;
+    spec.body.request_id = rid;
+    spec.group = { kind: 'prefix_rids', name: `${base}-1`, size, member, canceller };
+    const n = Math.max(48, o.maxNewTokens);
+    const sp = spec.body.sampling_params as Record<string, unknown>;
+    sp.max_tokens = n;
+    sp.ignore_eos = true;
+    delete sp.stop_token_ids;
+    delete sp.min_tokens;
+    spec.decode = vllmDecode(spec.prompt, sp);
+    if (member === canceller) spec.cancelAfterChunks = r.int(1, 4);
+    else delete spec.cancelAfterChunks;
+    return spec;
+  });
+}
+
+function buildVllmRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
+  const kind = s.kind;
+  const drawnStream = rng.chance(0.6);
+  const stream = s.stream ?? drawnStream;
+  const drawnLength = rng.int(1, 48);
+  const prompt = Array.from({ length: s.promptLength ?? drawnLength }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
+
+  const sp: Record<string, unknown> = {};
+  // vLLM refuses max_tokens < 1 (SamplingParams._verify_args).
+  const maxTokens = rng.int(1, o.maxNewTokens);
+  // Without max_tokens the server grants max_model_len − prompt: served, but not admitted.
+  if (kind !== 'unresolved_budget') sp.max_tokens = maxTokens;
+
+  if (kind === 'greedy') {
+    if (rng.chance(0.2)) sp.temperature = 0;
+    if (rng.chance(0.15) && maxTokens > 1) sp.min_tokens = rng.int(1, maxTokens);
+    if (rng.chance(0.1)) sp.ignore_eos = true;
+    if (rng.chance(0.15) && maxTokens > 2) {
+      // A stop token the uninterrupted run really meets (vLLM checks it once min_tokens is reached).
+      const free = vllmReference(prompt, { ...sp, ignore_eos: true }).token_ids;
+      sp.stop_token_ids = [free[rng.int(1, free.length - 1)]!];
+    }
+  } else if (kind === 'sampling_seed') {
+    sp.temperature = Math.round((0.3 + rng.float()) * 100) / 100;
+    sp.seed = rng.int(1, 1_000_000);
+  } else if (kind === 'frequency_penalty' || kind === 'presence_penalty') {
+    // The simulated model ignores penalties; what matters is that the router never continues them.
+    sp[kind] = Math.round((0.1 + rng.float()) * 100) / 100;
+  } else if (kind === 'repetition_penalty') {
+    sp.repetition_penalty = Math.round((1.05 + rng.float() * 0.5) * 100) / 100;
+  }
+
+  const logprobs = rng.chance(0.4) ? rng.pick(VLLM_LOGPROBS) : null;
+  if (logprobs !== null) sp.logprobs = logprobs;
+  // A stream's usage: none, a final usage chunk, or usage on every chunk too. `continuous_usage_stats`
+  // alone asks for nothing (vLLM: continuous usage only together with include_usage).
+  const usageDraw = rng.weighted({ none: 3, final: 3, continuous: 3, continuous_alone: 1 });
+  const body: Record<string, unknown> = { token_ids: prompt, sampling_params: sp };
+  // vLLM's default is unary: some unary clients say so, some leave it out.
+  const explicitStream = rng.chance(0.5);
+  if (stream || explicitStream) body.stream = stream;
+  let usage: UsageMode = 'final';
+  if (stream) {
+    if (usageDraw === 'final') body.stream_options = { include_usage: true };
+    else if (usageDraw === 'continuous') body.stream_options = { include_usage: true, continuous_usage_stats: true };
+    else if (usageDraw === 'continuous_alone') body.stream_options = { continuous_usage_stats: true };
+    usage = usageDraw === 'final' || usageDraw === 'continuous' ? usageDraw : 'none';
+  }
+  const admitted = kind === 'greedy' || kind === 'bad_request';
+  const spec: RequestSpec = {
+    format: 'vllm',
+    index: s.index,
+    key: s.key,
+    id: s.key,
+    kind,
+    stream,
+    body,
+    admitted,
+    reason: admitted ? null : kind,
+    prompt,
+    decode: vllmDecode(prompt, sp),
+    returnLogprob: logprobs !== null,
+    logprobStartLen: -1,
+    topLogprobsNum: logprobs ?? 0,
+    vllm: { logprobs, usage },
+  };
   if (stream && rng.chance(o.cancelShare)) spec.cancelAfterChunks = rng.int(1, 8);
   return spec;
 }

@@ -1,11 +1,13 @@
 // The campaign's judgement: pure functions from what the client saw, the fault-free reference
 // and the router's trace rows to a list of violations. Nothing here touches a socket, so each
-// rule can be tested on hand-made data.
+// rule can be tested on hand-made data. Both wire formats are judged by the same rules; where
+// a rule reads the wire (the answer's fields, the refusal's wording) it reads the request's format.
 
 import type { AttemptRow, RequestRow, TraceRow } from '../router/trace/row.ts';
-import type { Answer, ClientResult } from './client.ts';
-import type { Reference } from './reference.ts';
-import { VOCAB_REFUSAL, type GroupInfo, type RequestSpec } from './traffic.ts';
+import { isVllmAnswer, type Answer, type ClientResult, type VllmAnswer } from './client.ts';
+import { isVllmReference, referenceIds, type AnyReference, type Reference, type VllmReference } from './reference.ts';
+import { vocabRefusal, type GroupInfo, type RequestSpec, type UsageMode, type WireFormat } from './traffic.ts';
+import { spansProblem, spansStart } from './vllm-client.ts';
 
 /** Error kinds after which migration.md says an admitted request migrates. */
 const MIGRATABLE = new Set(['connect', 'http_5xx', 'stream_broken', 'stalled', 'first_token_timeout', 'engine_abort', 'protocol', 'weights_changed']);
@@ -18,6 +20,8 @@ export type Weights = 'default' | 'other';
 
 /** What the campaign keeps of one request once the client is done with it. */
 export interface RequestRecord {
+  /** The wire format the request was sent in (and the only one its workers may speak). */
+  format: WireFormat;
   /** The logical id the router uses (shared by the members of a shared-header group). */
   id: string;
   /** Unique per request of the campaign. */
@@ -47,6 +51,12 @@ export interface RequestRecord {
    */
   weights: Weights[];
   mode: ClientResult['mode'];
+  /**
+   * vLLM answers: where the finishing choice's weight_versions start (0: every token named;
+   * null: none named). vLLM names weight versions only on a choice's last chunk, so the tokens of
+   * an attempt that failed after producing some are never named (docs/vllm.md, known gaps).
+   */
+  spansStart?: number | null;
   /** Client-side violations: framing, mismatches, dropped connections. */
   violations: string[];
 }
@@ -83,6 +93,41 @@ export function compareAnswer(a: Answer, ref: Reference): string | null {
   return null;
 }
 
+/**
+ * The first field in which a vLLM answer differs from vLLM's uninterrupted answer, or null:
+ * token ids, finish_reason, logprobs.content entries (exactly when asked), usage counts (when the
+ * client asked for usage; a unary answer always has it).
+ */
+export function compareVllmAnswer(a: VllmAnswer, ref: VllmReference, usage: UsageMode = 'final'): string | null {
+  const firstDiff = (x: readonly unknown[], y: readonly unknown[]) => {
+    for (let i = 0; i < Math.max(x.length, y.length); i++) if (!same(x[i], y[i])) return i;
+    return -1;
+  };
+  const d = firstDiff(a.token_ids, ref.token_ids);
+  if (d >= 0) return `token_ids differ at position ${d} (got ${a.token_ids.length} tokens, want ${ref.token_ids.length})`;
+  if (a.finish_reason !== ref.finish_reason) return `finish_reason ${JSON.stringify(a.finish_reason)}, want ${JSON.stringify(ref.finish_reason)}`;
+  if (ref.logprobs === null) {
+    if (a.logprobs !== null) return 'logprobs present but none were asked for';
+  } else {
+    if (a.logprobs === null) return 'logprobs missing';
+    const i = firstDiff(a.logprobs, ref.logprobs);
+    if (i >= 0) return `logprobs differ at position ${i}`;
+  }
+  if (usage !== 'none') {
+    const u = a.usage;
+    if (u === null) return 'usage missing';
+    for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) if (u[k] !== ref.usage[k]) return `usage.${k} ${String(u[k])}, want ${ref.usage[k]}`;
+  } else if (a.usage !== null) return 'usage present but the client did not ask for it';
+  return null;
+}
+
+/** The answer against the reference, each of its own format. */
+function compareAny(a: Answer | VllmAnswer, ref: AnyReference, s: RequestSpec): string | null {
+  if (isVllmAnswer(a) !== isVllmReference(ref)) return `${isVllmAnswer(a) ? 'a vLLM' : 'an SGLang'} answer to a ${s.format} request`;
+  if (isVllmAnswer(a)) return compareVllmAnswer(a, ref as VllmReference, s.stream ? (s.vllm?.usage ?? 'none') : 'final');
+  return compareAnswer(a, ref as Reference);
+}
+
 const isPrefix = (got: readonly number[], of: readonly number[]) => got.length <= of.length && got.every((t, i) => t === of[i]);
 
 /**
@@ -90,22 +135,29 @@ const isPrefix = (got: readonly number[], of: readonly number[]) => got.length <
  * `other`: the reference of the other weights, when a worker of the campaign serves them (an
  * answer may be of either; the trace check says which it must be).
  */
-export function judgeClient(r: ClientResult, ref: Reference, other?: Reference): RequestRecord {
+export function judgeClient(r: ClientResult, ref: AnyReference, other?: AnyReference): RequestRecord {
   const s = r.spec;
   const v: string[] = r.problems.map((p) => `framing: ${p}`);
   let result: RequestRecord['result'];
   let exact = false;
   const weights: Weights[] = [];
-  const finishType = (r.answer?.meta.finish_reason as { type?: unknown } | null | undefined)?.type;
+  let spans: number | null | undefined;
+  const a = r.answer;
+  const finishType = a === null ? undefined : isVllmAnswer(a) ? a.finish_reason : (a.meta.finish_reason as { type?: unknown } | null | undefined)?.type;
   if (r.cancelled) result = 'cancelled';
-  else if (r.answer) {
+  else if (a) {
     result = 'answer';
-    const diff = compareAnswer(r.answer, ref);
+    const diff = compareAny(a, ref, s);
     if (diff === null) weights.push('default');
-    if (other && compareAnswer(r.answer, other) === null) weights.push('other');
-    if (s.bad) v.push(`bad request: answered although input_ids[${s.bad.position}] = ${s.bad.token} is beyond the vocabulary`);
+    if (other && compareAny(a, other, s) === null) weights.push('other');
+    if (isVllmAnswer(a)) {
+      const p = spansProblem(a.weight_versions, a.token_ids.length);
+      if (p) v.push(`framing: ${p}`);
+      spans = spansStart(a.weight_versions);
+    }
+    if (s.bad) v.push(`bad request: answered although ${s.format === 'vllm' ? 'token_ids' : 'input_ids'}[${s.bad.position}] = ${s.bad.token} is beyond the vocabulary`);
     else if (finishType === 'abort') {
-      const msg = (r.answer.meta.finish_reason as { message?: unknown }).message;
+      const msg = isVllmAnswer(a) ? 'finish_reason "abort"' : (a.meta.finish_reason as { message?: unknown }).message;
       const who = s.group?.kind === 'prefix_rids' ? ` while ${s.group.name}${'0'.repeat(s.group.canceller ?? 0)} of its prefix group was cancelled` : '';
       v.push(`aborted: the answer ended with an abort finish (${JSON.stringify(msg)})${who}, though nobody aborted it`);
     } else if (weights.length === 0) v.push(`not token-exact: ${diff}`);
@@ -121,12 +173,13 @@ export function judgeClient(r: ClientResult, ref: Reference, other?: Reference):
   // none lost, none repeated, none invented.
   const got = r.partialIds;
   if (result !== 'answer') {
-    if (isPrefix(got, ref.output_ids)) weights.push('default');
-    if (other && isPrefix(got, other.output_ids)) weights.push('other');
+    if (isPrefix(got, referenceIds(ref))) weights.push('default');
+    if (other && isPrefix(got, referenceIds(other))) weights.push('other');
     if (weights.length === 0) v.push(`the ${got.length} tokens received before the end are not a prefix of the reference`);
     if (s.bad && got.length > 0) v.push(`bad request: ${got.length} tokens received before the refusal`);
   }
-  return {
+  const rec: RequestRecord = {
+    format: s.format,
     id: s.id,
     key: s.key,
     index: s.index,
@@ -149,6 +202,8 @@ export function judgeClient(r: ClientResult, ref: Reference, other?: Reference):
     mode: r.mode,
     violations: v,
   };
+  if (spans !== undefined) rec.spansStart = spans;
+  return rec;
 }
 
 export interface TraceContext {
@@ -161,11 +216,20 @@ export interface TraceContext {
   weightsByUrl?: ReadonlyMap<string, Weights>;
   /** The worker behind the proxy that answers 429 to a share of continuations, if any. */
   refusingUrl?: string | null;
+  /** Every worker behind such a proxy (one per format in a mixed campaign). */
+  refusingUrls?: readonly string[];
+  /** The wire format each worker speaks; absent: all SGLang. */
+  formatByUrl?: ReadonlyMap<string, WireFormat>;
   /**
    * Whether the router had a recorded reason to keep `url` out of new attempts at time `t`: a
    * fault on it (with its after-effects), or a failed attempt on it shortly before (the bench).
    */
   workerOut(url: string, t: number): boolean;
+}
+
+/** Whether `url` is behind a proxy that refuses continuations with 429. */
+function refuses(ctx: TraceContext, url: string): boolean {
+  return (ctx.refusingUrl !== undefined && ctx.refusingUrl !== null && ctx.refusingUrl === url) || (ctx.refusingUrls?.includes(url) ?? false);
 }
 
 /** Failure kinds that bench a worker (router/migration/failure.ts BLAMES_WORKER). */
@@ -229,6 +293,11 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
   if (row.attempts > ctx.migrationLimit + 1) v.push(`${row.attempts} attempts exceed the limit ${ctx.migrationLimit} + 1`);
   if (row.finish_reason === 'abort' && rec.result !== 'cancelled') v.push(`aborted: the request row says finish_reason abort, though nobody aborted it`);
 
+  // A request goes only to workers of its format.
+  const formatOf = (url: string): WireFormat => ctx.formatByUrl?.get(url) ?? 'sglang';
+  const format = rec.format ?? 'sglang';
+  for (const a of atts) if (formatOf(a.worker) !== format) v.push(`format: attempt ${a.attempt} of a ${format} request ran on ${a.worker}, a ${formatOf(a.worker)} worker`);
+
   // A refusal (the request's own fault) is passed through on the attempt that got it: never
   // migrated, so it can only be the last attempt.
   const refusals = atts.filter((a) => a.outcome === 'failed' && CLIENT_FAULT.has(a.error_kind ?? ''));
@@ -252,6 +321,17 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
   switch (rec.result) {
     case 'answer': {
       if (row.outcome !== 'finished') v.push(`the client got an answer but the request row says ${row.outcome}`);
+      // vLLM names weight versions on a choice's last chunk only: an answer may leave unnamed the
+      // tokens of attempts that failed after producing some (its spans then start where the last
+      // attempt's tokens do), never the tokens of an uninterrupted run.
+      if (rec.spansStart !== undefined && rec.spansStart !== 0) {
+        const last = atts[atts.length - 1];
+        // An attempt that produced tokens and did not finish (failed, or ran out of budget and was
+        // finished by the router) never got to name its weights.
+        const unnamed = atts.some((a) => a.tokens > 0 && a.outcome !== 'finished');
+        if (!unnamed) v.push(`weight_versions: the answer names ${rec.spansStart === null ? 'no weight versions' : `weight versions from token ${rec.spansStart} on`}, though no failed attempt produced tokens`);
+        else if (rec.spansStart !== null && last?.outcome === 'finished' && rec.spansStart !== last.replayed_tokens) v.push(`weight_versions: the answer's spans start at ${rec.spansStart}, not at 0 nor where the last attempt's tokens start (${last.replayed_tokens})`);
+      }
       const first = atts[0];
       const incremental = first ? ctx.incrementalByUrl.get(first.worker) : undefined;
       if (rec.stream && rec.mode !== 'unknown' && incremental !== undefined && (rec.mode === 'incremental') !== incremental) {
@@ -293,7 +373,7 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
         // reason the trace or the fault log shows, when the router gave up, or could not continue
         // it exactly (other weights than its tokens came from).
         const tried = new Set(atts.map((a) => a.worker));
-        const notOut = ctx.workerUrls.filter((u) => !tried.has(u) && !ctx.workerOut(u, row.ended_at) && !(pinned !== null && weightsOf(u) !== pinned));
+        const notOut = ctx.workerUrls.filter((u) => formatOf(u) === format && !tried.has(u) && !ctx.workerOut(u, row.ended_at) && !(pinned !== null && weightsOf(u) !== pinned));
         const noWorker = /no worker left|no healthy worker/i.test(msg) && notOut.length === 0;
         if (/no worker left|no healthy worker/i.test(msg) && notOut.length > 0) {
           v.push(`an admitted request failed for want of a worker while ${notOut.join(', ')} had no recorded reason to be out (${row.attempts} attempts): ${msg}`);
@@ -320,12 +400,12 @@ export function judgeRefusal(rec: RequestRecord, atts: readonly AttemptRow[], la
   const before = atts.filter((a) => a !== last).find((a) => a.outcome !== 'failed' || !MIGRATABLE.has(a.error_kind ?? ''));
   if (before) v.push(`refusal: attempt ${before.attempt} before the refused one did not fail migratably (${before.outcome}/${before.error_kind})`);
   if (rec.bad) {
-    if (!VOCAB_REFUSAL.test(msg)) v.push(`bad request: the client got "${msg.slice(0, 120)}", not the worker's refusal`);
+    if (!vocabRefusal(rec.format).test(msg)) v.push(`bad request: the client got "${msg.slice(0, 120)}", not the worker's refusal`);
     if (rec.stream && !rec.errorInBand) v.push(`bad request: a stream got its refusal as HTTP ${rec.status}, not in band`);
     if (!rec.stream && rec.status !== 400) v.push(`bad request: a unary request got its refusal with status ${rec.status}, not 400`);
     return v;
   }
-  if (last.error_kind === 'http_4xx' && last.attempt >= 1 && ctx.refusingUrl && last.worker === ctx.refusingUrl) {
+  if (last.error_kind === 'http_4xx' && last.attempt >= 1 && refuses(ctx, last.worker)) {
     if (!/429|Too Many Requests/.test(msg)) v.push(`continuation 4xx: the client got "${msg.slice(0, 120)}", not the 429`);
     // A stream that had started ends in band ([DONE] checked by the client); one that had not may
     // still get the status.

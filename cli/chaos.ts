@@ -1,17 +1,32 @@
 // `baton chaos`: a chaos campaign against a simulated cluster (see chaos/campaign.ts and
 // docs/reliability.md). Exits 1 on any violation, so CI can run it as a gate.
 import { intFlag, parseFlags, UsageError } from './args.ts';
+import { CAMPAIGN_FORMATS, type CampaignFormat } from '../chaos/formats.ts';
 
 const HELP = `usage: baton chaos [options]
 
-Starts simulated workers (half cumulative, half incremental) and the router in its own process,
-sends seeded traffic while a seeded schedule injects faults (kill -9 and restart, self-crash
-mid-stream, hang, connection reset, 503 reject, slow tokens, engine abort), then checks every
-answer against the fault-free reference, the trace rows, in-flight counts and router memory.
+Starts simulated workers and the router in its own process, sends seeded traffic while a seeded
+schedule injects faults, then checks every answer against the fault-free reference, the trace
+rows, workers benched by a client's mistake, in-flight counts and router memory.
+
+Workers: SGLang workers (--format sglang: half cumulative, half incremental, so one request's
+attempts can land on both modes), vLLM workers (--format vllm), or both (--format mixed: half of
+--workers are vLLM, the traffic holds requests of both formats, each sent to its format's
+endpoint). On top of them, one SGLang worker serving other weights (weight_version
+chaos-other-weights; not with --format vllm), and one worker of each format sits behind a proxy
+that answers 429 to 30% of continuations.
+
+Traffic: streams and unary requests, logprobs, budgets, min/stop/EOS rules, client cancels,
+requests that must not migrate, bad requests (an id beyond the vocabulary), shared header ids
+and prefix-sharing ids with a cancel. Faults: kill -9 and restart, self-crash mid-stream, hang,
+connection reset, reject (SGLang 503, vLLM engine dead 500), slow tokens, engine abort, and on
+vLLM workers finish_reason "error".
 
 options:
+  --format F             sglang (default), vllm or mixed
   --duration S           seconds of traffic (default 60)
-  --workers N            simulated workers (default 3)
+  --workers N            simulated workers besides the other-weights one
+                         (default 3; 4 with --format mixed: 2 SGLang, 2 vLLM)
   --concurrency C        requests in flight (default 16)
   --seed X               replay a campaign: same seed, same traffic and fault schedule
                          (default: a random seed, printed)
@@ -27,6 +42,7 @@ Progress goes to stderr, the summary to stdout; the exit code is 1 when any viol
 
 export async function run(argv: string[]): Promise<void> {
   const v = parseFlags(argv, {
+    format: { type: 'string' },
     duration: { type: 'string' },
     workers: { type: 'string' },
     concurrency: { type: 'string' },
@@ -45,9 +61,13 @@ export async function run(argv: string[]): Promise<void> {
   }
   const faultRate = v['fault-rate'] === undefined ? 0.2 : Number(v['fault-rate']);
   if (!Number.isFinite(faultRate) || faultRate < 0) throw new UsageError(`--fault-rate must be a number >= 0, got '${v['fault-rate']}'`);
+  const format = (v.format ?? 'sglang') as CampaignFormat;
+  if (!CAMPAIGN_FORMATS.includes(format)) throw new UsageError(`--format must be sglang, vllm or mixed, got '${v.format}'`);
+  const workers = intFlag('workers', v.workers, format === 'mixed' ? 4 : 3, format === 'mixed' ? 2 : 1);
   const opts = {
     durationS: intFlag('duration', v.duration, 60, 1),
-    workers: intFlag('workers', v.workers, 3, 1),
+    workers,
+    format,
     concurrency: intFlag('concurrency', v.concurrency, 16, 1),
     seed: intFlag('seed', v.seed, Math.floor(Math.random() * 2 ** 31)),
     faultRate,

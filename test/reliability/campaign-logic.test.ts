@@ -3,12 +3,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planFaults } from '../../chaos/schedule.ts';
-import { planRequest, planUnit, VOCAB_REFUSAL } from '../../chaos/traffic.ts';
-import { referenceAnswer } from '../../chaos/reference.ts';
-import { StreamAssembler, type ClientResult } from '../../chaos/client.ts';
+import { planRequest, planUnit, planVllmRequest, unitFormat, VLLM_VOCAB_REFUSAL, VOCAB_REFUSAL, type RequestSpec, type TrafficOptions } from '../../chaos/traffic.ts';
+import { referenceAnswer, vllmReferenceAnswer } from '../../chaos/reference.ts';
+import { StreamAssembler, type ClientResult, type VllmAnswer } from '../../chaos/client.ts';
+import { engineId, readVllmJson, spansProblem, spansStart, VllmStreamAssembler } from '../../chaos/vllm-client.ts';
+import { VLLM } from '../../router/format/vllm/index.ts';
+import { vllmReference } from '../../sim/vllm/reference.ts';
 import {
   benchedByClientMistake,
   compareAnswer,
+  compareVllmAnswer,
   judgeClient,
   judgeTrace,
   outages,
@@ -172,16 +176,16 @@ describe('the answer check', () => {
 describe('the trace check', () => {
   const ctx: TraceContext = { migrationLimit: 3, workerUrls: ['w0', 'w1', 'w2'], incrementalByUrl: new Map([['w0', false], ['w1', true]]), workerOut: () => false };
   const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
-    id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
+    format: 'sglang', id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
     result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'cumulative', violations: [], ...over,
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
     kind: 'attempt', request_id: 'r', attempt, rid: attempt ? `r~m${attempt}` : 'r', worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
-    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', ...over,
+    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', trace_id: null, ...over,
   });
   const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
     kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
-    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, ...over,
+    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, trace_id: null, ...over,
   });
   const failed = (i: number, kind: AttemptRow['error_kind'] = 'stream_broken') => att(i, { outcome: 'failed', error_kind: kind, worker: `w${i}` });
 
@@ -352,16 +356,16 @@ describe('the verdict on the new kinds', () => {
     workerOut: () => false,
   };
   const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
-    id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
+    format: 'sglang', id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
     result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'cumulative', violations: [], ...over,
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
     kind: 'attempt', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
-    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', ...over,
+    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', trace_id: null, ...over,
   });
   const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
     kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
-    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, ...over,
+    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, trace_id: null, ...over,
   });
   const broke = (i: number, worker: string, tokens = 1) => att(i, { outcome: 'failed', error_kind: 'stream_broken', worker, tokens, finish_reason: null });
   const failedReq = (n: number) => req(n, { outcome: 'failed', finish_reason: null });
@@ -542,5 +546,361 @@ describe('the verdict on the new kinds', () => {
       // A failure that is not a refusal is not the client's mistake.
       expect(benchedByClientMistake([att(0, { worker: 'w0', ended_at: 1000, outcome: 'failed', error_kind: 'first_token_timeout' })], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
     });
+  });
+});
+
+// --- vLLM and mixed campaigns -----------------------------------------------------------------
+
+const VTRAFFIC: TrafficOptions = { ...TRAFFIC, format: 'vllm' };
+const vllmUnits = Array.from({ length: 3000 }, (_, i) => planUnit(VTRAFFIC, i));
+const vllmSpecs = vllmUnits.flat();
+
+function vllmSpecWith(p: (s: RequestSpec) => boolean): RequestSpec {
+  for (let i = 0; ; i++) {
+    const s = planVllmRequest(VTRAFFIC, i);
+    if (p(s)) return s;
+  }
+}
+
+const sp = (s: RequestSpec) => s.body.sampling_params as Record<string, unknown>;
+
+describe('vLLM and mixed traffic', () => {
+  it('is replayable, and leaves SGLang traffic as it was: an SGLang campaign, and the SGLang units of a mixed one', () => {
+    expect(planUnit(VTRAFFIC, 42)).toEqual(planUnit(VTRAFFIC, 42));
+    expect(planVllmRequest({ ...VTRAFFIC, seed: 2 }, 5)).not.toEqual(planVllmRequest(VTRAFFIC, 5));
+    const mixed = { ...TRAFFIC, format: 'mixed' as const };
+    let vllm = 0;
+    for (let i = 0; i < 2000; i++) {
+      expect(planUnit({ ...TRAFFIC, format: 'sglang' }, i)).toEqual(planUnit(TRAFFIC, i));
+      const f = unitFormat(mixed, i);
+      const unit = planUnit(mixed, i);
+      for (const s of unit) expect(s.format).toBe(f);
+      if (f === 'sglang') expect(unit).toEqual(planUnit(TRAFFIC, i));
+      else vllm++;
+    }
+    // Half the units each.
+    expect(vllm / 2000).toBeGreaterThan(0.45);
+    expect(vllm / 2000).toBeLessThan(0.55);
+    const keys = [...vllmSpecs.map((s) => s.key), ...Array.from({ length: 3000 }, (_, i) => planUnit(TRAFFIC, i)).flat().map((s) => s.key)];
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('mirrors the SGLang mix: streams and unary, logprobs k, usage modes, min/stop/EOS, budgets >= 1, cancels', () => {
+    const singles = vllmSpecs.filter((s) => !s.group);
+    const share = (p: (s: RequestSpec) => boolean) => singles.filter(p).length / singles.length;
+    for (const s of vllmSpecs) {
+      expect(s.format).toBe('vllm');
+      expect(s.body.token_ids).toBeDefined();
+      expect(s.body.input_ids).toBeUndefined();
+      if ('max_tokens' in sp(s)) expect(sp(s).max_tokens).toBeGreaterThanOrEqual(1);
+      // stream_options only on streams (a unary answer always carries usage).
+      if (!s.stream) expect(s.body.stream_options).toBeUndefined();
+      if (!s.stream) expect(s.vllm!.usage).toBe('final');
+      expect('logprobs' in sp(s)).toBe(s.vllm!.logprobs !== null);
+    }
+    expect(share((s) => s.stream)).toBeGreaterThan(0.5);
+    expect(share((s) => !s.stream)).toBeGreaterThan(0.3);
+    expect(share((s) => !s.stream && s.body.stream === undefined)).toBeGreaterThan(0.1);
+    expect(share((s) => s.vllm!.logprobs === 0)).toBeGreaterThan(0.03);
+    expect(share((s) => (s.vllm!.logprobs ?? 0) > 1)).toBeGreaterThan(0.1);
+    for (const usage of ['none', 'final', 'continuous'] as const) expect(share((s) => s.stream && s.vllm!.usage === usage)).toBeGreaterThan(0.1);
+    // continuous_usage_stats without include_usage asks for nothing.
+    expect(singles.some((s) => s.stream && s.vllm!.usage === 'none' && (s.body.stream_options as Record<string, unknown> | undefined)?.continuous_usage_stats === true)).toBe(true);
+    expect(share((s) => sp(s).temperature === 0)).toBeGreaterThan(0.1);
+    expect(share((s) => typeof sp(s).min_tokens === 'number')).toBeGreaterThan(0.05);
+    expect(share((s) => sp(s).ignore_eos === true)).toBeGreaterThan(0.05);
+    expect(share((s) => Array.isArray(sp(s).stop_token_ids))).toBeGreaterThan(0.05);
+    expect(share((s) => s.cancelAfterChunks !== undefined)).toBeGreaterThan(0.005);
+    for (const kind of ['sampling_seed', 'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'unresolved_budget', 'bad_request']) expect(share((s) => s.kind === kind)).toBeGreaterThan(0.005);
+  });
+
+  it('plans admission as the router\'s vLLM rules decide it (sampling_seed, penalties, unresolved_budget)', () => {
+    const ctx = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaults: {}, disputedDefaults: new Set<string>(), maxReqLen: 32767 };
+    for (const s of vllmSpecs) {
+      const req = VLLM.parse(s.body, { lossyNumbers: false, headers: s.headers ?? {} });
+      const a = VLLM.admit(req, ctx);
+      expect({ key: s.key, admitted: a.admitted, reason: a.reason }).toEqual({ key: s.key, admitted: s.admitted, reason: s.reason });
+      if (s.kind === 'sampling_seed') expect(sp(s).temperature).toBeGreaterThan(0);
+    }
+  });
+
+  it('the reference is vLLM\'s uninterrupted answer, and the decode params reproduce its tokens', () => {
+    for (const s of vllmSpecs.slice(0, 300)) {
+      const ref = vllmReferenceAnswer(s);
+      expect(ref).toEqual(vllmReference(s.prompt, sp(s)));
+      expect(runModel(s.prompt, s.decode).output_ids).toEqual(ref.token_ids);
+      expect(ref.usage.prompt_tokens).toBe(s.prompt.length);
+      expect(ref.logprobs === null).toBe(s.vllm!.logprobs === null);
+    }
+    // A stop token the uninterrupted run meets (past min_tokens, when no EOS came first).
+    const stopped = vllmSpecs.filter((s) => Array.isArray(sp(s).stop_token_ids) && !s.bad).map((s) => vllmReferenceAnswer(s));
+    expect(stopped.filter((r) => r.finish_reason === 'stop').length).toBeGreaterThan(stopped.length / 2);
+  });
+
+  it('a bad request holds one id beyond the vocabulary; a shared-id group shares X-Request-Id over its own body ids; a prefix group cancels one', () => {
+    const bad = vllmSpecs.filter((s) => s.kind === 'bad_request');
+    expect(bad.length).toBeGreaterThan(10);
+    for (const s of bad) {
+      expect((s.body.token_ids as number[]).filter((t) => t >= 32000)).toEqual([s.bad!.token]);
+      expect(s.cancelAfterChunks).toBeUndefined();
+    }
+    expect(VLLM_VOCAB_REFUSAL.test('Token id 32007 is out of vocabulary')).toBe(true);
+    expect(VLLM_VOCAB_REFUSAL.test('The input_ids [5, 32007] contains values greater than the vocab size (32000).')).toBe(false);
+    const shared = vllmUnits.filter((u) => u[0]!.group?.kind === 'shared_header');
+    expect(shared.length).toBeGreaterThan(10);
+    let withBodyId = 0;
+    for (const g of shared) {
+      const name = g[0]!.group!.name;
+      for (const s of g) {
+        expect(s.headers).toEqual({ 'x-request-id': name });
+        expect(s.id).toBe(name);
+        if (s.body.request_id !== undefined) {
+          withBodyId++;
+          // The body id differs from the header: the router must take the header.
+          expect(s.body.request_id).not.toBe(name);
+        }
+        expect(s.cancelAfterChunks).toBeUndefined();
+      }
+      expect(new Set(g.map((s) => s.prompt.length)).size).toBe(g.length);
+    }
+    expect(withBodyId).toBeGreaterThan(0);
+    const prefix = vllmUnits.filter((u) => u[0]!.group?.kind === 'prefix_rids');
+    expect(prefix.length).toBeGreaterThan(10);
+    for (const g of prefix) {
+      const ids = g.map((s) => s.body.request_id as string);
+      for (const r of ids.slice(1)) expect(r.startsWith(ids[0]!)).toBe(true);
+      expect(g.filter((s) => s.cancelAfterChunks !== undefined)).toHaveLength(1);
+      for (const s of g) {
+        expect(s.stream).toBe(true);
+        expect(sp(s).ignore_eos).toBe(true);
+        expect(sp(s).max_tokens).toBeGreaterThanOrEqual(48);
+        expect(s.decode.max_new_tokens).toBe(sp(s).max_tokens);
+      }
+    }
+  });
+});
+
+describe('the vLLM answer check', () => {
+  const s = vllmSpecWith((x) => x.kind === 'greedy' && x.stream && x.vllm!.usage === 'continuous' && (x.vllm!.logprobs ?? 0) > 0 && (sp(x).max_tokens as number) > 6);
+  const ref = vllmReferenceAnswer(s);
+  const good = (): VllmAnswer => ({ format: 'vllm', token_ids: [...ref.token_ids], finish_reason: ref.finish_reason, logprobs: [...ref.logprobs!], usage: { ...ref.usage }, weight_versions: [{ version: 'default', start: 0, end: ref.token_ids.length }] });
+
+  it('passes the exact answer and names the first difference of any other', () => {
+    expect(compareVllmAnswer(good(), ref, 'continuous')).toBeNull();
+    const lost = good();
+    lost.token_ids.splice(2, 1);
+    expect(compareVllmAnswer(lost, ref)).toMatch(/token_ids differ at position 2/);
+    const finish = good();
+    finish.finish_reason = 'abort';
+    expect(compareVllmAnswer(finish, ref)).toMatch(/finish_reason "abort"/);
+    const lp = good();
+    lp.logprobs![3] = { ...(lp.logprobs![3] as object), logprob: -9 };
+    expect(compareVllmAnswer(lp, ref)).toMatch(/logprobs differ at position 3/);
+    const noLp = good();
+    noLp.logprobs = null;
+    expect(compareVllmAnswer(noLp, ref)).toMatch(/logprobs missing/);
+    // The usage of a continuation (its prompt covers the replayed tokens) must not reach the client.
+    const rebased = good();
+    rebased.usage = { prompt_tokens: ref.usage.prompt_tokens + 3, completion_tokens: ref.usage.completion_tokens - 3, total_tokens: ref.usage.total_tokens };
+    expect(compareVllmAnswer(rebased, ref)).toMatch(/usage.prompt_tokens/);
+    const noUsage = good();
+    noUsage.usage = null;
+    expect(compareVllmAnswer(noUsage, ref, 'final')).toMatch(/usage missing/);
+    expect(compareVllmAnswer(good(), ref, 'none')).toMatch(/usage present/);
+    const unasked = vllmSpecWith((x) => x.kind === 'greedy' && x.vllm!.logprobs === null);
+    expect(compareVllmAnswer({ ...good(), ...{ token_ids: vllmReferenceAnswer(unasked).token_ids, finish_reason: vllmReferenceAnswer(unasked).finish_reason, usage: vllmReferenceAnswer(unasked).usage } }, vllmReferenceAnswer(unasked))).toMatch(/logprobs present/);
+  });
+
+  // The chunks of an uninterrupted stream of `s`, as vLLM sends them (one token per chunk).
+  const chunks = (over: (c: Record<string, unknown>, i: number) => void = () => undefined) => {
+    const n = ref.token_ids.length;
+    const out: Record<string, unknown>[] = ref.token_ids.map((t, i) => {
+      const last = i === n - 1;
+      const c = {
+        request_id: engineId(s.id),
+        usage: { prompt_tokens: s.prompt.length, total_tokens: s.prompt.length + i + 1, completion_tokens: i + 1 },
+        choices: [{ index: 0, finish_reason: last ? ref.finish_reason : null, token_ids: [t], weight_versions: last ? [{ version: 'default', start: 0, end: n }] : null, logprobs: { content: [ref.logprobs![i]] } }],
+      };
+      over(c, i);
+      return c;
+    });
+    out.push({ request_id: engineId(s.id), usage: { ...ref.usage }, choices: [] });
+    return out;
+  };
+  const assemble = (cs: Record<string, unknown>[], shape = { logprobs: s.vllm!.logprobs, usage: s.vllm!.usage, promptLength: s.prompt.length }) => {
+    const problems: string[] = [];
+    const asm = new VllmStreamAssembler(s.id, shape, problems);
+    for (const c of cs) asm.absorb(c);
+    return { answer: asm.answer(), problems };
+  };
+  const choice = (c: Record<string, unknown>) => (c.choices as Record<string, unknown>[])[0]!;
+
+  it('folds a clean stream into the reference', () => {
+    const { answer, problems } = assemble(chunks());
+    expect(problems).toEqual([]);
+    expect(compareVllmAnswer(answer, ref, 'continuous')).toBeNull();
+    expect(spansStart(answer.weight_versions)).toBe(0);
+  });
+
+  it('catches another request\'s id, continuous usage not rebased, unasked usage, a missing usage chunk, and chunks out of place', () => {
+    expect(assemble(chunks((c, i) => i === 2 && (c.request_id = 'generate-tokens-body-id'))).problems.join()).toMatch(/chunk 3 \(the first of the stream to\) has request_id "generate-tokens-body-id"/);
+    // A continuation's own counts (its prompt holds the replayed tokens) passed through.
+    expect(assemble(chunks((c, i) => i >= 3 && (c.usage = { prompt_tokens: s.prompt.length + 3, total_tokens: s.prompt.length + i + 1, completion_tokens: i - 2 }))).problems.join()).toMatch(/continuous usage/);
+    expect(assemble(chunks(), { logprobs: s.vllm!.logprobs, usage: 'final', promptLength: s.prompt.length }).problems.join()).toMatch(/did not ask for it on every chunk/);
+    const noUsage = chunks((c) => (c.usage = null));
+    expect(assemble(noUsage, { logprobs: s.vllm!.logprobs, usage: 'none', promptLength: s.prompt.length }).problems.join()).toMatch(/a usage chunk the client did not ask for/);
+    expect(assemble(chunks().slice(0, -1)).problems.join()).toMatch(/no final usage chunk/);
+    const wrongFinal = chunks();
+    (wrongFinal.at(-1)!.usage as Record<string, number>).completion_tokens = 1;
+    expect(assemble(wrongFinal).problems.join()).toMatch(/final usage/);
+    const twice = chunks();
+    twice.splice(twice.length - 1, 0, { ...twice[1]! });
+    expect(assemble(twice).problems.join()).toMatch(/a choice after the finishing chunk/);
+    expect(assemble(chunks((c, i) => i === 1 && (choice(c).weight_versions = [{ version: 'default', start: 0, end: 2 }]))).problems.join()).toMatch(/weight_versions before the finishing chunk/);
+    expect(assemble(chunks((c, i) => i === 1 && (choice(c).logprobs = null))).problems.join()).toMatch(/logprobs.content/);
+    expect(assemble(chunks((c, i) => i === 1 && (choice(c).token_ids = []))).problems.join()).toMatch(/no new tokens and no finish/);
+  });
+
+  it('catches cumulative ids where vLLM sends deltas (the tokens come out repeated)', () => {
+    const { answer } = assemble(chunks((c, i) => (choice(c).token_ids = ref.token_ids.slice(0, i + 1))), { logprobs: null, usage: 'none', promptLength: s.prompt.length });
+    expect(compareVllmAnswer(answer, ref)).toMatch(/token_ids differ at position 1/);
+  });
+
+  it('checks a unary answer\'s request_id and keeps its usage and spans', () => {
+    const u = vllmSpecWith((x) => x.kind === 'greedy' && !x.stream);
+    const uref = vllmReferenceAnswer(u);
+    const body = (id: string) => JSON.stringify({ request_id: id, usage: uref.usage, choices: [{ index: 0, finish_reason: uref.finish_reason, token_ids: uref.token_ids, weight_versions: [{ version: 'default', start: 0, end: uref.token_ids.length }], logprobs: uref.logprobs === null ? null : { content: uref.logprobs } }] });
+    const r = (): ClientResult => ({ spec: u, startedAt: 0, endedAt: 1, status: 200, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown' });
+    const ok = r();
+    readVllmJson(body(engineId(u.id)), 200, u, ok);
+    expect(ok.problems).toEqual([]);
+    expect(judgeClient(ok, uref)).toMatchObject({ format: 'vllm', result: 'answer', exact: true, spansStart: 0, violations: [] });
+    const wrong = r();
+    readVllmJson(body('generate-tokens-other'), 200, u, wrong);
+    expect(judgeClient(wrong, uref).violations.join()).toMatch(/framing: the answer has request_id/);
+    const refused = r();
+    readVllmJson(JSON.stringify({ error: { message: 'Token id 32001 is out of vocabulary', type: 'BadRequestError', param: null, code: 400 } }), 400, u, refused);
+    expect(refused.error).toEqual({ message: 'Token id 32001 is out of vocabulary', type: 'BadRequestError', inBand: false });
+  });
+
+  it('weight_versions: well-formed spans, contiguous, of the default weights, ending at the answer\'s length', () => {
+    expect(spansProblem([{ version: 'default', start: 0, end: 5 }], 5)).toBeNull();
+    expect(spansProblem([{ version: 'default', start: 3, end: 5 }], 5)).toBeNull();
+    expect(spansProblem(null, 5)).toBeNull();
+    expect(spansProblem([{ version: 'default', start: 0, end: 2 }, { version: 'default', start: 3, end: 5 }], 5)).toMatch(/not contiguous/);
+    expect(spansProblem([{ version: 'default', start: 0, end: 4 }], 5)).toMatch(/end at 4/);
+    expect(spansProblem([{ version: 'v2', start: 0, end: 5 }], 5)).toMatch(/other than default/);
+    expect(spansStart([{ version: 'default', start: 3, end: 5 }])).toBe(3);
+    expect(spansStart(null)).toBeNull();
+  });
+
+  it('the client side names an abort finish and an answered bad request', () => {
+    const result = (spec: RequestSpec, over: Partial<ClientResult>): ClientResult => ({ spec, startedAt: 0, endedAt: 1, status: 200, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown', ...over });
+    const aborted = { ...good(), token_ids: ref.token_ids.slice(0, 3), finish_reason: 'abort', weight_versions: [{ version: 'default', start: 0, end: 3 }] };
+    expect(judgeClient(result(s, { answer: aborted }), ref).violations.join()).toMatch(/^aborted: the answer ended with an abort finish/);
+    const b = vllmSpecWith((x) => x.kind === 'bad_request');
+    const bref = vllmReferenceAnswer(b);
+    const answered: VllmAnswer = { format: 'vllm', token_ids: bref.token_ids, finish_reason: bref.finish_reason, logprobs: bref.logprobs, usage: bref.usage, weight_versions: null };
+    expect(judgeClient(result(b, { answer: answered }), bref).violations.join()).toMatch(/bad request: answered although token_ids\[/);
+    // An SGLang answer to a vLLM request is no answer to it.
+    expect(judgeClient(result(s, { answer: { output_ids: ref.token_ids, meta: {} } }), ref).violations.join()).toMatch(/an SGLang answer to a vllm request/);
+    // Whatever ended it, what the client got is a prefix of the reference.
+    expect(judgeClient(result(s, { error: { message: 'x', type: null, inBand: true }, partialIds: ref.token_ids.slice(0, 2) }), ref).violations).toEqual([]);
+    expect(judgeClient(result(s, { error: { message: 'x', type: null, inBand: true }, partialIds: [ref.token_ids[1]!] }), ref).violations.join()).toMatch(/not a prefix/);
+  });
+});
+
+describe('the trace check of a mixed campaign', () => {
+  const ctx: TraceContext = {
+    migrationLimit: 3,
+    workerUrls: ['s0', 's1', 'v0', 'v1', 'v2'],
+    incrementalByUrl: new Map([['s0', false], ['s1', true], ['v0', true], ['v1', true], ['v2', true]]),
+    formatByUrl: new Map([['s0', 'sglang'], ['s1', 'sglang'], ['v0', 'vllm'], ['v1', 'vllm'], ['v2', 'vllm']]),
+    refusingUrl: 's1',
+    refusingUrls: ['s1', 'v1'],
+    workerOut: () => false,
+  };
+  const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
+    format: 'vllm', id: 'r', key: 'r', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: true, startedAt: 1000, endedAt: 2000, status: 200,
+    result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'unknown', spansStart: 0, violations: [], ...over,
+  });
+  const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
+    kind: 'attempt', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'v0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
+    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', trace_id: null, ...over,
+  });
+  const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
+    kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
+    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, trace_id: null, ...over,
+  });
+  const broke = (i: number, worker: string, tokens = 1) => att(i, { outcome: 'failed', error_kind: 'stream_broken', worker, tokens, finish_reason: null });
+  const failedReq = (n: number) => req(n, { outcome: 'failed', finish_reason: null });
+
+  it('a request goes only to workers of its format', () => {
+    expect(judgeTrace(rec(), { requests: [req(2)], attempts: [broke(0, 'v0'), att(1, { worker: 'v2', replayed_tokens: 1 })] }, ctx)).toEqual([]);
+    expect(judgeTrace(rec({ spansStart: 1 }), { requests: [req(2)], attempts: [broke(0, 'v0'), att(1, { worker: 's0', replayed_tokens: 1 })] }, ctx).join()).toMatch(/format: attempt 1 of a vllm request ran on s0, a sglang worker/);
+    expect(judgeTrace(rec({ format: 'sglang', mode: 'cumulative', spansStart: undefined }), { requests: [req(1)], attempts: [att(0, { worker: 'v1' })] }, ctx).join()).toMatch(/format: attempt 0 of a sglang request ran on v1, a vllm worker/);
+  });
+
+  it('"no worker left" counts only the workers of the request\'s format', () => {
+    const err = rec({ result: 'error', exact: false, errorMessage: 'no worker left to continue on after: x', spansStart: undefined });
+    // Every vLLM worker tried: the SGLang workers, idle as they were, could not have taken it.
+    expect(judgeTrace(err, { requests: [failedReq(3)], attempts: [broke(0, 'v0'), broke(1, 'v1'), broke(2, 'v2')] }, ctx)).toEqual([]);
+    expect(judgeTrace(err, { requests: [failedReq(2)], attempts: [broke(0, 'v0'), broke(1, 'v1')] }, ctx).join()).toMatch(/while v2 had no recorded reason/);
+  });
+
+  it('a vLLM bad request gets vLLM\'s refusal, and a continuation on the vLLM proxy its 429', () => {
+    const vocab = 'Token id 32001 is out of vocabulary';
+    const bad = (over: Partial<RequestRecord> = {}) => rec({ kind: 'bad_request', bad: true, result: 'error', exact: false, errorMessage: vocab, errorInBand: true, spansStart: undefined, ...over });
+    const refused = (i: number, kind: AttemptRow['error_kind'] = 'validation', worker = 'v0') => att(i, { outcome: 'failed', error_kind: kind, worker, tokens: 0, finish_reason: null });
+    expect(judgeTrace(bad(), { requests: [failedReq(1)], attempts: [refused(0)] }, ctx)).toEqual([]);
+    expect(judgeTrace(bad({ stream: false, errorInBand: false, status: 400 }), { requests: [failedReq(1)], attempts: [refused(0)] }, ctx)).toEqual([]);
+    expect(judgeTrace(bad({ errorMessage: 'The input_ids [5, 32001] contains values greater than the vocab size (32000).' }), { requests: [failedReq(1)], attempts: [refused(0)] }, ctx).join()).toMatch(/not the worker's refusal/);
+    const tooMany = rec({ result: 'error', exact: false, errorMessage: 'Too Many Requests: the gateway refused continuation attempt 1 (r~m1~x)', errorInBand: true, spansStart: undefined });
+    const r429 = (worker: string) => att(1, { outcome: 'failed', error_kind: 'http_4xx', worker, tokens: 0, replayed_tokens: 1, finish_reason: null });
+    expect(judgeTrace(tooMany, { requests: [failedReq(2)], attempts: [broke(0, 'v0'), r429('v1')] }, ctx)).toEqual([]);
+    expect(judgeTrace(tooMany, { requests: [failedReq(2)], attempts: [broke(0, 'v0'), r429('v2')] }, ctx).join()).toMatch(/sent nothing to refuse/);
+  });
+
+  it('weight_versions may leave unnamed only the tokens of attempts that failed after producing some', () => {
+    const two = { requests: [req(2)], attempts: [broke(0, 'v0', 3), att(1, { worker: 'v2', replayed_tokens: 3 })] };
+    expect(judgeTrace(rec({ spansStart: 3 }), two, ctx)).toEqual([]);
+    expect(judgeTrace(rec({ spansStart: 0 }), two, ctx)).toEqual([]);
+    expect(judgeTrace(rec({ spansStart: 2 }), two, ctx).join()).toMatch(/spans start at 2, not at 0 nor where the last attempt's tokens start \(3\)/);
+    // An uninterrupted answer names every token; so does one whose failed attempt had none.
+    expect(judgeTrace(rec({ spansStart: 1 }), { requests: [req(1)], attempts: [att(0)] }, ctx).join()).toMatch(/weight_versions: the answer names weight versions from token 1 on, though no failed attempt/);
+    expect(judgeTrace(rec({ spansStart: null }), { requests: [req(2)], attempts: [broke(0, 'v0', 0), att(1, { worker: 'v2' })] }, ctx).join()).toMatch(/names no weight versions/);
+  });
+});
+
+describe('fault schedules with vLLM workers', () => {
+  const base = { durationMs: 120_000, faultRate: 0.5, interTokenTimeoutMs: 1000 };
+
+  it('an SGLang campaign\'s schedule is the one it always was', () => {
+    for (let seed = 0; seed < 100; seed++) {
+      const o = { ...base, seed, workers: 4 };
+      const plan = planFaults(o);
+      expect(planFaults({ ...o, formats: ['sglang', 'sglang', 'sglang', 'sglang'] })).toEqual(plan);
+      expect(plan.some((f) => f.kind === 'error')).toBe(false);
+    }
+  });
+
+  it('plans vLLM\'s engine error on vLLM workers only, and keeps a worker of each format free', () => {
+    const formats = ['sglang', 'sglang', 'vllm', 'vllm', 'sglang'] as const;
+    let errors = 0;
+    for (let seed = 0; seed < 200; seed++) {
+      const plan = planFaults({ ...base, seed, workers: formats.length, formats });
+      for (const f of plan) {
+        if (f.kind === 'error') {
+          errors++;
+          expect(formats[f.worker]).toBe('vllm');
+        }
+        // At the start of each fault, some worker of its format is not busy with one.
+        const busy = plan.filter((g) => g !== f && g.at <= f.at && g.at + g.holdMs + 3000 > f.at).map((g) => g.worker);
+        const same = formats.map((x, i) => (x === formats[f.worker] ? i : -1)).filter((i) => i >= 0);
+        expect(same.every((i) => i === f.worker || busy.includes(i))).toBe(false);
+      }
+    }
+    expect(errors).toBeGreaterThan(20);
+    expect(planFaults({ ...base, seed: 3, workers: 3, formats: ['vllm', 'vllm', 'vllm'] }).some((f) => f.kind === 'error') || planFaults({ ...base, seed: 4, workers: 3, formats: ['vllm', 'vllm', 'vllm'] }).some((f) => f.kind === 'error')).toBe(true);
   });
 });

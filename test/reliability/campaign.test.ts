@@ -5,6 +5,7 @@
 // engine abort), so that a short run still sees most of what can go wrong. The traffic carries
 // its bad requests, shared header ids and prefix-rid cancels. Zero violations, migrations that
 // really happened, every admitted answer token-exact, no worker benched by a client's mistake.
+// Then the same on a mixed cluster (SGLang and vLLM workers, traffic of both formats).
 import { describe, expect, it } from 'vitest';
 import { runCampaign } from '../../chaos/campaign.ts';
 import { formatSummary } from '../../chaos/summary.ts';
@@ -32,5 +33,29 @@ describe('chaos campaign (CI size)', () => {
     expect(report.sharedHeader.exact).toBe(report.sharedHeader.answered);
     expect(report.prefixRids.cancelled).toBeGreaterThan(0);
     expect(report.otherWeights.attemptsWithTokens).toBeGreaterThan(0);
+  }, 150_000);
+
+  // Mixed: 2 SGLang workers (cumulative, incremental) and 2 vLLM workers plus the SGLang one on
+  // other weights, a 429 proxy before one worker of each format, traffic of both formats. Seed 354
+  // plans every kind of fault in 25 s, vLLM's engine error included (on a vLLM worker).
+  it('25 s of a mixed cluster: zero violations, both formats answered token-exact and migrated', async () => {
+    const report = await runCampaign({ format: 'mixed', durationS: 25, workers: 4, concurrency: 16, seed: 354, faultRate: 0.5, tokenIntervalMs: 10 });
+    const summary = formatSummary(report);
+    console.log(summary);
+    expect(report.violationCount, summary).toBe(0);
+    expect(report.workerFormats.filter((f) => f === 'vllm')).toHaveLength(2);
+    expect(report.faultsTotal).toBeGreaterThanOrEqual(4);
+    expect(report.admittedExact).toBe(report.admittedAnswered);
+    for (const f of ['sglang', 'vllm'] as const) {
+      const c = report.byFormat[f]!;
+      expect(c.answered).toBeGreaterThan(50);
+      expect(c.tokenExact).toBe(c.answered);
+    }
+    expect(report.migrations).toBeGreaterThanOrEqual(5);
+    expect(report.vllm!.usageContinuous + report.vllm!.usageFinal).toBeGreaterThan(0);
+    expect(report.badRequests.refusedInBand + report.badRequests.refused400).toBeGreaterThan(0);
+    expect(report.benchedByClient).toBe(0);
+    expect(report.traceRows.attempts).toBe(report.traceRows.attemptsStarted);
+    expect(report.inFlightAtEnd).toEqual({ router: 0, routerWorkers: 0, simWorkers: 0 });
   }, 150_000);
 });

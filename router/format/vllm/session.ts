@@ -240,11 +240,31 @@ export class VllmSession implements FormatSession {
     return out;
   }
 
+  /**
+   * The answer's `weight_versions`: the spans of every attempt at their logical offsets. vLLM
+   * names spans only on a choice's last chunk, so an attempt that failed left none: its tokens
+   * are given the version of the earliest span known (a continuation runs on the same model),
+   * and neighbouring spans of one version are merged, as an uninterrupted run reports them.
+   */
+  private logicalSpans(a: VllmAttempt): JsonObject[] {
+    const all = this.spans.concat(a.spans.map((s) => shiftSpan(s, a.spec.replayed.length)));
+    if (all.length === 0) return all;
+    const first = all[0]!;
+    if (typeof first.start === 'number' && first.start > 0) all.unshift({ ...first, start: 0, end: first.start });
+    const merged: JsonObject[] = [];
+    for (const s of all) {
+      const prev = merged.at(-1);
+      if (prev && prev.version === s.version && prev.end === s.start) prev.end = s.end!;
+      else merged.push({ ...s });
+    }
+    return merged;
+  }
+
   /** One running chunk of attempt `a`, as an uninterrupted run would have sent it. */
   renderChunk(a: VllmAttempt, chunk: JsonObject, choice: JsonObject): JsonObject {
     const out: JsonObject = { ...chunk, request_id: this.engineId };
     const c: JsonObject = { ...choice, index: 0 };
-    if (Array.isArray(choice.weight_versions)) c.weight_versions = (choice.weight_versions as Json[]).map((s) => (isObject(s) ? shiftSpan(s, a.spec.replayed.length) : s));
+    if (Array.isArray(choice.weight_versions)) c.weight_versions = this.logicalSpans(a);
     out.choices = [c];
     // Usage was asked for upstream on every chunk; the client sees it only as it asked.
     if (this.req.continuousUsage) out.usage = this.usage(a.spec.replayed.length + a.ids.length, isObject(chunk.usage) ? chunk.usage : null);
@@ -265,7 +285,7 @@ export class VllmSession implements FormatSession {
     // Unary: vLLM's GenerateResponse, assembled from the logical output (every attempt streamed).
     const ids = this.ids.concat(a.ids);
     const logprobs = this.logprobs.concat(a.logprobs);
-    const spans = this.spans.concat(a.spans.map((s) => shiftSpan(s, a.spec.replayed.length)));
+    const spans = this.logicalSpans(a);
     sink.json(200, JSON.stringify(this.unary(chunk, choice, ids, logprobs, spans, a.finish ?? 'stop')), headers);
   }
 
