@@ -2,6 +2,7 @@
 import { parseFlags, UsageError } from './args.ts';
 import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
 import { startRouter } from '../router/index.ts';
+import { describeTracing } from '../router/otel/settings.ts';
 
 const HELP = `usage: baton router [options]
 
@@ -26,6 +27,11 @@ const HELP = `usage: baton router [options]
   --spare-connections N        most spare connections per worker, so that a continuation is
                                written at once (default 64; 0 = off)
   --listen-backlog N           pending-connection queue (default 4096, capped by somaxconn)
+  --otlp-endpoint URL          export OpenTelemetry traces over OTLP/HTTP to URL (a collector,
+                               Jaeger, Tempo; /v1/traces is appended unless given). Without it
+                               the standard OTEL_EXPORTER_OTLP_* variables apply (docs/tracing.md)
+  --trace-url-template T       the dashboard links a request to T with {trace_id} filled in,
+                               e.g. http://jaeger:16686/trace/{trace_id}
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -52,6 +58,8 @@ const OPTIONS = {
   'admin-token': { type: 'string' },
   'spare-connections': { type: 'string' },
   'listen-backlog': { type: 'string' },
+  'otlp-endpoint': { type: 'string' },
+  'trace-url-template': { type: 'string' },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -80,6 +88,8 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         adminToken: v['admin-token'],
         spareConnections: v['spare-connections'],
         listenBacklog: v['listen-backlog'],
+        otlpEndpoint: v['otlp-endpoint'],
+        traceUrlTemplate: v['trace-url-template'],
       },
     });
   } catch (err) {
@@ -106,6 +116,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (config.workers.length === 0) console.error('warning: no --worker given; add workers with POST /workers');
   console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  const tracing = describeTracing(config);
+  if (tracing) console.log(`tracing: ${tracing}`);
   const stop = async () => {
     await router.close();
     process.exit(0);

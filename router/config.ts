@@ -41,6 +41,14 @@ export interface RouterConfig {
   spareConnections: number;
   /** Pending-connection queue of the listening socket (the kernel caps it at somaxconn). */
   listenBacklog: number;
+  /**
+   * OTLP/HTTP collector to export traces to (like OTEL_EXPORTER_OTLP_ENDPOINT: `/v1/traces` is
+   * appended unless given). Null: the standard OTEL_EXPORTER_OTLP_* variables decide; none, no
+   * tracing (docs/tracing.md).
+   */
+  otlpEndpoint: string | null;
+  /** Link from the dashboard to a trace, e.g. `http://jaeger:16686/trace/{trace_id}`. */
+  traceUrlTemplate: string | null;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -69,6 +77,8 @@ export const DEFAULTS: RouterConfig = {
   adminToken: null,
   spareConnections: 64,
   listenBacklog: 4096,
+  otlpEndpoint: null,
+  traceUrlTemplate: null,
 };
 
 export class ConfigError extends Error {}
@@ -95,13 +105,15 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!list || !list.every((s) => typeof s === 'string')) throw bad('must be a list of URLs');
     return list as string[];
   }
-  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken') {
+  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'otlpEndpoint' || key === 'traceUrlTemplate') {
     if (value === null || value === '' || value === undefined) return null;
     if (key === 'migrationMaxSeqLen') {
       const n = Number(value);
       if (!Number.isInteger(n) || n <= 0) throw bad('must be a positive integer');
       return n;
     }
+    if (key === 'otlpEndpoint' && !/^https?:\/\/[^/\s]+/.test(String(value))) throw bad('must be an http:// or https:// URL');
+    if (key === 'traceUrlTemplate' && !String(value).includes('{trace_id}')) throw bad('must contain {trace_id}');
     return String(value);
   }
   if (typeof d === 'number') {

@@ -8,7 +8,8 @@ import { DEFAULTS, isLoopback, ConfigError, type RouterConfig } from './config.t
 import { EventBus } from './events/bus.ts';
 import { TraceStore } from './trace/store.ts';
 import { RouterMetrics } from './metrics.ts';
-import { Telemetry } from './telemetry.ts';
+import { Telemetry, type InboundTrace } from './telemetry.ts';
+import { tracingSettings } from './otel/settings.ts';
 import { WorkerPool, normalizeWorkerUrl } from './pool/worker-pool.ts';
 import { createPolicy } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
@@ -23,6 +24,9 @@ import { RequestRegistry, type InFlight } from './sglang-api/registry.ts';
 import { addSglangRoutes } from './sglang-api/endpoints.ts';
 import { ClientSink } from './format/client-sink.ts';
 import { SGLANG } from './format/sglang/index.ts';
+import { VLLM } from './format/vllm/index.ts';
+import { VllmMalformedBody } from './format/vllm/request.ts';
+import type { FormatRequest, WireFormat } from './format/types.ts';
 import { LogicalRequest, type LoopContext } from './migration/logical-request.ts';
 import { passThrough } from './upstream/passthrough.ts';
 import type { TraceRow } from './trace/row.ts';
@@ -68,10 +72,13 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     throw new ConfigError(`binding to ${config.host} exposes the worker API, traces and events: set --admin-token (or bind to 127.0.0.1)`);
   }
   for (const w of config.workers) normalizeWorkerUrl(w); // fail before binding, not after
+  const otel = tracingSettings(config); // OTLP export (docs/tracing.md); a bad OTEL_* value fails here
   const bus = new EventBus();
   const traces = new TraceStore(config.traceRingSize, config.traceFile);
   const metrics = new RouterMetrics(true);
   const telemetry = new Telemetry(bus, traces, metrics);
+  // The OpenTelemetry SDK is loaded only when export is on.
+  if (otel) telemetry.tracing = (await import('./otel/tracing.ts')).createTracing(otel);
   const pool = new WorkerPool(
     {
       circuit: { failureThreshold: config.circuitFailureThreshold, openMs: config.circuitOpenMs, successThreshold: config.circuitSuccessThreshold },
@@ -164,12 +171,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
     try {
       if (passthrough) {
-        await serveUnstitchable(parsed, text, id, res, idHeaders, entry);
+        await serveUnstitchable(parsed, text, id, res, idHeaders, entry, SGLANG, telemetry.inboundTrace(req, '/generate'));
         return;
       }
       const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), SGLANG.errors);
-      const traceparent = req.headers.traceparent;
-      const trace = typeof traceparent === 'string' ? { traceparent, tracestate: typeof req.headers.tracestate === 'string' ? req.headers.tracestate : undefined } : null;
+      const trace = telemetry.inboundTrace(req, '/generate');
       lr = new LogicalRequest(loop, SGLANG, parsed, id, sink, trace);
       await lr.run();
     } finally {
@@ -177,17 +183,75 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
   }
 
+  // --- /inference/v1/generate: vLLM's token-in/token-out API ----------------------------
+  async function generateVllm(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw: Buffer;
+    try {
+      raw = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
+    } catch (err) {
+      const e = err as BodyError;
+      return VLLM.writeRequestError(res, false, e.status ?? 400, e.message, { connection: 'close' });
+    }
+    const text = raw.toString('utf8');
+    if ((text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) || jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      return VLLM.writeRequestError(res, false, 400, BODY_PARSE_ERROR);
+    }
+    let parsed: FormatRequest;
+    try {
+      parsed = VLLM.parse(JSON.parse(text), { lossyNumbers: hasLossyNumber(text), headers: req.headers });
+    } catch (err) {
+      const message = err instanceof VllmMalformedBody ? err.message : `JSON decode error: ${(err as Error).message}`;
+      return VLLM.writeRequestError(res, false, 400, message);
+    }
+    // vLLM's request id: the X-Request-Id header, else the body's request_id (serving.py
+    // `_base_request_id`), else a fresh one; the client sees `generate-tokens-<id>`.
+    const header = req.headers['x-request-id'];
+    const id = (typeof header === 'string' && header.length > 0 && header.length <= 256 ? header : null) ?? parsed.rid ?? randomUUID().replace(/-/g, '');
+    const idHeaders: Record<string, string> = isHeaderSafe(id) && id.length <= 1024 ? { 'x-request-id': id } : {};
+    const passthrough = parsed.unparsed !== null || parsed.samples > 1;
+    let lr: LogicalRequest | null = null;
+    const entry: InFlight = { id, kind: passthrough ? 'passthrough' : 'logical', rids: [], worker: null, abort: () => lr?.abort() };
+    registry.add(entry);
+    try {
+      if (passthrough) {
+        await serveUnstitchable(parsed, text, id, res, idHeaders, entry, VLLM, telemetry.inboundTrace(req, '/inference/v1/generate'));
+        return;
+      }
+      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), VLLM.errors);
+      const trace = telemetry.inboundTrace(req, '/inference/v1/generate');
+      lr = new LogicalRequest(loop, VLLM, parsed, id, sink, trace);
+      await lr.run();
+    } finally {
+      registry.delete(entry);
+    }
+  }
+
+  /** vLLM's abort: `{"request_ids": ["generate-tokens-<id>", ...]}`, exact ids; an empty 200. */
+  async function abortVllm(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let ids: unknown;
+    try {
+      ids = (JSON.parse((await readBody(req, 1 << 20, config.bodyTimeoutMs)).toString('utf8')) as { request_ids?: unknown }).request_ids;
+    } catch {
+      ids = undefined;
+    }
+    if (!Array.isArray(ids)) return VLLM.writeRequestError(res, false, 400, 'request_ids: Field required');
+    const wanted = new Set(ids.filter((x): x is string => typeof x === 'string').map((x) => (x.startsWith('generate-tokens-') ? x.slice('generate-tokens-'.length) : x)));
+    for (const e of registry.all()) if (wanted.has(e.id)) e.abort();
+    res.writeHead(200, { 'content-length': '0' });
+    res.end();
+  }
+
   /**
    * Batches, n > 1 and unparsed requests: one attempt, the body forwarded as the client wrote it,
    * the answer passed back as the worker wrote it; traced, never migrated, never blamed on the
    * worker (its refusal of a bad value is the request's fault).
    */
-  async function serveUnstitchable(parsed: GenerateRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight): Promise<void> {
-    const worker = pool.pick(new Set());
+  async function serveUnstitchable(parsed: FormatRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight, format: WireFormat = SGLANG, trace: InboundTrace | null = null): Promise<void> {
+    const worker = pool.pick(new Set(), null, format.name);
     entry.worker = worker;
     const started = Date.now();
     const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
-    const src = { id, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
+    const src = { id, trace, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
     telemetry.requestAdmitted(src, { request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null });
     if (!worker) {
       // Still one request row, as for a stitchable request that found no worker.
@@ -196,11 +260,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       telemetry.requestFinished(src, { kind: 'request', request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: null }, null, false);
       return;
     }
-    telemetry.attemptStarted({ request_id: id, attempt: 0, rid: id, worker: worker.url, replayed_tokens: 0, budget_before: null });
+    const upstreamHeaders = telemetry.attemptStarted({ request_id: id, attempt: 0, rid: id, worker: worker.url, replayed_tokens: 0, budget_before: null });
     const ac = new AbortController();
     res.on('close', () => { if (!res.writableFinished) ac.abort(); });
     worker.inFlight++;
-    const failure = await passThrough(worker, bodyText, res, headers, ac.signal);
+    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, format.generatePath, upstreamHeaders);
     worker.inFlight--;
     const ended = Date.now();
     const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
@@ -224,6 +288,22 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   // SGLang serves /generate on POST and PUT (http_server.py).
   routes.add('POST', '/generate', generateRoute, false);
   routes.add('PUT', '/generate', generateRoute, false);
+  // vLLM's token-in/token-out generate and its abort (token_in_token_out/api_router.py).
+  routes.add('POST', '/inference/v1/generate', async (req, res) => {
+    if (inFlight >= config.maxConcurrentRequests) {
+      VLLM.writeRequestError(res, false, 503, `router is at its limit of ${config.maxConcurrentRequests} concurrent requests`, { 'retry-after': '1' });
+      req.resume();
+      return;
+    }
+    inFlight++;
+    try {
+      await generateVllm(req, res);
+    } finally {
+      inFlight--;
+    }
+  }, false);
+  routes.add('POST', '/inference/v1/abort_requests', abortVllm, false);
+  routes.add('POST', '/abort_requests', abortVllm, false);
 
   routes.add('GET', '/health', (_req, res) => {
     const ok = pool.list().some((w) => w.eligible());
@@ -305,6 +385,8 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     sendJson(res, 200, out);
   }, true);
   routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
+  // Settings the dashboard reads: the trace link (--trace-url-template, docs/tracing.md).
+  routes.add('GET', '/config/ui', (_req, res) => sendJson(res, 200, { trace_url_template: config.traceUrlTemplate, tracing: telemetry.tracing !== null }), true);
 
   // --- server ------------------------------------------------------------------------
   // headersTimeout ends slowloris on the headers; Node enforces it on a sweep every
@@ -405,6 +487,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         server.closeAllConnections();
       });
       await pool.close();
+      await telemetry.tracing?.shutdown(); // export what is queued (bounded wait)
       traces.close();
     },
   };

@@ -2,18 +2,28 @@
 // admitted, an attempt starts or ends, and a request ends. The migration loop reports facts
 // here; it never writes a row or bumps a counter itself.
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { BatonEvent, RouterStats, WorkerInfo } from './events/types.ts';
 import type { EventBus } from './events/bus.ts';
 import type { RouterMetrics } from './metrics.ts';
 import type { TraceStore } from './trace/store.ts';
 import { RecentOutputs, type RequestOutput } from './trace/outputs.ts';
 import type { AttemptRow, ErrorKind, RequestRow } from './trace/row.ts';
+import type { Tracing } from './otel/tracing.ts';
 
 /** Trace context the client sent (W3C headers), for tracing to continue the client's trace. */
 export interface InboundTrace {
   traceparent?: string;
   tracestate?: string;
+  /** The inbound request's HTTP method and route (the server span's http.request.method, http.route). */
+  method?: string;
+  route?: string;
 }
+
+/** A row as the loop writes it: telemetry fills in `trace_id`. */
+export type AttemptRowIn = Omit<AttemptRow, 'trace_id'> & { trace_id?: string | null };
+export type RequestRowIn = Omit<RequestRow, 'trace_id'> & { trace_id?: string | null };
+type AdmittedFacts = Omit<Extract<BatonEvent, { type: 'request_admitted' }>, 'type' | 't' | 'trace_id'>;
 
 /** What the progress ticker asks of a request in flight. */
 export interface ProgressSource {
@@ -37,6 +47,11 @@ export class Telemetry {
   /** This router's identity: a dashboard that sees another instance answer starts over. */
   readonly instance = randomUUID();
   readonly startedAt = Date.now();
+  /**
+   * OpenTelemetry traces (router/otel/tracing.ts), or null when export is off: then every hook
+   * here costs one branch, and no span state exists.
+   */
+  tracing: Tracing | null = null;
 
   constructor(
     readonly bus: EventBus,
@@ -45,14 +60,30 @@ export class Telemetry {
     private readonly progressMs = 250,
   ) {}
 
+  /**
+   * What tracing needs of the inbound request: the client's W3C trace context, the method and the
+   * route. Null when tracing is off (nothing is read or allocated).
+   */
+  inboundTrace(req: IncomingMessage, route: string): InboundTrace | null {
+    if (this.tracing === null) return null;
+    const { traceparent, tracestate } = req.headers;
+    return {
+      traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+      tracestate: typeof tracestate === 'string' ? tracestate : undefined,
+      method: req.method,
+      route,
+    };
+  }
+
   // Events are built only when someone listens (`bus.active`): a headless router has no
   // subscriber, and these run for every request.
 
-  requestAdmitted(src: ProgressSource, e: Omit<Extract<BatonEvent, { type: 'request_admitted' }>, 'type' | 't'>): void {
+  requestAdmitted(src: ProgressSource, e: AdmittedFacts): void {
     this.inFlight.add(src);
     this.metrics.inFlight.inc();
     if (!e.admitted && e.reason) this.metrics.notAdmitted.inc({ reason: e.reason });
-    if (this.bus.active) this.bus.emit({ type: 'request_admitted', t: Date.now(), ...e });
+    const traceId = this.tracing === null ? null : this.tracing.admitted(src);
+    if (this.bus.active) this.bus.emit({ type: 'request_admitted', t: Date.now(), ...e, trace_id: traceId });
     this.startTicker();
   }
 
@@ -63,15 +94,18 @@ export class Telemetry {
   attemptStarted(e: Omit<Extract<BatonEvent, { type: 'attempt_started' }>, 'type' | 't'>): Record<string, string> | null {
     this.metrics.attemptsStarted.inc();
     if (this.bus.active) this.bus.emit({ type: 'attempt_started', t: Date.now(), ...e });
-    return null;
+    return this.tracing === null ? null : this.tracing.attemptStarted(e);
   }
 
   firstToken(requestId: string, attempt: number, ttftMs: number, logicalTtftMs: number | null): void {
     if (logicalTtftMs !== null) this.metrics.ttft.observe(logicalTtftMs / 1000);
+    if (this.tracing !== null) this.tracing.firstToken(requestId, attempt);
     if (this.bus.active) this.bus.emit({ type: 'first_token', t: Date.now(), request_id: requestId, attempt, ttft_ms: ttftMs });
   }
 
-  attemptEnded(row: AttemptRow): void {
+  attemptEnded(input: AttemptRowIn): void {
+    const row = input as AttemptRow;
+    row.trace_id = this.tracing === null ? null : this.tracing.attemptEnded(row, this.inFlight);
     this.traces.add(row);
     this.metrics.attempts.inc({ worker: row.worker, outcome: row.outcome });
     // Migration's prefill cost, known once the continuation's worker has said what it had cached.
@@ -91,6 +125,7 @@ export class Telemetry {
   /** `_replayed` is not counted here: recompute is counted when the continuation ends (see attemptEnded). */
   migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, _replayed: number): void {
     this.metrics.migrations.inc({ migration_type: ongoing ? 'ongoing_request' : 'new_request' });
+    if (this.tracing !== null) this.tracing.migrated(requestId, attempt, kind, atToken, ongoing);
     if (this.bus.active) this.bus.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
   }
 
@@ -98,7 +133,9 @@ export class Telemetry {
     this.metrics.maxSeqLenExceeded.inc();
   }
 
-  requestFinished(src: ProgressSource, row: RequestRow, firstFailureAt: number | null, exhausted: boolean, output?: RequestOutput): void {
+  requestFinished(src: ProgressSource, input: RequestRowIn, firstFailureAt: number | null, exhausted: boolean, output?: RequestOutput): void {
+    const row = input as RequestRow;
+    row.trace_id = this.tracing === null ? null : this.tracing.requestFinished(src, row);
     if (output) this.outputs.add(output, row.migrations > 0 || row.outcome === 'failed');
     this.inFlight.delete(src);
     this.metrics.inFlight.dec();
@@ -119,6 +156,7 @@ export class Telemetry {
 
   // Worker gauges are read from the pool at scrape time (RouterMetrics.observe); only events here.
   workerChanged(info: WorkerInfo): void {
+    if (this.tracing !== null) this.tracing.noteWorker(info);
     if (this.bus.active) this.bus.emit({ type: 'worker_state', t: Date.now(), worker: info });
   }
 

@@ -22,7 +22,9 @@ export interface WorkerInfo {
 
 export type BatonEvent =
   | { type: 'request_admitted'; t: number; request_id: string; admitted: boolean; reason: string | null;
-      stream: boolean; prompt_tokens: number; max_new_tokens: number | null }
+      stream: boolean; prompt_tokens: number; max_new_tokens: number | null;
+      /** The request's OpenTelemetry trace id when it is traced (head-sampled), else null. */
+      trace_id: string | null }
   | { type: 'attempt_started'; t: number; request_id: string; attempt: number; rid: string; worker: string;
       replayed_tokens: number; budget_before: number | null }
   | { type: 'first_token'; t: number; request_id: string; attempt: number; ttft_ms: number }

@@ -41,6 +41,8 @@ export interface AttemptRow {
   /** What the failure's classification was read from (a status, a frame's code, a timeout). */
   error_evidence: string | null;
   finish_reason: string | null;
+  /** The OpenTelemetry trace this attempt's span is in (docs/tracing.md); null when not traced. */
+  trace_id: string | null;
 }
 
 export interface RequestRow {
@@ -61,6 +63,8 @@ export interface RequestRow {
   stream: boolean;
   max_new_tokens: number | null;
   error: string | null;
+  /** The OpenTelemetry trace of this request (docs/tracing.md); null when not traced. */
+  trace_id: string | null;
 }
 
 export type TraceRow = AttemptRow | RequestRow;

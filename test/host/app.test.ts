@@ -94,7 +94,7 @@ describe('startApp with a simulated cluster', () => {
   it('gives a late page a snapshot with workers, rows and in-flight events', async () => {
     await start();
     router.rows.push({ kind: 'request', request_id: 'old' } as never);
-    router.emit({ type: 'request_admitted', t: 1, request_id: 'live', admitted: true, reason: null, stream: true, prompt_tokens: 3, max_new_tokens: 8 });
+    router.emit({ type: 'request_admitted', t: 1, request_id: 'live', admitted: true, reason: null, stream: true, prompt_tokens: 3, max_new_tokens: 8, trace_id: null });
     const snap = (await (await fetch(`${router.url}/api/snapshot`)).json()) as Snapshot;
     expect(snap.workers).toHaveLength(3);
     expect(snap.rows.map((r) => r.request_id)).toEqual(['old']);

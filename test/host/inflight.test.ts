@@ -3,7 +3,7 @@ import { InFlightEvents } from '../../host/inflight.ts';
 import type { BatonEvent } from '../../router/events/types.ts';
 import type { RequestRow } from '../../router/trace/row.ts';
 
-const admitted = (id: string): BatonEvent => ({ type: 'request_admitted', t: 1, request_id: id, admitted: true, reason: null, stream: true, prompt_tokens: 4, max_new_tokens: 10 });
+const admitted = (id: string): BatonEvent => ({ type: 'request_admitted', t: 1, request_id: id, admitted: true, reason: null, stream: true, prompt_tokens: 4, max_new_tokens: 10, trace_id: null });
 const progress = (id: string, tokens: number): BatonEvent => ({ type: 'progress', t: 2, request_id: id, attempt: 0, tokens, completion_tokens: tokens });
 const finished = (id: string): BatonEvent => ({ type: 'request_finished', t: 3, row: { kind: 'request', request_id: id } as RequestRow });
 

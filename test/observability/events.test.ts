@@ -18,13 +18,13 @@ const requestIdOf = (e: BatonEvent): string => ('request_id' in e ? e.request_id
 function attemptRow(id: string, error: string): AttemptRow {
   return {
     kind: 'attempt', request_id: id, attempt: 0, rid: id, worker: 'http://w:1', started_at: 1, ended_at: 2, ttft_ms: 1, prompt_tokens_sent: 4,
-    replayed_tokens: 0, tokens: 3, budget_before: 3, budget_after: 0, cached_tokens: 0, outcome: 'finished', error_kind: null, error, error_evidence: null, finish_reason: 'length',
+    replayed_tokens: 0, tokens: 3, budget_before: 3, budget_after: 0, cached_tokens: 0, outcome: 'finished', error_kind: null, error, error_evidence: null, finish_reason: 'length', trace_id: null,
   };
 }
 function requestRow(id: string): RequestRow {
   return {
     kind: 'request', request_id: id, attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 4, completion_tokens: 3,
-    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1, ended_at: 2, stream: true, max_new_tokens: 3, error: null,
+    cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1, ended_at: 2, stream: true, max_new_tokens: 3, error: null, trace_id: null,
   };
 }
 
@@ -32,7 +32,7 @@ function requestRow(id: string): RequestRow {
 function lifeOf(id: string, progress: number, error = ''): BatonEvent[] {
   const t = 0;
   return [
-    { type: 'request_admitted', t, request_id: id, admitted: true, reason: null, stream: true, prompt_tokens: 4, max_new_tokens: 3 },
+    { type: 'request_admitted', t, request_id: id, admitted: true, reason: null, stream: true, prompt_tokens: 4, max_new_tokens: 3, trace_id: null },
     { type: 'attempt_started', t, request_id: id, attempt: 0, rid: id, worker: 'http://w:1', replayed_tokens: 0, budget_before: 3 },
     { type: 'first_token', t, request_id: id, attempt: 0, ttft_ms: 1 },
     ...Array.from({ length: progress }, (_, k): BatonEvent => ({ type: 'progress', t, request_id: id, attempt: 0, tokens: k + 1, completion_tokens: k + 1 })),

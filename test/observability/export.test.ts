@@ -37,6 +37,9 @@ beforeAll(async () => {
   await Promise.all([0, 1].map((i) => run(`stuck-${i}`, true, { sampling: { frequency_penalty: 0.5 } })));
   a.fault({ kind: 'clear' });
   b.fault({ kind: 'clear' });
+  // The request's own refusal (a stop string on a token-only worker): SGLang's message quotes
+  // the strings, so the error text has quotes and commas to escape in CSV.
+  await run('refused', true, { sampling: { stop: ['a, "b"'] } });
   // A client that leaves.
   const leave = new AbortController();
   const off = router.subscribe((e) => {
@@ -44,7 +47,7 @@ beforeAll(async () => {
   });
   await run('leaver', true, { maxNewTokens: 2000, signal: leave.signal });
   off();
-  await until(() => router.traceRows({ kind: 'request' }).length === 16, 10_000, 'every request row');
+  await until(() => router.traceRows({ kind: 'request' }).length === 17, 10_000, 'every request row');
   rows = router.traceRows();
 });
 

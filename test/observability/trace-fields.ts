@@ -8,6 +8,8 @@ export const ATTEMPT_FIELDS = [
   'kind', 'request_id', 'attempt', 'rid', 'worker', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent',
   'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'cached_tokens', 'outcome', 'error_kind', 'error',
   'error_evidence', 'finish_reason',
+  // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
+  'trace_id',
 ] as const;
 
 export const REQUEST_FIELDS = [
@@ -15,6 +17,8 @@ export const REQUEST_FIELDS = [
   'completion_tokens', 'cached_tokens', 'finish_reason', 'outcome', 'duration_ms',
   // beyond the issue's list, documented in docs/trace-rows.md
   'started_at', 'ended_at', 'stream', 'max_new_tokens', 'error',
+  // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
+  'trace_id',
 ] as const;
 
 const NUMBERS = new Set([

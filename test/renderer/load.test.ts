@@ -11,7 +11,7 @@ describe('store under load', () => {
     const t0 = 1_000_000;
     const start: BatonEvent[] = [];
     for (let i = 0; i < 1000; i++) {
-      start.push({ type: 'request_admitted', t: t0, request_id: `r${i}`, admitted: true, reason: null, stream: true, prompt_tokens: 32, max_new_tokens: 512 });
+      start.push({ type: 'request_admitted', t: t0, request_id: `r${i}`, admitted: true, reason: null, stream: true, prompt_tokens: 32, max_new_tokens: 512, trace_id: null });
       start.push({ type: 'attempt_started', t: t0, request_id: `r${i}`, attempt: 0, rid: `r${i}`, worker: `http://w${i % 3}`, replayed_tokens: 0, budget_before: 512 });
     }
     store.getState().ingest(start, t0);

@@ -15,7 +15,7 @@ export interface AttemptPlan {
 export function requestEvents(id: string, t0: number, budget: number | null, attempts: AttemptPlan[], opts: { admitted?: boolean; reason?: string | null; finish?: boolean } = {}): BatonEvent[] {
   const events: BatonEvent[] = [];
   const admitted = opts.admitted ?? true;
-  events.push({ type: 'request_admitted', t: t0, request_id: id, admitted, reason: opts.reason ?? null, stream: true, prompt_tokens: 8, max_new_tokens: budget });
+  events.push({ type: 'request_admitted', t: t0, request_id: id, admitted, reason: opts.reason ?? null, stream: true, prompt_tokens: 8, max_new_tokens: budget, trace_id: null });
   let produced = 0;
   let t = t0;
   attempts.forEach((plan, k) => {
@@ -32,7 +32,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
         kind: 'attempt', request_id: id, attempt: k, rid: `${id}-${k}`, worker: plan.worker, started_at: t - 10 - plan.tokens, ended_at: t,
         ttft_ms: plan.tokens > 0 ? 5 : null, prompt_tokens_sent: 8 + produced, replayed_tokens: produced, tokens: plan.tokens,
         budget_before: budgetBefore, budget_after: budgetBefore === null ? null : budgetBefore - plan.tokens, cached_tokens: 0,
-        outcome: plan.fails ? 'failed' : 'finished', error_kind: plan.fails ? 'stream_broken' : null, error_evidence: null,
+        outcome: plan.fails ? 'failed' : 'finished', error_kind: plan.fails ? 'stream_broken' : null, error_evidence: null, trace_id: null,
         error: plan.fails ? 'socket closed mid-body' : null, finish_reason: plan.fails ? null : 'length',
       };
       events.push({ type: 'attempt_ended', t, row });
@@ -49,7 +49,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
       kind: 'request', request_id: id, attempts: attempts.length, migrations: attempts.length - 1, admitted, admission_reason: opts.reason ?? null,
       prompt_tokens: 8, completion_tokens: produced, cached_tokens: 0, finish_reason: last?.fails ? null : 'length',
       outcome: last?.fails ? 'failed' : 'finished', duration_ms: t - t0, started_at: t0, ended_at: t, stream: true,
-      max_new_tokens: budget, error: last?.fails ? 'stream_broken: socket closed mid-body' : null,
+      max_new_tokens: budget, error: last?.fails ? 'stream_broken: socket closed mid-body' : null, trace_id: null,
     };
     events.push({ type: 'request_finished', t, row });
   }
