@@ -140,7 +140,7 @@ export class Telemetry {
     this.inFlight.delete(src);
     this.metrics.inFlight.dec();
     this.traces.add(row);
-    this.metrics.requests.inc({ outcome: row.outcome });
+    this.metrics.requests.inc({ outcome: row.outcome, format: row.format });
     this.metrics.tokens.inc(row.completion_tokens);
     this.metrics.promptTokens.inc(row.prompt_tokens);
     // A worker's report may be anything; a counter refuses a negative step, and a throw here would

@@ -214,6 +214,7 @@ export class LogicalRequest implements ProgressSource {
       error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
       // Filled in by telemetry when the request is traced.
       trace_id: null,
+      format: this.format.name,
     }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids as number[], attempts: this.segments });
   }
 
@@ -417,6 +418,7 @@ export class LogicalRequest implements ProgressSource {
       error_evidence: failure?.evidence ?? null,
       finish_reason: outcome === 'finished' ? a.reader.finishReason() : null,
       trace_id: null,
+      format: this.format.name,
     });
   }
 }

@@ -43,6 +43,8 @@ export interface AttemptRow {
   finish_reason: string | null;
   /** The OpenTelemetry trace this attempt's span is in (docs/tracing.md); null when not traced. */
   trace_id: string | null;
+  /** The wire format of the request: `sglang` (POST /generate) or `vllm` (POST /inference/v1/generate). */
+  format: 'sglang' | 'vllm';
 }
 
 export interface RequestRow {
@@ -65,6 +67,8 @@ export interface RequestRow {
   error: string | null;
   /** The OpenTelemetry trace of this request (docs/tracing.md); null when not traced. */
   trace_id: string | null;
+  /** The wire format of the request: `sglang` (POST /generate) or `vllm` (POST /inference/v1/generate). */
+  format: 'sglang' | 'vllm';
 }
 
 export type TraceRow = AttemptRow | RequestRow;

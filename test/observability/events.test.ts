@@ -17,13 +17,13 @@ const requestIdOf = (e: BatonEvent): string => ('request_id' in e ? e.request_id
 
 function attemptRow(id: string, error: string): AttemptRow {
   return {
-    kind: 'attempt', request_id: id, attempt: 0, rid: id, worker: 'http://w:1', started_at: 1, ended_at: 2, ttft_ms: 1, prompt_tokens_sent: 4,
+    kind: 'attempt', format: 'sglang', request_id: id, attempt: 0, rid: id, worker: 'http://w:1', started_at: 1, ended_at: 2, ttft_ms: 1, prompt_tokens_sent: 4,
     replayed_tokens: 0, tokens: 3, budget_before: 3, budget_after: 0, cached_tokens: 0, outcome: 'finished', error_kind: null, error, error_evidence: null, finish_reason: 'length', trace_id: null,
   };
 }
 function requestRow(id: string): RequestRow {
   return {
-    kind: 'request', request_id: id, attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 4, completion_tokens: 3,
+    kind: 'request', format: 'sglang', request_id: id, attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 4, completion_tokens: 3,
     cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1, ended_at: 2, stream: true, max_new_tokens: 3, error: null, trace_id: null,
   };
 }

@@ -9,7 +9,7 @@ import { histogramCount, total, type Family, type MetricType } from './prom-text
 
 /** Family → type and label names (besides `le`), as docs/metrics.md lists them. */
 const FAMILIES: Record<string, [MetricType, string[]]> = {
-  baton_requests_total: ['counter', ['outcome']],
+  baton_requests_total: ['counter', ['outcome', 'format']],
   baton_attempts_total: ['counter', ['worker', 'outcome']],
   baton_attempts_started_total: ['counter', []],
   baton_migrations_total: ['counter', ['migration_type']],
@@ -109,7 +109,7 @@ describe('/metrics', () => {
     expect(histogramCount(after, 'baton_migration_duration_seconds', { outcome: 'success' }) - histogramCount(before, 'baton_migration_duration_seconds', { outcome: 'success' })).toBe(migrated.length);
     expect(delta(before, after, 'baton_attempts_total', { worker: victim.url, outcome: 'failed' })).toBe(migrated.length);
     expect(delta(before, after, 'baton_attempts_started_total')).toBe(attempts.length);
-    expect(delta(before, after, 'baton_requests_total', { outcome: 'finished' })).toBe(ids.length);
+    expect(delta(before, after, 'baton_requests_total', { outcome: 'finished', format: 'sglang' })).toBe(ids.length);
     expect(delta(before, after, 'baton_tokens_streamed_total')).toBe(requests.reduce((s, r) => s + r.completion_tokens, 0));
     expect(delta(before, after, 'baton_prompt_tokens_total')).toBe(requests.reduce((s, r) => s + r.prompt_tokens, 0));
     // Recomputed: what each continuation's worker had to prefill again.
@@ -159,7 +159,7 @@ describe('/metrics', () => {
       expect(answer.error || answer.status !== 200).toBe(true);
       expect(delta(before, after, 'baton_migration_max_seq_len_exceeded_total')).toBe(1);
       expect(delta(before, after, 'baton_migrations_total')).toBe(0);
-      expect(delta(before, after, 'baton_requests_total', { outcome: 'failed' })).toBe(1);
+      expect(delta(before, after, 'baton_requests_total', { outcome: 'failed', format: 'sglang' })).toBe(1);
     } finally {
       for (const w of cluster.workers()) await cluster.fault(w.index, { kind: 'clear' });
       await limited.close();
@@ -172,7 +172,7 @@ describe('/metrics', () => {
     for (const id of sentIds) expect(text.includes(`"${id}"`), id).toBe(false);
     for (const f of (await scrape(stack.router.url)).values()) {
       for (const s of f.samples) {
-        for (const [k, v] of Object.entries(s.labels)) expect(['outcome', 'worker', 'migration_type', 'reason', 'le', 'version', 'major', 'minor', 'patch', 'space', 'kind', 'type', 'source'], `${s.name}{${k}=${v}}`).toContain(k);
+        for (const [k, v] of Object.entries(s.labels)) expect(['outcome', 'format', 'worker', 'migration_type', 'reason', 'le', 'version', 'major', 'minor', 'patch', 'space', 'kind', 'type', 'source'], `${s.name}{${k}=${v}}`).toContain(k);
       }
     }
   });

@@ -9,7 +9,7 @@ export const ATTEMPT_FIELDS = [
   'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'cached_tokens', 'outcome', 'error_kind', 'error',
   'error_evidence', 'finish_reason',
   // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
-  'trace_id',
+  'trace_id', 'format',
 ] as const;
 
 export const REQUEST_FIELDS = [
@@ -18,7 +18,7 @@ export const REQUEST_FIELDS = [
   // beyond the issue's list, documented in docs/trace-rows.md
   'started_at', 'ended_at', 'stream', 'max_new_tokens', 'error',
   // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
-  'trace_id',
+  'trace_id', 'format',
 ] as const;
 
 const NUMBERS = new Set([

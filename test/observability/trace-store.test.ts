@@ -11,7 +11,7 @@ import type { AttemptRow, RequestRow, TraceRow } from '../../router/trace/row.ts
 import type { TraceFilter } from '../../router/api.ts';
 
 const row = (seq: number): RequestRow => ({
-  kind: 'request', request_id: String(seq), attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 1,
+  kind: 'request', format: 'sglang', request_id: String(seq), attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 1,
   completion_tokens: 1, cached_tokens: null, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: seq, ended_at: seq,
   stream: false, max_new_tokens: 1, error: null, trace_id: null,
 });
@@ -74,7 +74,7 @@ describe('TraceStore ring', () => {
 
   it('filters by each field as documented', () => {
     const attempt = (worker: string, outcome: AttemptRow['outcome'], ended: number): AttemptRow => ({
-      kind: 'attempt', request_id: 'r1', attempt: 0, rid: 'r1', worker, started_at: 0, ended_at: ended, ttft_ms: null, prompt_tokens_sent: 1,
+      kind: 'attempt', format: 'sglang', request_id: 'r1', attempt: 0, rid: 'r1', worker, started_at: 0, ended_at: ended, ttft_ms: null, prompt_tokens_sent: 1,
       replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, outcome, error_kind: null, error: null, error_evidence: null, finish_reason: null, trace_id: null,
     });
     const a = attempt('http://w1:1', 'failed', 10);

@@ -37,7 +37,7 @@ function attemptRow(id: string, attempt: number, rid: string, worker: string, o:
   const started = clock;
   clock += 50;
   return {
-    kind: 'attempt', request_id: id, attempt, rid, worker, started_at: started, ended_at: clock, ttft_ms: 5, prompt_tokens_sent: 4 + o.replayed,
+    kind: 'attempt', format: 'sglang', request_id: id, attempt, rid, worker, started_at: started, ended_at: clock, ttft_ms: 5, prompt_tokens_sent: 4 + o.replayed,
     replayed_tokens: o.replayed, tokens: o.tokens, budget_before: 10 - o.replayed, budget_after: 10 - o.replayed - o.tokens, cached_tokens: 0,
     outcome: o.fail ? 'failed' : 'finished', error_kind: o.fail ?? null, error: o.fail ? 'socket closed' : null, error_evidence: null, finish_reason: o.fail ? null : 'length',
   };
@@ -45,7 +45,7 @@ function attemptRow(id: string, attempt: number, rid: string, worker: string, o:
 
 function requestRow(id: string, attempts: number, outcome: 'finished' | 'failed' = 'finished'): RequestRowIn {
   return {
-    kind: 'request', request_id: id, attempts, migrations: Math.max(0, attempts - 1), admitted: true, admission_reason: null, prompt_tokens: 4,
+    kind: 'request', format: 'sglang', request_id: id, attempts, migrations: Math.max(0, attempts - 1), admitted: true, admission_reason: null, prompt_tokens: 4,
     completion_tokens: outcome === 'finished' ? 10 : 0, cached_tokens: 0, finish_reason: outcome === 'finished' ? 'length' : null, outcome,
     duration_ms: 100, started_at: clock - 100, ended_at: clock, stream: true, max_new_tokens: 10, error: outcome === 'failed' ? 'no healthy worker available' : null,
   };

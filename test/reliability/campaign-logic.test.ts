@@ -180,11 +180,11 @@ describe('the trace check', () => {
     result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'cumulative', violations: [], ...over,
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
-    kind: 'attempt', request_id: 'r', attempt, rid: attempt ? `r~m${attempt}` : 'r', worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
+    kind: 'attempt', format: 'sglang', request_id: 'r', attempt, rid: attempt ? `r~m${attempt}` : 'r', worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
     prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', trace_id: null, ...over,
   });
   const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
-    kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
+    kind: 'request', format: 'sglang', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
     cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, trace_id: null, ...over,
   });
   const failed = (i: number, kind: AttemptRow['error_kind'] = 'stream_broken') => att(i, { outcome: 'failed', error_kind: kind, worker: `w${i}` });
@@ -360,11 +360,11 @@ describe('the verdict on the new kinds', () => {
     result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'cumulative', violations: [], ...over,
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
-    kind: 'attempt', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
+    kind: 'attempt', format: 'sglang', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'w0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
     prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', trace_id: null, ...over,
   });
   const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
-    kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
+    kind: 'request', format: 'sglang', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
     cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, trace_id: null, ...over,
   });
   const broke = (i: number, worker: string, tokens = 1) => att(i, { outcome: 'failed', error_kind: 'stream_broken', worker, tokens, finish_reason: null });
@@ -825,11 +825,11 @@ describe('the trace check of a mixed campaign', () => {
     result: 'answer', exact: true, errorMessage: null, errorType: null, errorInBand: false, weights: ['default'], mode: 'unknown', spansStart: 0, violations: [], ...over,
   });
   const att = (attempt: number, over: Partial<AttemptRow> = {}): AttemptRow => ({
-    kind: 'attempt', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'v0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
+    kind: 'attempt', format: 'sglang', request_id: 'r', attempt, rid: `r~m${attempt}~000000000000000${attempt}`, worker: 'v0', started_at: 1000 + attempt, ended_at: 1500, ttft_ms: 1,
     prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 1, budget_before: 4, budget_after: 3, cached_tokens: 0, outcome: 'finished', error_kind: null, error: null, error_evidence: null, finish_reason: 'length', trace_id: null, ...over,
   });
   const req = (attempts: number, over: Partial<RequestRow> = {}): RequestRow => ({
-    kind: 'request', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
+    kind: 'request', format: 'sglang', request_id: 'r', attempts, migrations: attempts - 1, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 4,
     cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: 1000, ended_at: 2000, stream: true, max_new_tokens: 4, error: null, trace_id: null, ...over,
   });
   const broke = (i: number, worker: string, tokens = 1) => att(i, { outcome: 'failed', error_kind: 'stream_broken', worker, tokens, finish_reason: null });

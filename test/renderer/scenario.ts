@@ -29,7 +29,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
     const isLast = k === attempts.length - 1;
     if (!isLast || opts.finish !== false) {
       const row: AttemptRow = {
-        kind: 'attempt', request_id: id, attempt: k, rid: `${id}-${k}`, worker: plan.worker, started_at: t - 10 - plan.tokens, ended_at: t,
+        kind: 'attempt', format: 'sglang', request_id: id, attempt: k, rid: `${id}-${k}`, worker: plan.worker, started_at: t - 10 - plan.tokens, ended_at: t,
         ttft_ms: plan.tokens > 0 ? 5 : null, prompt_tokens_sent: 8 + produced, replayed_tokens: produced, tokens: plan.tokens,
         budget_before: budgetBefore, budget_after: budgetBefore === null ? null : budgetBefore - plan.tokens, cached_tokens: 0,
         outcome: plan.fails ? 'failed' : 'finished', error_kind: plan.fails ? 'stream_broken' : null, error_evidence: null, trace_id: null,
@@ -46,7 +46,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
   if (opts.finish !== false) {
     const last = attempts[attempts.length - 1];
     const row: RequestRow = {
-      kind: 'request', request_id: id, attempts: attempts.length, migrations: attempts.length - 1, admitted, admission_reason: opts.reason ?? null,
+      kind: 'request', format: 'sglang', request_id: id, attempts: attempts.length, migrations: attempts.length - 1, admitted, admission_reason: opts.reason ?? null,
       prompt_tokens: 8, completion_tokens: produced, cached_tokens: 0, finish_reason: last?.fails ? null : 'length',
       outcome: last?.fails ? 'failed' : 'finished', duration_ms: t - t0, started_at: t0, ended_at: t, stream: true,
       max_new_tokens: budget, error: last?.fails ? 'stream_broken: socket closed mid-body' : null, trace_id: null,
