@@ -156,27 +156,30 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     // request is in flight is refused as SGLang refuses it (a ValueError). Ids from headers or
     // made up here claim nothing: clients share correlation headers.
     const rids = passthrough ? workerRids(parsed) : parsed.rid !== null ? [parsed.rid] : [];
+    await serve(SGLANG, req, res, { parsed, text, id, idHeaders, passthrough, rids });
+  }
+
+  /**
+   * A read request of either format: registered while in flight (duplicate rids, aborts), then
+   * served by one worker as written (batches, n > 1, unparsed) or by the migration loop.
+   */
+  async function serve(format: WireFormat, req: IncomingMessage, res: ServerResponse, r: { parsed: FormatRequest; text: string; id: string; idHeaders: Record<string, string>; passthrough: boolean; rids: string[] }): Promise<void> {
+    const { parsed, id, idHeaders } = r;
     let lr: LogicalRequest | null = null;
-    const entry: InFlight = {
-      id,
-      kind: passthrough ? 'passthrough' : 'logical',
-      rids,
-      worker: null,
-      abort: () => lr?.abort(),
-    };
+    const entry: InFlight = { id, kind: r.passthrough ? 'passthrough' : 'logical', rids: r.rids, worker: null, abort: () => lr?.abort() };
     const duplicate = registry.add(entry);
     if (duplicate !== null) {
       req.resume();
       return writeValueError(res, parsed.stream, `Duplicate request ID detected: ${duplicate}`, idHeaders);
     }
     try {
-      if (passthrough) {
-        await serveUnstitchable(parsed, text, id, res, idHeaders, entry, SGLANG, telemetry.inboundTrace(req, '/generate'));
+      const trace = telemetry.inboundTrace(req, format.generatePath);
+      if (r.passthrough) {
+        await serveUnstitchable(parsed, r.text, id, res, idHeaders, entry, format, trace);
         return;
       }
-      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), SGLANG.errors);
-      const trace = telemetry.inboundTrace(req, '/generate');
-      lr = new LogicalRequest(loop, SGLANG, parsed, id, sink, trace);
+      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors);
+      lr = new LogicalRequest(loop, format, parsed, id, sink, trace);
       await lr.run();
     } finally {
       registry.delete(entry);
@@ -208,22 +211,8 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     const header = req.headers['x-request-id'];
     const id = (typeof header === 'string' && header.length > 0 && header.length <= 256 ? header : null) ?? parsed.rid ?? randomUUID().replace(/-/g, '');
     const idHeaders: Record<string, string> = isHeaderSafe(id) && id.length <= 1024 ? { 'x-request-id': id } : {};
-    const passthrough = parsed.unparsed !== null || parsed.samples > 1;
-    let lr: LogicalRequest | null = null;
-    const entry: InFlight = { id, kind: passthrough ? 'passthrough' : 'logical', rids: [], worker: null, abort: () => lr?.abort() };
-    registry.add(entry);
-    try {
-      if (passthrough) {
-        await serveUnstitchable(parsed, text, id, res, idHeaders, entry, VLLM, telemetry.inboundTrace(req, '/inference/v1/generate'));
-        return;
-      }
-      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), VLLM.errors);
-      const trace = telemetry.inboundTrace(req, '/inference/v1/generate');
-      lr = new LogicalRequest(loop, VLLM, parsed, id, sink, trace);
-      await lr.run();
-    } finally {
-      registry.delete(entry);
-    }
+    // vLLM requests claim no ids here: whether a reused request_id is refused is the worker's call.
+    await serve(VLLM, req, res, { parsed, text, id, idHeaders, passthrough: parsed.unparsed !== null || parsed.samples > 1, rids: [] });
   }
 
   /** vLLM's abort: `{"request_ids": ["generate-tokens-<id>", ...]}`, exact ids; an empty 200. */
