@@ -7,6 +7,7 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   sim: { summary: 'simulated SGLang cluster', load: () => import('./sim.ts') },
   serve: { summary: 'router + dashboard in browser mode', load: () => import('./serve.ts') },
   traces: { summary: 'export trace rows from a running router', load: () => import('./traces.ts') },
+  view: { summary: 'open a trace file (JSONL or CSV) in the dashboard, offline', load: () => import('./view.ts') },
   chaos: { summary: 'chaos campaign against a simulated cluster', load: () => import('./chaos.ts') },
   bench: { summary: 'benchmarks against direct, bare proxy and nginx', load: () => import('./bench.ts') },
 };

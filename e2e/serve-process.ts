@@ -23,8 +23,13 @@ function isSimWorker(pid: number): boolean {
   }
 }
 
-export async function startServe(args: string[], timeoutMs = 90_000): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/baton.js'), 'serve', ...args], {
+/** `baton view FILE`: the dashboard over a trace file, no router (no simulated workers either). */
+export function startView(file: string, timeoutMs = 60_000): Promise<ServeProcess> {
+  return startServe([file], timeoutMs, 'view');
+}
+
+export async function startServe(args: string[], timeoutMs = 90_000, command: 'serve' | 'view' = 'serve'): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin/baton.js'), command, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -33,7 +38,7 @@ export async function startServe(args: string[], timeoutMs = 90_000): Promise<Se
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (out += s));
 
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`baton serve printed no URL within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`baton ${command} printed no URL within ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const check = () => {
       const m = /dashboard on (http:\/\/\S+)/.exec(out);
       if (m) {
@@ -44,12 +49,13 @@ export async function startServe(args: string[], timeoutMs = 90_000): Promise<Se
     child.stdout!.on('data', check);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`baton serve exited with ${code} before printing its URL:\n${out}`));
+      reject(new Error(`baton ${command} exited with ${code} before printing its URL:\n${out}`));
     });
   });
 
   let knownPids: number[] = [];
   const workerPids = async () => {
+    if (command === 'view') return [];
     try {
       const res = await fetch(new URL('/api/sim', url));
       const body = (await res.json()) as { workers: { pid: number | null }[] | null };

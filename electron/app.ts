@@ -103,7 +103,11 @@ export async function runElectronApp(electron: ElectronLike): Promise<void> {
   const unsubscribe = host.subscribe((event) => batcher.push(event));
   batcher.start();
 
-  const handlers = ipcHandlers(host.actions, exporter(electron, host, () => win), (id) => host.router.requestOutput(id));
+  const uiConfig = async () => {
+    const res = await fetch(`${host.router.url}/config/ui`).catch(() => null);
+    return res?.ok ? await res.json() : null;
+  };
+  const handlers = ipcHandlers(host.actions, exporter(electron, host, () => win), (id) => host.router.requestOutput(id), uiConfig);
   for (const channel of INVOKE_CHANNELS) {
     ipcMain.handle(channel, async (event, ...args) => {
       if (!isTrustedSender(event.senderFrame?.url, INDEX_HTML)) throw new Error('IPC refused: untrusted sender');

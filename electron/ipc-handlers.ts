@@ -1,15 +1,18 @@
 // What each allowlisted IPC channel does, over the host's actions. No Electron import: app.ts
 // registers these with ipcMain after checking the sender and the arguments (policy.ts).
 import type {
-  ExportFormat, ExportResult, HostActions, RequestOutput, SimAction, TraceFilter, TrafficSettings,
+  ExportFilter, ExportFormat, ExportResult, HostActions, RequestOutput, SimAction, TrafficSettings,
 } from '../host/contract.ts';
 import type { InvokeChannel } from './policy.ts';
 
-export type Exporter = (format: ExportFormat, filter: TraceFilter) => Promise<ExportResult>;
+export type Exporter = (format: ExportFormat, filter: ExportFilter) => Promise<ExportResult>;
 /** The router's memory of recent outputs (RouterHandle.requestOutput), as in browser mode's GET /requests/:id/output. */
 export type OutputReader = (id: string) => RequestOutput | undefined;
 
-export function ipcHandlers(actions: HostActions, exportTraces: Exporter, requestOutput: OutputReader): Record<InvokeChannel, (...args: unknown[]) => unknown> {
+/** The router's GET /config/ui, read by the main process (the page cannot reach the router's port). */
+export type UiConfigReader = () => Promise<unknown>;
+
+export function ipcHandlers(actions: HostActions, exportTraces: Exporter, requestOutput: OutputReader, uiConfig: UiConfigReader = async () => null): Record<InvokeChannel, (...args: unknown[]) => unknown> {
   return {
     'baton:snapshot': () => actions.snapshot(),
     'baton:sim-workers': () => actions.simWorkers(),
@@ -19,8 +22,12 @@ export function ipcHandlers(actions: HostActions, exportTraces: Exporter, reques
     'baton:drain-worker': (id, draining) => actions.drainWorker(id as string, draining as boolean),
     'baton:traffic': () => actions.traffic(),
     'baton:set-traffic': (patch) => actions.setTraffic(patch as Partial<TrafficSettings>),
-    'baton:export-traces': (format, filter) => exportTraces(format as ExportFormat, filter as TraceFilter),
+    'baton:export-traces': (format, filter) => exportTraces(format as ExportFormat, filter as ExportFilter),
     // null, not undefined, so the page gets the same answer as the browser host's 404.
     'baton:request-output': (id) => requestOutput(id as string) ?? null,
+    'baton:live': () => actions.live?.() ?? null,
+    'baton:trace-rows': (id) => actions.traceRows?.(id as string) ?? [],
+    'baton:request-body': (id) => actions.requestBody?.(id as string) ?? null,
+    'baton:ui-config': () => uiConfig(),
   };
 }

@@ -22,6 +22,10 @@ export const INVOKE_CHANNELS = [
   'baton:set-traffic',
   'baton:export-traces',
   'baton:request-output',
+  'baton:live',
+  'baton:trace-rows',
+  'baton:request-body',
+  'baton:ui-config',
 ] as const;
 
 export type InvokeChannel = (typeof INVOKE_CHANNELS)[number];
@@ -96,6 +100,8 @@ export function checkInvokeArgs(channel: InvokeChannel, args: unknown[]): unknow
     case 'baton:snapshot':
     case 'baton:sim-workers':
     case 'baton:traffic':
+    case 'baton:live':
+    case 'baton:ui-config':
       return [];
     case 'baton:sim-action': {
       const [index, action] = args;
@@ -111,6 +117,8 @@ export function checkInvokeArgs(channel: InvokeChannel, args: unknown[]): unknow
       if (typeof args[1] !== 'boolean') throw new IpcArgumentError('draining must be a boolean');
       return [str(args[0], 'id', 128), args[1]];
     case 'baton:request-output':
+    case 'baton:trace-rows':
+    case 'baton:request-body':
       return [str(args[0], 'request id', 512)];
     case 'baton:set-traffic':
       return [plainObject(args[0], 'traffic settings')];
@@ -119,10 +127,11 @@ export function checkInvokeArgs(channel: InvokeChannel, args: unknown[]): unknow
       if (format !== 'jsonl' && format !== 'csv') throw new IpcArgumentError('format must be jsonl or csv');
       const f = plainObject(filter ?? {}, 'filter');
       const clean: Record<string, string | number> = {};
-      for (const key of ['request', 'worker', 'outcome', 'kind'] as const) if (f[key] !== undefined) clean[key] = str(f[key], key, 512);
-      if (f.since !== undefined) {
-        if (typeof f.since !== 'number' || !Number.isFinite(f.since)) throw new IpcArgumentError('since must be a number');
-        clean.since = f.since;
+      for (const key of ['request', 'worker', 'outcome', 'kind', 'requestPrefix'] as const) if (f[key] !== undefined) clean[key] = str(f[key], key, 512);
+      for (const key of ['since', 'until'] as const) {
+        if (f[key] === undefined) continue;
+        if (typeof f[key] !== 'number' || !Number.isFinite(f[key])) throw new IpcArgumentError(`${key} must be a number`);
+        clean[key] = f[key];
       }
       return [format, clean];
     }

@@ -39,4 +39,8 @@ contextBridge.exposeInMainWorld('api', Object.freeze({
   setTraffic: invoke('baton:set-traffic'),
   exportTraces: invoke('baton:export-traces'),
   requestOutput: invoke('baton:request-output'),
+  live: invoke('baton:live'),
+  traceRows: invoke('baton:trace-rows'),
+  requestBody: invoke('baton:request-body'),
+  uiConfig: invoke('baton:ui-config'),
 }));

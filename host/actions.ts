@@ -2,8 +2,12 @@
 // front doors (HTTP routes in browser mode, IPC handlers in Electron) call these and nothing else,
 // so the two hosts cannot drift apart.
 import type { RouterHandle } from '../router/api.ts';
-import type { HostActions, SimAction, Snapshot, TrafficSettings } from './contract.ts';
+import type { RouterStats } from '../router/events/types.ts';
+import type { TraceRow } from '../router/trace/row.ts';
+import type { HostActions, LiveState, SimAction, Snapshot, TrafficSettings } from './contract.ts';
+import { FaultLog } from './fault-log.ts';
 import { HostError } from './host-error.ts';
+import { ProbeNotes } from './probe-notes.ts';
 import type { InFlightEvents } from './inflight.ts';
 import { SimActionError, isSimAction, type SimControl } from './sim-control.ts';
 import { parseTrafficPatch, TrafficSettingsError } from './traffic-settings.ts';
@@ -14,10 +18,38 @@ export interface ActionContext {
   inflight: InFlightEvents;
   sim: SimControl | null;
   traffic: TrafficGenerator | null;
+  faults?: FaultLog;
+  probes?: ProbeNotes;
 }
 
 /** How many trace rows a snapshot carries: enough to fill the lists, small enough to send at once. */
 export const SNAPSHOT_ROWS = 3000;
+/** And at most this many more: the rows of older requests that migrated or failed. */
+export const SNAPSHOT_NOTABLE_ROWS = 3000;
+
+/** A row of a request an incident is about: it migrated, or something failed. */
+export function isNotableRow(row: TraceRow): boolean {
+  return row.kind === 'attempt' ? row.attempt > 0 || row.outcome === 'failed' : row.migrations > 0 || row.outcome === 'failed';
+}
+
+/** The last `recent` rows, and before them the rows of older notable requests (at most `notable`), oldest first. */
+export function snapshotRows(rows: readonly TraceRow[], recent = SNAPSHOT_ROWS, notable = SNAPSHOT_NOTABLE_ROWS): TraceRow[] {
+  if (rows.length <= recent) return [...rows];
+  const cut = rows.length - recent;
+  const ids = new Set<string>();
+  for (let i = 0; i < cut; i++) if (isNotableRow(rows[i]!)) ids.add(rows[i]!.request_id);
+  const older: TraceRow[] = [];
+  for (let i = 0; i < cut; i++) if (ids.has(rows[i]!.request_id)) older.push(rows[i]!);
+  return [...(older.length > notable ? older.slice(older.length - notable) : older), ...rows.slice(cut)];
+}
+
+async function routerStats(router: RouterHandle): Promise<RouterStats | null> {
+  try {
+    return router.stats ? await router.stats() : null;
+  } catch {
+    return null;
+  }
+}
 
 export function workerUrl(input: unknown): string {
   if (typeof input !== 'string') throw new HostError(400, 'url must be a string');
@@ -41,37 +73,73 @@ export function createActions(ctx: ActionContext): HostActions {
     return ctx.traffic;
   };
 
+  const faults = ctx.faults ?? new FaultLog();
+  // What pages draw: the markers of the last 15 minutes (the longest chart window), at most 200.
+  const recentFaults = () => {
+    const since = Date.now() - 15 * 60_000;
+    return faults.list().filter((m) => m.t >= since).slice(-200);
+  };
+  const probes = ctx.probes ?? new ProbeNotes();
+  const workerById = (id: string) => ctx.router.workers().find((w) => w.id === id) ?? null;
+  const simWorker = (index: number) => ctx.router.workers().find((w) => w.sim_index === index) ?? null;
+
   return {
-    snapshot(): Snapshot {
-      const rows = ctx.router.traceRows();
+    async snapshot(): Promise<Snapshot> {
+      const router = await routerStats(ctx.router);
       return {
         routerUrl: ctx.router.url,
         t: Date.now(),
-        workers: ctx.router.workers(),
-        rows: rows.length > SNAPSHOT_ROWS ? rows.slice(rows.length - SNAPSHOT_ROWS) : rows,
+        workers: router?.workers ?? ctx.router.workers(),
+        rows: snapshotRows(ctx.router.traceRows()),
         inflight: ctx.inflight.events(),
         sim: ctx.sim?.workers() ?? null,
         traffic: ctx.traffic?.status() ?? null,
+        router,
+        faults: recentFaults(),
       };
+    },
+    async live(): Promise<LiveState> {
+      const router = await routerStats(ctx.router);
+      const workers = router?.workers ?? ctx.router.workers();
+      return { t: Date.now(), router, faults: recentFaults(), sim: ctx.sim?.workers() ?? null, probes: probes.update(workers) };
+    },
+    traceRows(requestId: string) {
+      if (typeof requestId !== 'string' || requestId === '') throw new HostError(400, 'request id must be a non-empty string');
+      return ctx.router.traceRows({ request: requestId });
+    },
+    requestBody(requestId: string) {
+      const body = ctx.traffic?.body(String(requestId));
+      return body === undefined || body === null ? null : { request_id: String(requestId), body };
     },
     simWorkers: () => ctx.sim?.workers() ?? null,
     async simAction(index: number, action: SimAction) {
       if (!Number.isInteger(index) || index < 0) throw new HostError(400, 'sim index must be a non-negative integer');
       if (!isSimAction(action)) throw new HostError(400, `unknown sim action '${String(action)}'`);
       try {
-        return await sim().apply(index, action);
+        const before = simWorker(index);
+        const t = Date.now(); // when it was asked for: a kill lands now, not when the process is reaped
+        const after = await sim().apply(index, action);
+        faults.record(action, before?.id ?? null, before?.url ?? after.find((w) => w.index === index)?.url ?? null, 'dashboard', null, t);
+        return after;
       } catch (err) {
         if (err instanceof SimActionError) throw new HostError(404, err.message);
         throw err;
       }
     },
-    addWorker: (url: string) => ctx.router.addWorker(workerUrl(url)),
+    async addWorker(url: string) {
+      const info = await ctx.router.addWorker(workerUrl(url));
+      faults.record('add', info.id, info.url);
+      return info;
+    },
     removeWorker(id: string) {
+      const before = workerById(String(id));
       if (!ctx.router.removeWorker(String(id))) throw new HostError(404, `no worker '${id}'`);
+      faults.record('remove', String(id), before?.url ?? null);
       return true;
     },
     drainWorker(id: string, draining: boolean) {
       if (!ctx.router.drainWorker(String(id), Boolean(draining))) throw new HostError(404, `no worker '${id}'`);
+      faults.record(draining ? 'drain' : 'undrain', String(id), workerById(String(id))?.url ?? null);
       return true;
     },
     traffic: () => ctx.traffic?.status() ?? null,

@@ -6,6 +6,7 @@ import type { EventListener, RouterHandle } from '../router/api.ts';
 import type { RouterConfig as FullRouterConfig } from '../router/config.ts';
 import type { ClusterOptions } from '../sim/cluster.ts';
 import { createActions } from './actions.ts';
+import { FaultLog } from './fault-log.ts';
 import type { HostActions, TrafficSettings } from './contract.ts';
 import { addHostRoutes } from './http-api.ts';
 import { InFlightEvents } from './inflight.ts';
@@ -55,7 +56,8 @@ export interface AppHandle {
 // Loaded lazily, so that a host given fakes (the tests) never loads the router or the simulator.
 const defaultDeps: AppDeps = {
   startRouter: async (config) => (await import('../router/index.ts')).startRouter(config),
-  startCluster: async (config) => (await import('../sim/cluster.ts')).startCluster(config),
+  // In a process group of its own, so that a terminal's Ctrl-C stops the router before the workers.
+  startCluster: async (config) => (await import('./sim-process.ts')).startDetachedCluster(config),
 };
 
 export function resolveAppOptions(opts: AppOptions): { sim: number; traffic: boolean } {
@@ -93,7 +95,11 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
     cleanups.push(() => router.close());
 
     const inflight = new InFlightEvents();
-    cleanups.push(router.subscribe((event) => inflight.add(event)));
+    const faults = new FaultLog();
+    cleanups.push(router.subscribe((event) => {
+      inflight.add(event);
+      faults.observe(event);
+    }));
 
     for (const w of cluster?.workers() ?? []) {
       await router.addWorker(w.url, { simulated: true, simIndex: w.index });
@@ -106,7 +112,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
       cleanups.push(() => started.stop());
     }
 
-    const actions = createActions({ router, inflight, sim: cluster ? new SimControl(cluster) : null, traffic: generator });
+    const actions = createActions({ router, inflight, sim: cluster ? new SimControl(cluster) : null, traffic: generator, faults });
     const staticRoot = opts.staticRoot === undefined ? RENDERER_DIST : opts.staticRoot;
     addHostRoutes(router, actions, staticRoot);
 

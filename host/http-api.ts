@@ -9,6 +9,9 @@ import { serveStatic } from './static.ts';
 /** The routes this module adds, for docs and tests. */
 export const HOST_ROUTES = [
   ['GET', '/api/snapshot'],
+  ['GET', '/api/live'],
+  ['GET', '/api/requests/:id/rows'],
+  ['GET', '/api/requests/:id/body'],
   ['GET', '/api/sim'],
   ['POST', '/api/sim/:index/:action'],
   ['GET', '/api/traffic'],
@@ -23,7 +26,24 @@ function field(body: unknown, name: string): unknown {
 }
 
 export function addHostRoutes(router: RouterHandle, actions: HostActions, staticRoot: string | null): void {
-  router.addRoute('GET', '/api/snapshot', (_req, res) => guarded(res, () => sendJson(res, 200, actions.snapshot())));
+  router.addRoute('GET', '/api/snapshot', (_req, res) => guarded(res, async () => sendJson(res, 200, await actions.snapshot())));
+
+  const missing = (name: string) => new HostError(404, `this host does not offer ${name}`);
+  router.addRoute('GET', '/api/live', (_req, res) => guarded(res, async () => {
+    if (!actions.live) throw missing('live figures');
+    sendJson(res, 200, await actions.live());
+  }));
+
+  router.addRoute('GET', '/api/requests/:id/rows', (_req, res, params) => guarded(res, () => {
+    if (!actions.traceRows) throw missing('trace rows by request');
+    sendJson(res, 200, { rows: actions.traceRows(params.id ?? '') });
+  }));
+
+  router.addRoute('GET', '/api/requests/:id/body', (_req, res, params) => guarded(res, () => {
+    const body = actions.requestBody?.(params.id ?? '');
+    if (!body) throw new HostError(404, `no body kept for request '${params.id}': only requests the traffic generator sent are kept`);
+    sendJson(res, 200, body);
+  }));
 
   router.addRoute('GET', '/api/sim', (_req, res) => guarded(res, () => sendJson(res, 200, { workers: actions.simWorkers() })));
 

@@ -1,5 +1,6 @@
 // The embedded traffic generator: real /generate requests to the router, so a newcomer sees live
 // attempts and migrations at once. Open-loop at `rate` per second, bounded by `concurrency`.
+import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { TrafficSettings, TrafficStatus } from './contract.ts';
 import { DEFAULT_TRAFFIC, mergeTraffic } from './traffic-settings.ts';
@@ -11,6 +12,8 @@ export interface TrafficOptions {
   settings?: Partial<TrafficSettings>;
   random?: () => number;
   tickMs?: number;
+  /** How many recent request bodies to keep for "copy as curl" (default 5000). */
+  keepBodies?: number;
 }
 
 export class TrafficGenerator {
@@ -24,11 +27,15 @@ export class TrafficGenerator {
   private credit = 0;
   private counters = { sent: 0, ok: 0, failed: 0 };
   private stopped = false;
+  /** The bodies of the last requests sent, by request id, for "copy as curl". */
+  private readonly bodies = new Map<string, unknown>();
+  private readonly keepBodies: number;
 
   constructor(opts: TrafficOptions) {
     this.target = new URL('/generate', opts.url).toString();
     this.settings = mergeTraffic(DEFAULT_TRAFFIC, opts.settings ?? {});
     this.random = opts.random ?? Math.random;
+    this.keepBodies = opts.keepBodies ?? 5000;
     this.timer = setInterval(() => this.tick(), opts.tickMs ?? 50);
     // The server keeps the process alive; a forgotten generator alone must not.
     this.timer.unref();
@@ -36,6 +43,11 @@ export class TrafficGenerator {
 
   status(): TrafficStatus {
     return { settings: { ...this.settings }, inFlight: this.inFlight.size, ...this.counters };
+  }
+
+  /** The body of a request this generator sent (by the id it gave it), while kept. */
+  body(requestId: string): unknown {
+    return this.bodies.get(requestId);
   }
 
   update(patch: Partial<TrafficSettings>): TrafficStatus {
@@ -73,17 +85,22 @@ export class TrafficGenerator {
     const { body } = generateRequest(this.settings, this.random);
     const controller = new AbortController();
     this.counters.sent += 1;
-    const done = this.send(JSON.stringify(body), controller.signal)
+    // The id travels as x-request-id (the router takes it when the body has no rid), so the body
+    // can be found again by the id the dashboard shows, and a replay gets an id of its own.
+    const id = randomUUID().replace(/-/g, '');
+    this.bodies.set(id, body);
+    if (this.bodies.size > this.keepBodies) this.bodies.delete(this.bodies.keys().next().value!);
+    const done = this.send(JSON.stringify(body), id, controller.signal)
       .then((ok) => { this.counters[ok ? 'ok' : 'failed'] += 1; })
       .catch(() => { if (!this.stopped) this.counters.failed += 1; })
       .finally(() => { this.inFlight.delete(controller); });
     this.inFlight.set(controller, done);
   }
 
-  private async send(body: string, signal: AbortSignal): Promise<boolean> {
+  private async send(body: string, id: string, signal: AbortSignal): Promise<boolean> {
     const res = await request(this.target, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-request-id': id },
       body,
       signal,
       dispatcher: this.agent,

@@ -79,6 +79,21 @@ describe('IPC allowlist', () => {
     expect(() => checkInvokeArgs('baton:export-traces', ['exe', {}])).toThrow(/format/);
   });
 
+  it('takes no arguments for the live figures, and one bounded request id for a request\'s rows or body', () => {
+    expect(checkInvokeArgs('baton:live', ['ignored'])).toEqual([]);
+    expect(checkInvokeArgs('baton:ui-config', ['ignored'])).toEqual([]);
+    for (const channel of ['baton:trace-rows', 'baton:request-body'] as const) {
+      expect(checkInvokeArgs(channel, ['req-1', 'extra'])).toEqual(['req-1']);
+      for (const bad of [undefined, '', 42, 'x'.repeat(513)]) expect(() => checkInvokeArgs(channel, [bad])).toThrow(IpcArgumentError);
+    }
+  });
+
+  it('passes an export\'s id prefix and time range on, checked', () => {
+    expect(checkInvokeArgs('baton:export-traces', ['csv', { requestPrefix: 'ab', since: 1, until: 2 }])).toEqual(['csv', { requestPrefix: 'ab', since: 1, until: 2 }]);
+    expect(() => checkInvokeArgs('baton:export-traces', ['csv', { until: 'soon' }])).toThrow(/until/);
+    expect(() => checkInvokeArgs('baton:export-traces', ['csv', { requestPrefix: 7 }])).toThrow(IpcArgumentError);
+  });
+
   it('takes one request id, a bounded non-empty string, for the output of a request', () => {
     expect(isInvokeChannel('baton:request-output')).toBe(true);
     expect(checkInvokeArgs('baton:request-output', ['req-1', 'extra'])).toEqual(['req-1']);

@@ -1,12 +1,14 @@
 // Browser mode's host: the page's own origin serves `/events` (SSE, JSON arrays of events),
 // `/api/*` (the host's actions), `/traces` (exports) and `/requests/:id/output` (a finished request's tokens).
 import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
+import type { TraceRow } from '../../../router/trace/row.ts';
 import type {
-  ExportFormat, ExportResult, RequestOutput, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
+  ExportFilter, ExportFormat, ExportResult, LiveState, RequestBody, RequestOutput, SimAction, SimWorkerState, Snapshot, TrafficSettings,
+  TrafficStatus,
 } from '../../../host/contract.ts';
 import { CatchUp } from './catch-up.ts';
 import { traceQuery, exportFileName } from '../../../host/export-query.ts';
-import type { DashboardHost, FeedHandlers } from './types.ts';
+import type { DashboardHost, FeedHandlers, UiConfig } from './types.ts';
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(path, {
@@ -76,6 +78,26 @@ export class BrowserHost implements DashboardHost {
     this.source = null;
   }
 
+  async live(): Promise<LiveState | null> {
+    return call<LiveState>('GET', '/api/live');
+  }
+
+  async traceRows(id: string): Promise<TraceRow[]> {
+    return (await call<{ rows: TraceRow[] }>('GET', `/api/requests/${encodeURIComponent(id)}/rows`)).rows;
+  }
+
+  async uiConfig(): Promise<UiConfig | null> {
+    const res = await fetch('/config/ui');
+    return res.ok ? ((await res.json()) as UiConfig) : null;
+  }
+
+  async requestBody(id: string): Promise<RequestBody | null> {
+    const res = await fetch(`/api/requests/${encodeURIComponent(id)}/body`);
+    if (res.status === 404) return null;
+    if (!res.ok) throw new Error(`body of ${id}: ${res.status} ${res.statusText}`);
+    return (await res.json()) as RequestBody;
+  }
+
   async simWorkers(): Promise<SimWorkerState[] | null> {
     return (await call<{ workers: SimWorkerState[] | null }>('GET', '/api/sim')).workers;
   }
@@ -113,7 +135,7 @@ export class BrowserHost implements DashboardHost {
   }
 
   /** Streams `/traces` with progress, then hands the file to the browser as a download. */
-  async exportTraces(format: ExportFormat, filter: TraceFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {
+  async exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {
     const res = await fetch(`/traces?${traceQuery(format, filter)}`);
     if (!res.ok || !res.body) throw new Error(`export failed: ${res.status} ${res.statusText}`);
     const reader = res.body.getReader();
@@ -126,16 +148,21 @@ export class BrowserHost implements DashboardHost {
       bytes += value.byteLength;
       onProgress(bytes);
     }
-    const type = format === 'csv' ? 'text/csv' : 'application/x-ndjson';
-    const url = URL.createObjectURL(new Blob(parts, { type }));
-    const name = exportFileName(format, new Date());
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = name;
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
-    return { saved: name, bytes };
+    return download(parts, format, bytes);
   }
+}
+
+/** Hands bytes to the browser as a download named like the router's exports. */
+export function download(parts: BlobPart[], format: ExportFormat, bytes: number): ExportResult {
+  const type = format === 'csv' ? 'text/csv' : 'application/x-ndjson';
+  const url = URL.createObjectURL(new Blob(parts, { type }));
+  const name = exportFileName(format, new Date());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return { saved: name, bytes };
 }

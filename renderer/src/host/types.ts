@@ -1,9 +1,12 @@
-// The one host interface the renderer talks to; Electron IPC and HTTP + SSE implement it.
+// The one host interface the renderer talks to; Electron IPC, HTTP + SSE, and a trace file opened
+// offline implement it.
 import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
+import type { TraceRow } from '../../../router/trace/row.ts';
 import type {
-  ExportFormat, ExportResult, RequestOutput, SimAction, SimWorkerState, Snapshot, TraceFilter, TrafficSettings, TrafficStatus,
+  ExportFilter, ExportFormat, ExportResult, LiveState, RequestBody, RequestOutput, SimAction, SimWorkerState, Snapshot, TrafficSettings,
+  TrafficStatus,
 } from '../../../host/contract.ts';
-import type { ConnectionState } from '../store/store.ts';
+import type { ConnectionState, FileInfo } from '../store/store.ts';
 
 export interface FeedHandlers {
   /** A snapshot to catch up from: on first connect and after every reconnect. */
@@ -14,11 +17,20 @@ export interface FeedHandlers {
 }
 
 export interface DashboardHost {
-  readonly kind: 'electron' | 'browser';
+  /** `file`: a trace file, no router: nothing is live and there are no actions. */
+  readonly kind: 'electron' | 'browser' | 'file';
+  /** For `file`: what was opened. */
+  readonly file?: FileInfo;
   /** Starts the feed; returns a function that stops it. */
   connect(handlers: FeedHandlers): () => void;
   /** Drops the feed and connects again (the banner's Retry). */
   retry(): void;
+  /** The router's figures and the host's faults, sim state, probe errors; null where the host offers none. */
+  live(): Promise<LiveState | null>;
+  /** The trace rows the router still holds for one request (exact id). */
+  traceRows(id: string): Promise<TraceRow[]>;
+  /** The body of a request, when the host knows it (its traffic generator sent it); else null. */
+  requestBody(id: string): Promise<RequestBody | null>;
   simWorkers(): Promise<SimWorkerState[] | null>;
   simAction(index: number, action: SimAction): Promise<SimWorkerState[]>;
   addWorker(url: string): Promise<WorkerInfo>;
@@ -26,7 +38,15 @@ export interface DashboardHost {
   drainWorker(id: string, draining: boolean): Promise<void>;
   traffic(): Promise<TrafficStatus | null>;
   setTraffic(patch: Partial<TrafficSettings>): Promise<TrafficStatus>;
-  exportTraces(format: ExportFormat, filter: TraceFilter, onProgress: (bytes: number) => void): Promise<ExportResult>;
-  /** A finished request's output token ids; null when the router no longer keeps them (it keeps the last 512). */
+  exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void): Promise<ExportResult>;
+  /** A finished request's output token ids; null when the router no longer keeps them. */
   requestOutput(id: string): Promise<RequestOutput | null>;
+  /** The router's settings for the dashboard (GET /config/ui): where a trace id links to; null when it has none. */
+  uiConfig(): Promise<UiConfig | null>;
+}
+
+export interface UiConfig {
+  /** A URL with `{trace_id}` in it (a Jaeger or Tempo page), or null. */
+  trace_url_template: string | null;
+  tracing: boolean;
 }

@@ -5,29 +5,39 @@ import { migrationCount, type RequestView } from './request-view.ts';
 export interface RequestFilters {
   migrated: boolean;
   failed: boolean;
+  /** Requests admission refused migration for (badged "not migratable: <reason>"). */
   notAdmitted: boolean;
   worker: string | null;
+  /** A request id prefix (case-insensitive), as in Traces. */
   search: string;
+  /** Only requests alive at or after the last fault marker. */
+  sinceFault?: boolean;
 }
 
-export const NO_FILTERS: RequestFilters = { migrated: false, failed: false, notAdmitted: false, worker: null, search: '' };
+export const NO_FILTERS: RequestFilters = { migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false };
 
-export function matches(r: RequestView, f: RequestFilters): boolean {
+/** Whether an id matches a search: a case-insensitive prefix, the same rule in every view. */
+export function idMatches(id: string, search: string): boolean {
+  const q = search.trim().toLowerCase();
+  return q === '' || id.toLowerCase().startsWith(q);
+}
+
+export function matches(r: RequestView, f: RequestFilters, lastFaultAt: number | null = null): boolean {
   if (f.migrated && migrationCount(r) === 0) return false;
   if (f.failed && r.status !== 'failed') return false;
   if (f.notAdmitted && r.admitted !== false) return false;
   if (f.worker !== null && !r.attempts.some((a) => a.worker === f.worker)) return false;
-  const q = f.search.trim().toLowerCase();
-  if (q !== '' && !r.id.toLowerCase().includes(q)) return false;
+  if (f.sinceFault && lastFaultAt !== null && r.endedAt !== null && r.endedAt < lastFaultAt) return false;
+  if (!idMatches(r.id, f.search)) return false;
   return true;
 }
 
 /** Visible request ids, newest first. */
-export function visibleIds(ids: readonly string[], get: (id: string) => RequestView | undefined, f: RequestFilters): string[] {
+export function visibleIds(ids: readonly string[], get: (id: string) => RequestView | undefined, f: RequestFilters, lastFaultAt: number | null = null): string[] {
   const out: string[] = [];
   for (let i = ids.length - 1; i >= 0; i--) {
     const r = get(ids[i]!);
-    if (r && matches(r, f)) out.push(r.id);
+    if (r && matches(r, f, lastFaultAt)) out.push(r.id);
   }
   return out;
 }

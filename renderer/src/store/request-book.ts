@@ -3,16 +3,21 @@
 // when their request changed.
 import type { BatonEvent } from '../../../router/events/types.ts';
 import type { AttemptRow, RequestRow } from '../../../router/trace/row.ts';
-import type { AttemptView, RequestView } from './request-view.ts';
+import { isNotable, type AttemptView, type RequestView } from './request-view.ts';
 
 export interface BookLimits {
-  /** Finished requests kept for the list and the detail view. */
+  /** Finished requests kept for the list and the detail view (ordinary ones, with maxNotable set). */
   maxFinished: number;
+  /**
+   * Finished requests that migrated or failed, kept apart from (and beyond) the ordinary ones, so
+   * that the requests an incident is about outlive the traffic after it. Unset: no separate quota.
+   */
+  maxNotable?: number;
   /** Hard cap, in flight included (a request whose end was never heard of must not stay for ever). */
   maxTotal: number;
 }
 
-export const DEFAULT_LIMITS: BookLimits = { maxFinished: 2000, maxTotal: 6000 };
+export const DEFAULT_LIMITS: BookLimits = { maxFinished: 2000, maxNotable: 2000, maxTotal: 8000 };
 
 /** What one event meant for the aggregates (charts, strip): token deltas, ends, migrations. */
 export interface EventEffect {
@@ -38,8 +43,12 @@ export class RequestBook {
   private seq = 0;
   private finishedCount = 0;
   private touched = new Set<string>();
+  /** Finished requests this book let go (ordinary, and migrated or failed), for an honest count. */
+  readonly dropped = { ordinary: 0, notable: 0 };
+  /** Finished requests that migrated or failed (the maxNotable quota). */
+  private readonly notableIds = new Set<string>();
 
-  constructor(private readonly limits: BookLimits = DEFAULT_LIMITS) {}
+  constructor(readonly limits: BookLimits = DEFAULT_LIMITS) {}
 
   get size(): number {
     return this.byId.size;
@@ -58,9 +67,38 @@ export class RequestBook {
     return this.byId.get(id);
   }
 
+  /** Marks running requests whose end this page will never hear of (the connection was lost meanwhile). */
+  markLost(ids: Iterable<string>): number {
+    let n = 0;
+    for (const id of ids) {
+      const r = this.byId.get(id);
+      if (!r || r.status !== 'running') continue;
+      const next: RequestView = { ...r, status: 'lost', attempts: r.attempts.map((a) => (a.outcome === 'running' ? { ...a } : a)) };
+      this.byId.set(id, next);
+      this.finishedCount++;
+      this.noteFinished(id);
+      n++;
+    }
+    if (n > 0) this.evict();
+    return n;
+  }
+
+  private noteFinished(id: string): void {
+    const r = this.byId.get(id);
+    if (r && r.status !== 'running' && isNotable(r)) this.notableIds.add(id);
+  }
+
+  /** Ids of requests still running. */
+  runningIds(): string[] {
+    const out: string[] = [];
+    for (const r of this.byId.values()) if (r.status === 'running') out.push(r.id);
+    return out;
+  }
+
   /** Applies a batch; returns one effect per event, for the aggregates. */
   applyBatch(events: readonly BatonEvent[]): EventEffect[] {
     const effects = events.map((e) => this.apply(e));
+    for (const id of this.touched) this.noteFinished(id);
     this.touched.clear();
     this.evict();
     return effects;
@@ -88,7 +126,7 @@ export class RequestBook {
       : {
           id, seq: this.seq++, startedAt: t, endedAt: null, status: 'running', admitted: null, admissionReason: null,
           stream: null, promptTokens: null, maxNewTokens: null, attempts: [], migrations: [], completionTokens: 0,
-          error: null, summary: null,
+          error: null, summary: null, format: null, traceId: null,
         };
     if (!current) this.order.push(id);
     this.byId.set(id, next);
@@ -101,7 +139,7 @@ export class RequestBook {
     if (!a) {
       a = {
         attempt: index, rid: '', worker, startedAt: t, endedAt: null, ttftMs: null, replayed: 0, tokens: 0,
-        budgetBefore: null, budgetAfter: null, outcome: 'running', errorKind: null, error: null, finishReason: null, row: null,
+        budgetBefore: null, budgetAfter: null, outcome: 'running', errorKind: null, error: null, finishReason: null, lastTokenAt: null, row: null,
       };
       r.attempts.push(a);
       r.attempts.sort((x, y) => x.attempt - y.attempt);
@@ -118,6 +156,7 @@ export class RequestBook {
     r.stream = e.stream;
     r.promptTokens = e.prompt_tokens;
     r.maxNewTokens = e.max_new_tokens;
+    r.traceId = (e as { trace_id?: string | null }).trace_id ?? r.traceId;
     return { started: isNew };
   }
 
@@ -139,6 +178,7 @@ export class RequestBook {
     const a = this.edit(e.request_id, e.t).attempts.find((x) => x.attempt === e.attempt)!;
     const firstTime = a.ttftMs === null;
     a.ttftMs = e.ttft_ms;
+    a.lastTokenAt = Math.max(a.lastTokenAt ?? 0, e.t);
     return firstTime && e.attempt === 0 ? { ttftMs: e.ttft_ms } : {};
   }
 
@@ -149,7 +189,10 @@ export class RequestBook {
     const a = r.attempts.find((x) => x.attempt === e.attempt)!;
     // Events of one request arrive in order, but a replayed snapshot may repeat older progress.
     const delta = e.tokens - a.tokens;
-    if (delta > 0) a.tokens = e.tokens;
+    if (delta > 0) {
+      a.tokens = e.tokens;
+      a.lastTokenAt = Math.max(a.lastTokenAt ?? 0, e.t);
+    }
     r.completionTokens = Math.max(r.completionTokens, e.completion_tokens);
     return delta > 0 ? { tokens: { worker: a.worker, delta } } : {};
   }
@@ -168,6 +211,8 @@ export class RequestBook {
     } satisfies Partial<AttemptView>);
     r.startedAt = Math.min(r.startedAt, row.started_at);
     r.completionTokens = Math.max(r.completionTokens, row.replayed_tokens + row.tokens);
+    r.format = (row as { format?: string }).format ?? r.format;
+    r.traceId = (row as { trace_id?: string | null }).trace_id ?? r.traceId;
     const effect: EventEffect = lateTtft ? { ttftMs: row.ttft_ms!, ttftAt: row.started_at + row.ttft_ms! } : {};
     if (delta > 0) effect.tokens = since !== undefined && since < row.ended_at ? { worker: row.worker, delta, since } : { worker: row.worker, delta };
     return effect;
@@ -183,7 +228,8 @@ export class RequestBook {
   private finished(row: RequestRow): EventEffect {
     const unseen = !this.byId.has(row.request_id) || this.byId.get(row.request_id)!.admitted === null;
     const r = this.edit(row.request_id, row.started_at);
-    const wasRunning = r.status === 'running';
+    const wasRunning = r.status === 'running' || r.status === 'lost';
+    if (r.status === 'lost') this.finishedCount--;
     r.summary = row;
     r.status = row.outcome;
     r.startedAt = row.started_at;
@@ -195,6 +241,8 @@ export class RequestBook {
     r.maxNewTokens = row.max_new_tokens;
     r.completionTokens = row.completion_tokens;
     r.error = row.error;
+    r.format = (row as { format?: string }).format ?? r.format;
+    r.traceId = (row as { trace_id?: string | null }).trace_id ?? r.traceId;
     if (!wasRunning) return {};
     this.finishedCount++;
     const effect: EventEffect = unseen ? { finished: row, started: true, startedAt: row.started_at } : { finished: row };
@@ -202,32 +250,48 @@ export class RequestBook {
     return effect;
   }
 
-  /** Drops the oldest finished requests beyond maxFinished, then the oldest of all beyond maxTotal. */
+  /**
+   * Drops the oldest finished requests beyond the quotas (ordinary ones beyond maxFinished,
+   * migrated or failed ones beyond maxNotable), then the oldest of all beyond maxTotal.
+   */
   private evict(): void {
-    const overFinished = this.finishedCount - this.limits.maxFinished;
+    const split = this.limits.maxNotable !== undefined;
     const overTotal = this.byId.size - this.limits.maxTotal;
-    if (overFinished <= 0 && overTotal <= 0) return;
-    let dropFinished = Math.max(0, overFinished);
+    if (this.finishedCount <= this.limits.maxFinished && overTotal <= 0) return;
+    const notable = split ? this.notableIds.size : 0;
+    let dropOrdinary = Math.max(0, this.finishedCount - notable - this.limits.maxFinished);
+    let dropNotable = split ? Math.max(0, notable - this.limits.maxNotable!) : 0;
+    if (dropOrdinary <= 0 && dropNotable <= 0 && overTotal <= 0) return;
     const keep: string[] = [];
     for (const id of this.order) {
       const r = this.byId.get(id)!;
-      if (dropFinished > 0 && r.status !== 'running') {
-        this.byId.delete(id);
-        this.finishedCount--;
-        dropFinished--;
+      const finished = r.status !== 'running';
+      const isNotableOne = split && finished && this.notableIds.has(id);
+      if (finished && !isNotableOne && dropOrdinary > 0) {
+        dropOrdinary--;
+        this.drop(id, false);
+      } else if (isNotableOne && dropNotable > 0) {
+        dropNotable--;
+        this.drop(id, true);
       } else {
         keep.push(id);
       }
     }
-    let dropAny = keep.length - this.limits.maxTotal;
+    const dropAny = keep.length - this.limits.maxTotal;
     if (dropAny > 0) {
-      for (const id of keep.slice(0, dropAny)) {
-        if (this.byId.get(id)!.status !== 'running') this.finishedCount--;
-        this.byId.delete(id);
-      }
+      for (const id of keep.slice(0, dropAny)) this.drop(id, this.notableIds.has(id));
       keep.splice(0, dropAny);
-      dropAny = 0;
     }
     this.order = keep;
+  }
+
+  private drop(id: string, notable: boolean): void {
+    const r = this.byId.get(id)!;
+    if (r.status !== 'running') {
+      this.finishedCount--;
+      this.dropped[notable ? 'notable' : 'ordinary']++;
+    }
+    this.notableIds.delete(id);
+    this.byId.delete(id);
   }
 }

@@ -18,6 +18,8 @@ export interface SeriesPoint {
   t: number; // epoch ms at the start of the point
   tokensPerSec: Record<string, number>;
   requestsPerSec: number;
+  /** Migrations within this point (an incident shows as a spike, not a minute-long plateau). */
+  migrations: number;
   migrationsPerMin: number;
   ttftP50: number | null;
   ttftP99: number | null;
@@ -112,6 +114,7 @@ export class Series {
       const tokens: Record<string, number> = {};
       const failures: Record<string, number> = {};
       let started = 0;
+      let migrations = 0;
       const ttft: number[] = [];
       for (let s = start; s < start + stepSec; s++) {
         const b = this.ring.get(s);
@@ -119,6 +122,7 @@ export class Series {
         for (const [w, n] of b.tokensByWorker) tokens[w] = (tokens[w] ?? 0) + n;
         for (const [k, n] of b.failuresByKind) failures[k] = (failures[k] ?? 0) + n;
         started += b.started;
+        migrations += b.migrations;
         ttft.push(...b.ttft);
       }
       for (const w of Object.keys(tokens)) tokens[w] = tokens[w]! / stepSec;
@@ -127,6 +131,7 @@ export class Series {
         t: start * 1000,
         tokensPerSec: tokens,
         requestsPerSec: started / stepSec,
+        migrations,
         // A trailing minute at every point: an honest "per minute" even with one-second points.
         migrationsPerMin: this.rate((start + stepSec) * 1000, 60, (b) => b.migrations) * 60,
         ttftP50: quantile(ttft, 0.5),

@@ -2,15 +2,16 @@
 // in mutable models updated once per batch; the zustand state carries a `version` that bumps per
 // batch, plus the small UI state. Components subscribe to what they draw.
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { BatonEvent } from '../../../router/events/types.ts';
+import type { BatonEvent, RouterStats } from '../../../router/events/types.ts';
 import type { TraceRow } from '../../../router/trace/row.ts';
-import type { SimWorkerState, Snapshot, TrafficStatus } from '../../../host/contract.ts';
+import type { FaultMark, LiveState, ProbeNote, SimWorkerState, Snapshot, TrafficStatus } from '../../../host/contract.ts';
 import { RequestBook, DEFAULT_LIMITS, type BookLimits } from './request-book.ts';
 import { Series } from './series.ts';
 import { TraceRing } from './trace-ring.ts';
 import { WorkerTable } from './workers.ts';
 import { NO_FILTERS, type RequestFilters } from './filters.ts';
 import { snapshotEvents } from './snapshot-events.ts';
+import { lastFault } from './faults.ts';
 
 export type View = 'live' | 'workers' | 'charts' | 'traces' | 'traffic';
 
@@ -26,22 +27,70 @@ export interface Model {
   workers: WorkerTable;
 }
 
+/** A trace file opened offline (`baton view`, or dropped on the page). */
+export interface FileInfo {
+  name: string;
+  rows: number;
+  /** Lines that were not trace rows (blank lines aside). */
+  skipped: number;
+  /** Epoch ms of the earliest start and the latest end among its rows. */
+  from: number;
+  to: number;
+}
+
+/** The Traces view's filter; it lives in the store so it survives switching views. */
+export interface TraceViewFilter {
+  kind?: 'attempt' | 'request';
+  /** A request id prefix. */
+  request?: string;
+  worker?: string;
+  outcome?: string;
+  /** Rows that ended in [since, until] (epoch ms). */
+  since?: number;
+  until?: number;
+}
+
+export type Theme = 'system' | 'light' | 'dark';
+
+/** The waterfall's time windows; 15 s is the default. */
+export const REQUEST_WINDOWS = [15_000, 60_000, 300_000] as const;
+
 export interface DashState {
   model: Model;
   version: number;
   now: number;
+  /** `file`: the page shows a trace file; there is no router and nothing is live. */
+  mode: 'live' | 'file';
+  file: FileInfo | null;
   connection: ConnectionState;
+  /** When the connection dropped: the clock stops there, so running bars freeze. */
+  frozenAt: number | null;
   routerUrl: string | null;
+  /** The router's identity and totals since it started, as last read. */
+  router: RouterStats | null;
+  faults: FaultMark[];
+  probes: ProbeNote[];
   sim: SimWorkerState[] | null;
   traffic: TrafficStatus | null;
+  /** Something the page did on its own that the user should know (the view was reset, ...). */
+  notice: string | null;
   view: View;
   /** The request open in the detail panel. */
   selected: string | null;
   /** The keyboard cursor in the Requests list. */
   cursor: string | null;
   filters: RequestFilters;
+  traceFilter: TraceViewFilter;
+  /** The Requests waterfall's window in ms, and the Charts window's index: both survive view switches. */
+  requestWindow: number;
+  chartWindow: number;
+  theme: Theme;
   ingest(events: readonly BatonEvent[], now?: number): void;
   loadSnapshot(snapshot: Snapshot, now?: number): void;
+  /** The host's poll: router figures (workers, totals), faults, sim, probe errors. Returns false when another router instance answered. */
+  applyLive(live: LiveState): boolean;
+  /** Forgets every request, row and figure (another router answered). */
+  reset(notice: string | null): void;
   tick(now?: number): void;
   setConnection(connection: ConnectionState): void;
   setSim(sim: SimWorkerState[] | null): void;
@@ -50,9 +99,25 @@ export interface DashState {
   select(id: string | null): void;
   setCursor(id: string | null): void;
   setFilters(patch: Partial<RequestFilters>): void;
+  setTraceFilter(filter: TraceViewFilter): void;
+  setRequestWindow(ms: number): void;
+  setChartWindow(index: number): void;
+  setTheme(theme: Theme): void;
+  setNotice(notice: string | null): void;
+  /** The time of the last fault marker (kill, hang, drain, a worker going down, ...), or null. */
+  lastFaultAt(): number | null;
 }
 
 export type DashStore = StoreApi<DashState>;
+
+export interface StoreOptions {
+  limits?: BookLimits;
+  /** The page's trace-row quotas (ordinary, migrated or failed). */
+  traceRows?: [number, number];
+  mode?: 'live' | 'file';
+  /** Where UI preferences (windows, theme) persist; none in tests. */
+  storage?: Pick<Storage, 'getItem' | 'setItem'> | null;
+}
 
 function rowsOf(events: readonly BatonEvent[]): TraceRow[] {
   const rows: TraceRow[] = [];
@@ -60,8 +125,33 @@ function rowsOf(events: readonly BatonEvent[]): TraceRow[] {
   return rows;
 }
 
-export function createDashStore(limits: BookLimits = DEFAULT_LIMITS): DashStore {
-  const model: Model = { book: new RequestBook(limits), series: new Series(), traces: new TraceRing(), workers: new WorkerTable() };
+const PREFS_KEY = 'baton.prefs';
+interface Prefs { requestWindow?: number; chartWindow?: number; theme?: Theme }
+
+function readPrefs(storage: StoreOptions['storage']): Prefs {
+  try {
+    const prefs = JSON.parse(storage?.getItem(PREFS_KEY) ?? '{}') as Prefs;
+    return typeof prefs === 'object' && prefs !== null ? prefs : {};
+  } catch {
+    return {};
+  }
+}
+
+export function createDashStore(options: BookLimits | StoreOptions = {}): DashStore {
+  const opts: StoreOptions = 'maxFinished' in options ? { limits: options } : options;
+  const limits = opts.limits ?? DEFAULT_LIMITS;
+  const [ordinaryRows, notableRows] = opts.traceRows ?? [20_000, 10_000];
+  const newModel = (): Model => ({ book: new RequestBook(limits), series: new Series(), traces: new TraceRing(ordinaryRows, notableRows), workers: new WorkerTable() });
+  const model: Model = newModel();
+  const storage = opts.storage ?? null;
+  const prefs = readPrefs(storage);
+  const savePrefs = (patch: Prefs) => {
+    try {
+      storage?.setItem(PREFS_KEY, JSON.stringify({ ...readPrefs(storage), ...patch }));
+    } catch {
+      // a private window may refuse storage; the preference then lasts as long as the page
+    }
+  };
 
   const ingest = (events: readonly BatonEvent[]) => {
     const effects = model.book.applyBatch(events);
@@ -74,38 +164,104 @@ export function createDashStore(limits: BookLimits = DEFAULT_LIMITS): DashStore 
     model,
     version: 0,
     now: Date.now(),
+    mode: opts.mode ?? 'live',
+    file: null,
     connection: { status: 'connecting', message: null },
+    frozenAt: null,
     routerUrl: null,
+    router: null,
+    faults: [],
+    probes: [],
     sim: null,
     traffic: null,
+    notice: null,
     view: 'live',
     selected: null,
     cursor: null,
     filters: NO_FILTERS,
+    traceFilter: {},
+    requestWindow: (REQUEST_WINDOWS as readonly number[]).includes(prefs.requestWindow ?? 0) ? prefs.requestWindow! : REQUEST_WINDOWS[0],
+    chartWindow: typeof prefs.chartWindow === 'number' && prefs.chartWindow >= 0 && prefs.chartWindow <= 2 ? prefs.chartWindow : 0,
+    theme: prefs.theme === 'light' || prefs.theme === 'dark' ? prefs.theme : 'system',
     ingest(events, now = Date.now()) {
       if (events.length === 0) return;
       ingest(events);
-      model.series.prune(now);
-      set({ version: get().version + 1, now });
+      const clock = get().frozenAt ?? (get().mode === 'file' ? get().now : now);
+      model.series.prune(clock);
+      set({ version: get().version + 1, now: clock });
     },
     loadSnapshot(snapshot, now = Date.now()) {
+      const known = get().router;
+      const incoming = snapshot.router ?? null;
+      if (known && incoming && known.instance !== incoming.instance) {
+        get().reset(anotherRouter(known, incoming));
+      }
       // A snapshot is the whole truth about workers; requests merge (the reducer is idempotent
       // for rows and events it has already seen).
-      model.workers.reset(snapshot.workers);
+      model.workers.reset(snapshot.workers, incoming?.t ?? null);
       ingest(snapshotEvents(snapshot));
+      // Requests this page saw running that the host no longer has in flight ended while the
+      // page was not listening; the snapshot's rows told the end of those it still holds.
+      const inflight = new Set<string>();
+      for (const e of snapshot.inflight) inflight.add('request_id' in e ? e.request_id : e.type === 'attempt_ended' ? e.row.request_id : '');
+      model.book.markLost(model.book.runningIds().filter((id) => !inflight.has(id)));
       model.series.prune(now);
       set({
-        version: get().version + 1, now, routerUrl: snapshot.routerUrl, sim: snapshot.sim, traffic: snapshot.traffic,
+        version: get().version + 1, now, frozenAt: null, routerUrl: snapshot.routerUrl, sim: snapshot.sim, traffic: snapshot.traffic,
+        router: incoming ?? get().router, faults: snapshot.faults ?? get().faults,
         connection: { status: 'live', message: null },
       });
     },
-    tick: (now = Date.now()) => set({ now }),
-    setConnection: (connection) => set({ connection }),
+    applyLive(live) {
+      const known = get().router;
+      if (known && live.router && known.instance !== live.router.instance) return false;
+      // While the feed is lost the picture stays frozen; the snapshot after the reconnect catches up.
+      if (get().connection.status === 'lost') return true;
+      if (live.router) model.workers.reset(live.router.workers, live.router.t);
+      set({
+        version: get().version + 1, router: live.router ?? known, faults: live.faults, probes: live.probes,
+        ...(live.sim !== null || get().sim === null ? { sim: live.sim } : {}),
+      });
+      return true;
+    },
+    reset(notice) {
+      const fresh = newModel();
+      Object.assign(model, fresh);
+      set({ version: get().version + 1, router: null, faults: [], probes: [], selected: null, cursor: null, notice, frozenAt: null });
+    },
+    tick: (now = Date.now()) => {
+      if (get().frozenAt !== null || get().mode === 'file') return;
+      set({ now });
+    },
+    setConnection: (connection) => {
+      const lost = connection.status === 'lost';
+      set({ connection, frozenAt: lost ? get().frozenAt ?? get().now : get().frozenAt });
+    },
     setSim: (sim) => set({ sim }),
     setTraffic: (traffic) => set({ traffic }),
     setView: (view) => set({ view }),
     select: (selected) => set(selected ? { selected, cursor: selected } : { selected }),
     setCursor: (cursor) => set({ cursor }),
     setFilters: (patch) => set({ filters: { ...get().filters, ...patch } }),
+    setTraceFilter: (traceFilter) => set({ traceFilter }),
+    setRequestWindow: (requestWindow) => {
+      savePrefs({ requestWindow });
+      set({ requestWindow });
+    },
+    setChartWindow: (chartWindow) => {
+      savePrefs({ chartWindow });
+      set({ chartWindow });
+    },
+    setTheme: (theme) => {
+      savePrefs({ theme });
+      set({ theme });
+    },
+    setNotice: (notice) => set({ notice }),
+    lastFaultAt: () => lastFault(get().faults)?.t ?? null,
   }));
+}
+
+function anotherRouter(known: RouterStats, incoming: RouterStats): string {
+  const at = new Date(incoming.started_at).toLocaleTimeString();
+  return `Another router answered (instance ${incoming.instance.slice(0, 8)}, started ${at}; was ${known.instance.slice(0, 8)}): the view was reset.`;
 }

@@ -1,7 +1,10 @@
-// The dashboard: header, banner, strip of figures, the current view, and the request panel.
-import { lazy, Suspense, useEffect } from 'react';
+// The dashboard: header, banner, strip of figures, the current view, and the request panel; and
+// around it the page's two sources: the live host, or a trace file (opened with `baton view`,
+// with "Open file…", or dropped on the page), shown in the same views with a store of its own.
+import { lazy, Suspense, useCallback, useEffect, useState, type DragEvent } from 'react';
 import type { DashboardHost } from '../host/types.ts';
-import type { DashStore } from '../store/store.ts';
+import { createDashStore, type DashStore } from '../store/store.ts';
+import { fetchFileHost, fileFromLocation, fileHost, TraceFileError, type FileHost } from '../host/file.ts';
 import { DashContext, useDash, useStoreApi } from './context.ts';
 import { useFeed } from './feed.ts';
 import { Nav } from './Nav.tsx';
@@ -12,7 +15,8 @@ import { RequestDetail } from './RequestDetail.tsx';
 import { WorkersView } from './WorkersView.tsx';
 import { TracesView } from './TracesView.tsx';
 import { TrafficView } from './TrafficView.tsx';
-import { Toast } from './toast.tsx';
+import { HoverCardLayer } from './HoverCard.tsx';
+import { Toast, showError } from './toast.tsx';
 
 // recharts is most of the bundle: load it when the Charts view is first opened.
 const ChartsView = lazy(() => import('./ChartsView.tsx').then((m) => ({ default: m.ChartsView })));
@@ -24,10 +28,11 @@ function useGlobalKeys(): void {
       const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
       if (e.key === '/' && !typing) {
         e.preventDefault();
-        store.getState().setView('live');
-        // The search box exists once the Requests view has rendered.
-        requestAnimationFrame(() => document.getElementById('request-search')?.focus());
-      } else if (e.key === 'Escape' && !typing) {
+        const state = store.getState();
+        if (state.view !== 'live' && state.view !== 'traces') state.setView('live');
+        // The search box exists once the view has rendered.
+        requestAnimationFrame(() => document.getElementById(store.getState().view === 'traces' ? 'trace-search' : 'request-search')?.focus());
+      } else if (e.key === 'Escape' && !typing && !document.querySelector('[data-testid=confirm-dialog]')) {
         store.getState().select(null);
       }
     };
@@ -36,13 +41,23 @@ function useGlobalKeys(): void {
   }, [store]);
 }
 
-function Shell() {
+function useTheme(): void {
+  const theme = useDash((s) => s.theme);
+  useEffect(() => {
+    const root = document.documentElement;
+    if (theme === 'system') delete root.dataset.theme;
+    else root.dataset.theme = theme;
+  }, [theme]);
+}
+
+function Shell({ onOpenFile, onCloseFile }: { onOpenFile(file: File): void; onCloseFile: (() => void) | null }) {
   const view = useDash((s) => s.view);
   const selected = useDash((s) => s.selected);
   useGlobalKeys();
+  useTheme();
   return (
     <div className="app">
-      <Nav />
+      <Nav onOpenFile={onOpenFile} onCloseFile={onCloseFile} />
       <Banner />
       <TopStrip />
       <div className="body">
@@ -51,18 +66,96 @@ function Shell() {
         {view === 'charts' && <Suspense fallback={<div className="main"><div className="empty">Loading charts…</div></div>}><ChartsView /></Suspense>}
         {view === 'traces' && <TracesView />}
         {view === 'traffic' && <TrafficView />}
-        {selected && <RequestDetail id={selected} />}
+        {selected && <RequestDetail key={selected} id={selected} />}
       </div>
+      <HoverCardLayer />
       <Toast />
     </div>
   );
 }
 
-export function App({ host, store }: { host: DashboardHost; store: DashStore }) {
+export function App({ host, store, onOpenFile = () => {}, onCloseFile = null }: {
+  host: DashboardHost;
+  store: DashStore;
+  onOpenFile?(file: File): void;
+  onCloseFile?: (() => void) | null;
+}) {
   useFeed(host, store);
   return (
     <DashContext.Provider value={{ host, store }}>
-      <Shell />
+      <Shell onOpenFile={onOpenFile} onCloseFile={onCloseFile} />
     </DashContext.Provider>
+  );
+}
+
+interface Source { host: DashboardHost; store: DashStore }
+
+/** A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands at its end. */
+export function fileSource(host: FileHost): Source {
+  const n = host.file.rows;
+  const store = createDashStore({
+    limits: { maxFinished: n + 1, maxTotal: n + 1 },
+    traceRows: [n + 1, n + 1],
+    mode: 'file',
+    storage: typeof localStorage === 'undefined' ? null : localStorage,
+  });
+  store.setState({ file: host.file, now: host.file.to, connection: { status: 'live', message: null } });
+  return { host, store };
+}
+
+/** The page: the live host, or a trace file, and dropping a file onto it. */
+export function Root({ live }: { live: Source | null }) {
+  const [file, setFile] = useState<Source | null>(null);
+  const [loading, setLoading] = useState<string | null>(live ? null : fileFromLocation());
+  const [failure, setFailure] = useState<string | null>(null);
+  const [dragging, setDragging] = useState(false);
+
+  // `baton view FILE`: the page was opened as /?file=NAME and the server has the file.
+  useEffect(() => {
+    const name = loading;
+    if (!name) return;
+    fetchFileHost(name).then(
+      (host) => { setFile(fileSource(host)); setLoading(null); },
+      (err: unknown) => { setFailure(err instanceof Error ? err.message : String(err)); setLoading(null); },
+    );
+  }, [loading]);
+
+  const openFile = useCallback((f: File) => {
+    f.text().then(
+      (text) => {
+        try {
+          setFile(fileSource(fileHost(f.name, text)));
+          setFailure(null);
+        } catch (err) {
+          showError(err instanceof TraceFileError ? err.message : `${f.name}: ${(err as Error).message}`);
+        }
+      },
+      (err: unknown) => showError(`${f.name}: ${(err as Error).message}`),
+    );
+  }, []);
+
+  const onDrop = (e: DragEvent) => {
+    e.preventDefault();
+    setDragging(false);
+    const f = e.dataTransfer.files[0];
+    if (f) openFile(f);
+  };
+  const current = file ?? live;
+  return (
+    <div
+      className="root"
+      onDragOver={(e) => { if (e.dataTransfer.types.includes('Files')) { e.preventDefault(); setDragging(true); } }}
+      onDragLeave={(e) => { if (e.currentTarget === e.target) setDragging(false); }}
+      onDrop={onDrop}
+    >
+      {current ? (
+        <App key={current === live ? 'live' : `file:${file?.host.file?.name}`} host={current.host} store={current.store} onOpenFile={openFile} onCloseFile={file && live ? () => setFile(null) : null} />
+      ) : (
+        <div className="empty" data-testid="file-loading">
+          {failure ? <><strong>Could not open the trace file.</strong>{failure}</> : <>Reading {loading}…</>}
+        </div>
+      )}
+      {dragging && <div className="drop-zone" data-testid="drop-zone">Drop a trace file (JSON Lines or CSV) to open it here: same views, no router.</div>}
+    </div>
   );
 }

@@ -1,24 +1,46 @@
 // The waterfall of one request: time runs left to right; each attempt is a bar in its worker's
-// colour; a failed attempt ends in a break mark; a triangle marks the hand-off where a
-// continuation took over (hover: the token it resumed at). In the list all rows share one time
-// window (so a kill lines up across rows); in the detail panel the request fills the width.
+// colour; the stretch of an attempt after its last token (a stall, or a wait for the first one)
+// is hatched; a failed attempt ends in a break mark; a triangle marks the hand-off where a
+// continuation took over. Hover cards give the numbers, with absolute times. In the list all
+// rows share one time window (so a kill lines up across rows); in the detail panel the request
+// fills the width, with fault markers.
 import { memo } from 'react';
-import type { RequestView } from '../store/request-view.ts';
+import type { FaultMark } from '../../../host/contract.ts';
+import { stalledFrom, type AttemptView, type RequestView } from '../store/request-view.ts';
 import type { WorkerTable } from '../store/workers.ts';
+import { faultLabel } from '../store/faults.ts';
 import { useStoreApi } from './context.ts';
-import { fmtClock, fmtMs } from './format.ts';
+import { fmtClock, fmtIso, fmtMs } from './format.ts';
+import { hoverCard, type CardContent } from './HoverCard.tsx';
 
-function attemptTitle(r: RequestView, i: number, workers: WorkerTable): string {
-  const a = r.attempts[i]!;
-  const parts = [
-    `attempt ${a.attempt} on ${workers.idOf(a.worker)} (${a.worker})`,
-    `${fmtClock(a.startedAt)} → ${a.endedAt === null ? 'running' : fmtClock(a.endedAt)}`,
-    `TTFT ${fmtMs(a.ttftMs)}`,
-    `replayed ${a.replayed} tok, produced ${a.tokens} tok`,
+export function attemptCard(a: AttemptView, workers: WorkerTable, now: number): CardContent {
+  const stall = stalledFrom(a, now);
+  const lines: [string, string][] = [
+    ['worker', `${workers.label(a.worker)} · ${a.worker}`],
+    ['started', `${fmtClock(a.startedAt)} · ${fmtIso(a.startedAt)} · ${a.startedAt}`],
+    ['ended', a.endedAt === null ? 'running' : `${fmtClock(a.endedAt)} · ${fmtIso(a.endedAt)} · ${a.endedAt}`],
+    ['duration', fmtMs((a.endedAt ?? now) - a.startedAt)],
+    ['TTFT', fmtMs(a.ttftMs)],
+    ['tokens', `replayed ${a.replayed}, produced ${a.tokens}`],
   ];
-  if (a.budgetBefore !== null) parts.push(`budget ${a.budgetBefore} → ${a.budgetAfter ?? '…'}`);
-  if (a.outcome !== 'running') parts.push(a.error ? `${a.outcome}: ${a.errorKind ?? ''} ${a.error}` : a.outcome);
-  return parts.join('\n');
+  if (a.budgetBefore !== null) lines.push(['budget', `${a.budgetBefore} → ${a.budgetAfter ?? '…'}`]);
+  if (stall !== null) lines.push([a.tokens === 0 ? 'no token for' : 'no token since', `${fmtMs((a.endedAt ?? now) - stall)} (hatched)`]);
+  lines.push(['outcome', a.outcome]);
+  if (a.errorKind) lines.push(['error kind', a.errorKind]);
+  if (a.row?.error_evidence) lines.push(['evidence', a.row.error_evidence]);
+  if (a.rid) lines.push(['upstream rid', a.rid]);
+  return { title: `attempt ${a.attempt} on ${workers.label(a.worker)}`, lines, note: a.error };
+}
+
+function faultCard(m: FaultMark): CardContent {
+  return {
+    title: faultLabel(m),
+    lines: [
+      ['at', `${fmtClock(m.t)} · ${fmtIso(m.t)} · ${m.t}`],
+      ['source', m.source === 'dashboard' ? 'an action through the dashboard' : 'the router reported it'],
+      ...(m.url ? [['worker', m.url] as [string, string]] : []),
+    ],
+  };
 }
 
 interface Props {
@@ -27,42 +49,64 @@ interface Props {
   big?: boolean;
   /** A shared time window [from, to] in epoch ms; by default the request's own life. */
   window?: { from: number; to: number };
+  /** Fault markers to draw across the bars (the detail panel's; the list draws its own overlay). */
+  marks?: readonly FaultMark[];
 }
 
-export const AttemptBars = memo(function AttemptBars({ r, now, big = false, window }: Props) {
+/** The time span the detail waterfall covers for a request. */
+export function requestSpan(r: RequestView, now: number): { from: number; to: number } {
+  const from = r.startedAt;
+  const to = Math.max(r.endedAt ?? now, ...r.attempts.map((a) => a.endedAt ?? now), from + 1);
+  return { from, to };
+}
+
+export const AttemptBars = memo(function AttemptBars({ r, now, big = false, window, marks }: Props) {
   const workers = useStoreApi().getState().model.workers;
-  const start = window?.from ?? r.startedAt;
-  const end = window?.to ?? Math.max(r.endedAt ?? now, ...r.attempts.map((a) => a.endedAt ?? now), start + 1);
+  const { from: start, to: end } = window ?? requestSpan(r, now);
   const span = Math.max(end - start, 1);
   const clip = (t: number) => Math.min(Math.max(t, start), end);
-  const pos = (t: number) => `${(Math.min(Math.max(t - start, 0), span) / span) * 100}%`;
+  const pct = (t: number) => (Math.min(Math.max(t - start, 0), span) / span) * 100;
   return (
     <div className={big ? 'waterfall big' : 'waterfall'} data-testid="waterfall">
-      {r.attempts.map((a, i) => {
+      {r.attempts.map((a) => {
         const aEnd = a.endedAt ?? now;
         const broken = a.outcome === 'failed';
+        const width = clip(aEnd) - clip(a.startedAt);
+        const stall = stalledFrom(a, now);
+        const stallLeft = stall === null || width <= 0 ? null : ((clip(stall) - clip(a.startedAt)) / width) * 100;
         return (
           <div
             key={a.attempt}
             className={`attempt-bar${a.outcome === 'running' ? ' running' : ''}${broken ? ' broken' : ''}`}
+            data-testid="attempt-bar"
             data-worker={a.worker}
-            title={attemptTitle(r, i, workers)}
-            style={{
-              left: pos(a.startedAt),
-              width: `${((clip(aEnd) - clip(a.startedAt)) / span) * 100}%`,
-              background: workers.colorOf(a.worker),
-            }}
-          />
+            data-attempt={a.attempt}
+            data-outcome={a.outcome}
+            data-tokens={a.tokens}
+            data-stalled={stall === null ? undefined : stall}
+            {...hoverCard(() => attemptCard(a, workers, now))}
+            style={{ left: `${pct(a.startedAt)}%`, width: `${(width / span) * 100}%`, background: workers.colorOf(a.worker) }}
+          >
+            {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}
+          </div>
         );
       })}
       {r.attempts.slice(1).map((a) => (
         <div
           key={`h${a.attempt}`}
           className="handoff"
-          style={{ left: pos(a.startedAt) }}
-          title={`migrated to ${workers.idOf(a.worker)} at token ${a.replayed}`}
+          style={{ left: `${pct(a.startedAt)}%` }}
+          {...hoverCard(() => ({
+            title: `hand-off to ${workers.label(a.worker)}`,
+            lines: [['at token', String(a.replayed)], ['at', `${fmtClock(a.startedAt)} · ${fmtIso(a.startedAt)}`], ['attempt', String(a.attempt)]],
+          }))}
         />
+      ))}
+      {marks?.map((m, i) => (
+        <div key={`f${i}`} className={`fault-mark ${m.source}`} data-testid="fault-marker" data-kind={m.kind} style={{ left: `${pct(m.t)}%` }} {...hoverCard(() => faultCard(m))} />
       ))}
     </div>
   );
 });
+
+export { faultCard };

@@ -11,16 +11,22 @@ export function Badges({ r }: { r: RequestView }) {
         <span className="badge refused" data-testid="badge-not-migratable">not migratable: {r.admissionReason ?? 'refused'}</span>
       )}
       {r.status === 'failed' && <span className="badge bad">failed</span>}
+      {r.status === 'lost' && <span className="badge" title={STATUS_TEXT.lost}>outcome not seen</span>}
       {r.stream === false && <span className="badge">unary</span>}
+      {r.format !== null && r.format !== 'sglang' && <span className="badge" data-testid="badge-format" title="the wire format it came in">{r.format}</span>}
     </div>
   );
 }
 
-const STATUS_ICON = { running: '◐', finished: '✓', failed: '✕', cancelled: '⊘' } as const;
+const STATUS_ICON = { running: '◐', finished: '✓', failed: '✕', cancelled: '⊘', lost: '?' } as const;
+const STATUS_TEXT = {
+  running: 'running', finished: 'finished', failed: 'failed', cancelled: 'cancelled',
+  lost: 'outcome not seen: the connection was lost while it ran (its rows may be in Traces)',
+} as const;
 
 export function StatusIcon({ r }: { r: RequestView }) {
   return (
-    <span className={`status ${r.status}`} title={r.status} aria-label={r.status}>
+    <span className={`status ${r.status}`} title={STATUS_TEXT[r.status]} aria-label={r.status}>
       {STATUS_ICON[r.status]}
     </span>
   );

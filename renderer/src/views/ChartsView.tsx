@@ -1,12 +1,18 @@
-// Charts: tokens/s per worker (stacked), requests/s and migrations/min, TTFT p50/p99, failures
-// by kind. Windows of 1, 5, 15 minutes at about 60 aggregated points; no animation; redrawn
-// once a second, not per event.
-import { useMemo, useState, type ReactElement } from 'react';
-import { Area, AreaChart, Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+// Charts: tokens/s per worker (stacked), requests/s with migrations per point, TTFT p50/p99,
+// failures by kind. Windows of 1, 5, 15 minutes at about 60 aggregated points; no animation;
+// redrawn once a second, not per event. The charts share one time axis and one crosshair
+// (recharts' syncId), and every fault marker (kill, hang, drain, a worker going down, ...)
+// crosses each of them.
+import { useMemo, type ReactElement } from 'react';
+import {
+  Area, AreaChart, Bar, BarChart, CartesianGrid, ComposedChart, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis,
+} from 'recharts';
+import type { FaultMark } from '../../../host/contract.ts';
+import { faultLabel, groupMarks, marksIn } from '../store/faults.ts';
 import { useDash, useSecond, useStoreApi } from './context.ts';
 import { fmtClock } from './format.ts';
 
-const WINDOWS = [
+export const CHART_WINDOWS = [
   { label: '1 min', seconds: 60, step: 1 },
   { label: '5 min', seconds: 300, step: 5 },
   { label: '15 min', seconds: 900, step: 15 },
@@ -18,26 +24,48 @@ interface Row { tok: Record<string, number>; fail: Record<string, number> }
 
 const KIND_COLORS = ['#d63a3a', '#e8890c', '#b07aa1', '#9c755f', '#667085'];
 const axis = { stroke: 'var(--muted)', fontSize: 11 };
-const tooltipStyle = { background: 'var(--panel)', border: '1px solid var(--border)' };
+const tooltipStyle = { background: 'var(--panel)', border: '1px solid var(--border)', borderRadius: 6, color: 'var(--text)', fontSize: 12 };
+const SYNC = 'baton-charts';
 
-function Panel({ title, children }: { title: string; children: ReactElement }) {
+function Panel({ title, testId, children }: { title: string; testId: string; children: ReactElement }) {
   return (
-    <section className="chart">
+    <section className="chart" data-testid={testId}>
       <h3>{title}</h3>
       <ResponsiveContainer width="100%" height={220}>{children}</ResponsiveContainer>
     </section>
   );
 }
 
+/** A marker line per fault, labelled on the first chart only (the others line up under it). */
+function faultLines(marks: readonly FaultMark[], yAxisId?: string, labelled = false, minGap = 0, from = 0, to = 1) {
+  const labels = new Map<FaultMark, string>();
+  if (labelled) for (const g of groupMarks(marks, minGap)) labels.set(g.marks[0]!, g.label);
+  return marks.map((m, i) => (
+    <ReferenceLine
+      key={`f${i}`}
+      x={m.t}
+      {...(yAxisId ? { yAxisId } : {})}
+      stroke={m.source === 'dashboard' ? 'var(--bad)' : 'var(--warn)'}
+      strokeDasharray={m.source === 'dashboard' ? undefined : '4 3'}
+      strokeWidth={1.5}
+      ifOverflow="discard"
+      className="fault-ref"
+      // A label near the right edge goes on the line's left, so the plot does not cut it.
+      {...(labels.has(m) ? { label: { value: labels.get(m)!, position: (m.t - from) / Math.max(1, to - from) > 0.55 ? 'insideTopRight' : 'insideTopLeft', fill: 'var(--text)', fontSize: 11 } } : {})}
+    />
+  ));
+}
+
 export function ChartsView() {
   const store = useStoreApi();
   const second = useSecond();
   useDash((s) => s.model.workers.byId.size);
-  const [windowIndex, setWindowIndex] = useState(0);
-  const win = WINDOWS[windowIndex]!;
+  const windowIndex = useDash((s) => s.chartWindow);
+  const faults = useDash((s) => s.faults);
+  const win = CHART_WINDOWS[windowIndex] ?? CHART_WINDOWS[0]!;
   const { series, workers } = store.getState().model;
 
-  const { data, workerIds, kinds } = useMemo(() => {
+  const { data, workerIds, kinds, from, to } = useMemo(() => {
     const points = series.points(second * 1000, win.seconds, win.step);
     // Series are keyed by worker URL (what attempts carry); the legend shows the worker id.
     const ids = new Set(workers.list().map((w) => w.url));
@@ -46,78 +74,99 @@ export function ChartsView() {
       Object.keys(p.tokensPerSec).forEach((w) => ids.add(w));
       Object.keys(p.failures).forEach((k) => kindSet.add(k));
     }
+    // Each point stands for [t, t + step): drawn at its middle, so a bar sits over its own seconds.
     const rows = points.map((p) => ({
-      t: p.t,
+      t: p.t + (win.step * 1000) / 2,
       tok: Object.fromEntries([...ids].map((w) => [w, Math.round(p.tokensPerSec[w] ?? 0)])) as Record<string, number>,
       rps: Number(p.requestsPerSec.toFixed(2)),
-      mpm: Number(p.migrationsPerMin.toFixed(1)),
+      mig: p.migrations,
       p50: p.ttftP50,
       p99: p.ttftP99,
       fail: Object.fromEntries([...kindSet].map((k) => [k, p.failures[k] ?? 0])) as Record<string, number>,
     }));
-    return { data: rows, workerIds: [...ids], kinds: [...kindSet] };
+    const start = points[0]?.t ?? second * 1000 - win.seconds * 1000;
+    return { data: rows, workerIds: [...ids], kinds: [...kindSet], from: start, to: start + win.seconds * 1000 };
   }, [series, workers, second, win]);
 
-  const xAxis = <XAxis dataKey="t" tickFormatter={(t: number) => fmtClock(t).slice(0, 8)} {...axis} minTickGap={40} />;
-  const labelFormatter = (t: unknown) => fmtClock(Number(t));
+  const marks = marksIn(faults, from, to);
+  const xAxis = (
+    <XAxis dataKey="t" type="number" scale="time" domain={[from, to]} tickFormatter={(t: number) => fmtClock(t).slice(0, 8)} {...axis} minTickGap={40} allowDataOverflow />
+  );
+  const labelFormatter = (t: unknown) => fmtClock(Number(t) - (win.step * 1000) / 2);
+  // An empty right axis as wide as the requests chart's, so every plot spans the same pixels and
+  // the crosshair and the markers line up from chart to chart.
+  const pad = <YAxis yAxisId="pad" orientation="right" width={40} tick={false} axisLine={false} />;
+  const tooltip = <Tooltip contentStyle={tooltipStyle} labelFormatter={labelFormatter} cursor={{ stroke: 'var(--muted)', strokeWidth: 1 }} />;
   return (
     <div className="main">
       <div className="toolbar">
         Window
-        {WINDOWS.map((w, i) => (
-          <button key={w.label} aria-pressed={i === windowIndex} className={i === windowIndex ? 'primary' : ''} onClick={() => setWindowIndex(i)} data-testid={`chart-window-${w.seconds}`}>
+        {CHART_WINDOWS.map((w, i) => (
+          <button key={w.label} aria-pressed={i === windowIndex} className={i === windowIndex ? 'primary' : ''} onClick={() => store.getState().setChartWindow(i)} data-testid={`chart-window-${w.seconds}`}>
             {w.label}
           </button>
         ))}
-        <span className="count">points of {win.step} s</span>
+        {marks.length > 0 && (
+          <span className="chart-marks" data-testid="chart-marks">
+            markers: {marks.map((m, i) => <span key={i} className={`flag-inline ${m.source}`} data-testid="chart-fault">{faultLabel(m)} {fmtClock(m.t).slice(0, 8)}</span>)}
+          </span>
+        )}
+        <span className="count">points of {win.step} s · one crosshair for all charts</span>
       </div>
       <div className="scroll">
         <div className="charts" data-testid="charts">
-          <Panel title="Tokens/s per worker">
-            <AreaChart data={data}>
+          <Panel title="Tokens/s per worker" testId="chart-tokens">
+            <AreaChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
               <YAxis {...axis} width={48} />
-              <Tooltip contentStyle={tooltipStyle} labelFormatter={labelFormatter} />
+              {pad}
+              {tooltip}
               <Legend />
               {workerIds.map((w) => (
-                <Area key={w} dataKey={(row: Row) => row.tok[w] ?? 0} name={workers.idOf(w)} stackId="tok" stroke={workers.colorOf(w)} fill={workers.colorOf(w)} fillOpacity={0.55} isAnimationActive={false} dot={false} />
+                <Area key={w} dataKey={(row: Row) => row.tok[w] ?? 0} name={workers.label(w)} stackId="tok" stroke={workers.colorOf(w)} fill={workers.colorOf(w)} fillOpacity={0.55} isAnimationActive={false} dot={false} />
               ))}
+              {faultLines(marks, undefined, true, win.seconds * 25, from, to)}
             </AreaChart>
           </Panel>
-          <Panel title="Requests/s and migrations/min">
-            <LineChart data={data}>
+          <Panel title={`Requests/s and migrations per ${win.step} s`} testId="chart-requests">
+            <ComposedChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
               <YAxis yAxisId="rps" {...axis} width={48} />
-              <YAxis yAxisId="mpm" orientation="right" {...axis} width={40} allowDecimals={false} />
-              <Tooltip contentStyle={tooltipStyle} labelFormatter={labelFormatter} />
+              <YAxis yAxisId="mig" orientation="right" {...axis} width={40} allowDecimals={false} />
+              {tooltip}
               <Legend />
+              <Bar yAxisId="mig" dataKey="mig" name={`migrations per ${win.step} s (right)`} fill="#e8890c" isAnimationActive={false} />
               <Line yAxisId="rps" dataKey="rps" name="requests/s (left)" stroke="var(--accent)" dot={false} isAnimationActive={false} />
-              <Line yAxisId="mpm" dataKey="mpm" name="migrations/min, trailing (right)" stroke="#e8890c" dot={false} isAnimationActive={false} />
-            </LineChart>
+              {faultLines(marks, 'rps')}
+            </ComposedChart>
           </Panel>
-          <Panel title="Time to first token (ms)">
-            <LineChart data={data}>
+          <Panel title="Time to first token (ms)" testId="chart-ttft">
+            <LineChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
               <YAxis {...axis} width={48} />
-              <Tooltip contentStyle={tooltipStyle} labelFormatter={labelFormatter} />
+              {pad}
+              {tooltip}
               <Legend />
               <Line dataKey="p50" name="p50" stroke="var(--ok)" dot={false} connectNulls isAnimationActive={false} />
               <Line dataKey="p99" name="p99" stroke="var(--bad)" dot={false} connectNulls isAnimationActive={false} />
+              {faultLines(marks)}
             </LineChart>
           </Panel>
-          <Panel title="Failed requests by kind">
-            <BarChart data={data}>
+          <Panel title="Failed requests by kind" testId="chart-failures">
+            <BarChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
               <YAxis {...axis} width={48} allowDecimals={false} />
-              <Tooltip contentStyle={tooltipStyle} labelFormatter={labelFormatter} />
+              {pad}
+              {tooltip}
               <Legend />
               {kinds.map((k, i) => (
                 <Bar key={k} dataKey={(row: Row) => row.fail[k] ?? 0} name={k} stackId="f" fill={KIND_COLORS[i % KIND_COLORS.length]} isAnimationActive={false} />
               ))}
+              {faultLines(marks)}
             </BarChart>
           </Panel>
         </div>

@@ -1,33 +1,72 @@
-// The header: the views, and which host the page talks to.
-import type { View } from '../store/store.ts';
+// The header: the views, which host the page talks to (the router's address and identity, or
+// the trace file open), opening a trace file, and the theme.
+import { useRef } from 'react';
+import type { View, Theme } from '../store/store.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
+import { fmtClock, fmtIso } from './format.ts';
+import { hoverCard } from './HoverCard.tsx';
 
-const VIEWS: { view: View; label: string }[] = [
+const VIEWS: { view: View; label: string; live?: boolean }[] = [
   { view: 'live', label: 'Requests' },
   { view: 'workers', label: 'Workers' },
   { view: 'charts', label: 'Charts' },
   { view: 'traces', label: 'Traces' },
-  { view: 'traffic', label: 'Traffic' },
+  { view: 'traffic', label: 'Traffic', live: true },
 ];
 
-export function Nav() {
+const THEMES: Theme[] = ['system', 'light', 'dark'];
+
+/** YYYY-MM-DD in local time, as the clock times next to it. */
+function localDate(t: number): string {
+  const d = new Date(t);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+}
+
+export function Nav({ onOpenFile, onCloseFile }: { onOpenFile(file: File): void; onCloseFile: (() => void) | null }) {
   const store = useStoreApi();
   const host = useHost();
   const view = useDash((s) => s.view);
   const routerUrl = useDash((s) => s.routerUrl);
+  const router = useDash((s) => s.router);
+  const mode = useDash((s) => s.mode);
+  const file = useDash((s) => s.file);
+  const theme = useDash((s) => s.theme);
+  const input = useRef<HTMLInputElement>(null);
   return (
     <header className="header">
       <span className="brand">Baton</span>
       <nav className="nav" aria-label="Views">
-        {VIEWS.map((v) => (
+        {VIEWS.filter((v) => !(v.live && mode === 'file')).map((v) => (
           <button key={v.view} aria-current={view === v.view ? 'page' : undefined} data-testid={`nav-${v.view}`} onClick={() => store.getState().setView(v.view)}>
             {v.label}
           </button>
         ))}
       </nav>
-      <span className="host-kind" title="Where the router runs">
-        {host.kind === 'electron' ? 'desktop' : 'browser mode'}{routerUrl ? ` · router ${routerUrl}` : ''}
-      </span>
+      {mode === 'file' && file ? (
+        <span className="host-kind file" data-testid="file-info" {...hoverCard(() => ({
+          title: file.name,
+          lines: [['rows', file.rows.toLocaleString()], ['skipped lines', String(file.skipped)], ['first start', `${fmtClock(file.from)} · ${fmtIso(file.from)}`], ['last end', `${fmtClock(file.to)} · ${fmtIso(file.to)}`]],
+          note: 'A trace file: no router, nothing live. Drop another file on the page to open it.',
+        }))}>
+          trace file <b className="mono">{file.name}</b> · {file.rows.toLocaleString()} rows · {localDate(file.from)} {fmtClock(file.from).slice(0, 8)} – {localDate(file.to) === localDate(file.from) ? '' : `${localDate(file.to)} `}{fmtClock(file.to).slice(0, 8)}
+        </span>
+      ) : (
+        <span className="host-kind" data-testid="host-kind" {...hoverCard(() => ({
+          title: 'Where the router runs',
+          lines: [['host', host.kind === 'electron' ? 'desktop (Electron)' : 'browser mode (baton serve)'], ['router', routerUrl ?? '?'],
+            ...(router ? [['instance', router.instance], ['started', `${fmtClock(router.started_at)} · ${fmtIso(router.started_at)}`]] as [string, string][] : [])],
+          note: 'Another router instance answering resets the view.',
+        }))}>
+          {host.kind === 'electron' ? 'desktop' : 'browser mode'}{routerUrl ? ` · router ${routerUrl}` : ''}
+          {router ? ` · up since ${fmtClock(router.started_at).slice(0, 8)}` : ''}
+        </span>
+      )}
+      <input ref={input} type="file" accept=".jsonl,.json,.ndjson,.csv" hidden data-testid="open-file-input" onChange={(e) => { const f = e.target.files?.[0]; if (f) onOpenFile(f); e.target.value = ''; }} />
+      <button onClick={() => input.current?.click()} title="Open an exported trace file (JSON Lines or CSV); you can also drop one on the page">Open file…</button>
+      {onCloseFile && <button onClick={onCloseFile} data-testid="close-file">Back to live</button>}
+      <select aria-label="theme" value={theme} onChange={(e) => store.getState().setTheme(e.target.value as Theme)} data-testid="theme">
+        {THEMES.map((t) => <option key={t} value={t}>{t === 'system' ? 'theme: system' : t}</option>)}
+      </select>
     </header>
   );
 }

@@ -60,7 +60,7 @@ export const OutputTokens = memo(function OutputTokens({ id, finished, passedThr
       <p className="out-note" data-testid="output-note">
         {passedThrough
           ? 'Not kept: batches and n > 1 pass through the router unstitched.'
-          : 'No longer kept: the router keeps the output of only the last 512 finished requests.'}
+          : 'No longer kept: the router keeps the outputs of its last 512 finished requests, and of its last 512 that migrated or failed.'}
       </p>
     );
   } else if (loaded.state === 'error') {

@@ -1,14 +1,25 @@
-// Request: one logical request in full. Attempts table, the waterfall and budget at a larger
-// scale, the admission decision, token figures, its output token ids and its trace rows as JSON.
+// Request: one logical request in full. Attempts table (errors in full, with what their
+// classification was read from), the waterfall at a larger scale with time ticks and fault
+// markers, the budget, the admission decision, token figures, its output token ids and its trace
+// rows as JSON (with ISO times). A request that has left the page's live list is rebuilt from its
+// trace rows: the page's own first, else the router's.
+import { useEffect, useMemo, useState } from 'react';
+import type { DashboardHost, UiConfig } from '../host/types.ts';
 import type { TraceRow } from '../../../router/trace/row.ts';
 import { migrationCount, type RequestView } from '../store/request-view.ts';
 import { budgetBar } from '../store/budget.ts';
-import { useDash, useStoreApi } from './context.ts';
-import { AttemptBars } from './AttemptBars.tsx';
+import { rebuildRequest } from '../store/rebuild.ts';
+import { marksIn } from '../store/faults.ts';
+import { withIso } from '../store/trace-file.ts';
+import { useDash, useHost, useStoreApi } from './context.ts';
+import { AttemptBars, requestSpan } from './AttemptBars.tsx';
 import { BudgetBar } from './BudgetBar.tsx';
 import { Badges, StatusIcon } from './Badges.tsx';
-import { fmtClock, fmtMs } from './format.ts';
+import { fmtClock, fmtIso, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { OutputTokens } from './OutputTokens.tsx';
+import { copyText } from './HoverCard.tsx';
+import { curlGenerate } from './curl.ts';
+import { showError, showInfo } from './toast.tsx';
 
 function traceRowsOf(r: RequestView): TraceRow[] {
   const rows: TraceRow[] = r.attempts.flatMap((a) => (a.row ? [a.row] : []));
@@ -25,31 +36,148 @@ function Figure({ label, value, testId }: { label: string; value: string | numbe
   );
 }
 
+type Source = 'live' | 'page-rows' | 'router-rows';
+type Found = { r: RequestView; source: Source } | { r: null; source: 'loading' | 'gone' | 'error'; message?: string };
+
+/** The request: from the live list, else rebuilt from the page's rows, else from the router's. */
+function useRequest(id: string): Found {
+  const store = useStoreApi();
+  const host = useHost();
+  const version = useDash((s) => s.version);
+  const { book, traces } = store.getState().model;
+  const live = book.get(id);
+  const fromPage = useMemo(() => (live ? null : rebuildRequest(id, traces.ofRequest(id))), [id, live, traces, version]);
+  const [fetched, setFetched] = useState<{ id: string; r: RequestView | null; error?: string } | null>(null);
+  const needFetch = !live && !fromPage;
+  useEffect(() => {
+    if (!needFetch) return;
+    let alive = true;
+    host.traceRows(id).then(
+      (rows) => alive && setFetched({ id, r: rebuildRequest(id, rows) }),
+      (err: unknown) => alive && setFetched({ id, r: null, error: err instanceof Error ? err.message : String(err) }),
+    );
+    return () => {
+      alive = false;
+    };
+  }, [host, id, needFetch]);
+  if (live) return { r: live, source: 'live' };
+  if (fromPage) return { r: fromPage, source: 'page-rows' };
+  if (!fetched || fetched.id !== id) return { r: null, source: 'loading' };
+  if (fetched.r) return { r: fetched.r, source: 'router-rows' };
+  return fetched.error ? { r: null, source: 'error', message: fetched.error } : { r: null, source: 'gone' };
+}
+
+/** The router's /config/ui, asked once per host. */
+const uiConfigs = new WeakMap<DashboardHost, Promise<UiConfig | null>>();
+function useUiConfig(): UiConfig | null {
+  const host = useHost();
+  const [config, setConfig] = useState<UiConfig | null>(null);
+  useEffect(() => {
+    let p = uiConfigs.get(host);
+    if (!p) uiConfigs.set(host, (p = host.uiConfig().catch(() => null)));
+    let alive = true;
+    void p.then((c) => alive && setConfig(c));
+    return () => {
+      alive = false;
+    };
+  }, [host]);
+  return config;
+}
+
+/** The request's trace id, linked to the tracing UI when the router names one (--trace-url-template). */
+function TraceLink({ traceId }: { traceId: string }) {
+  const host = useHost();
+  const config = useUiConfig();
+  const url = config?.trace_url_template ? config.trace_url_template.replace('{trace_id}', encodeURIComponent(traceId)) : null;
+  return (
+    <span className="note" data-testid="detail-trace-id">
+      trace <span className="mono">{traceId}</span>
+      {url && host.kind === 'browser' && <> · <a href={url} target="_blank" rel="noopener noreferrer">open the trace</a></>}
+      {url && host.kind !== 'browser' && <> · <button onClick={() => void copyText(url).then((ok) => showInfo(ok ? 'Trace link copied' : 'Copy failed'))}>copy the trace link</button></>}
+    </span>
+  );
+}
+
+function TimeTicks({ from, to }: { from: number; to: number }) {
+  const span = Math.max(1, to - from);
+  return (
+    <div className="ticks" data-testid="detail-ticks">
+      {niceTicks(span, 6).map((t) => (
+        <span key={t} className="tick" style={{ left: `${(t / span) * 100}%` }}>{fmtOffset(t)}</span>
+      ))}
+    </div>
+  );
+}
+
 export function RequestDetail({ id }: { id: string }) {
   const store = useStoreApi();
-  useDash((s) => s.version);
+  const host = useHost();
   const now = useDash((s) => s.now);
-  const { book, workers } = store.getState().model;
-  const r = book.get(id);
+  const faults = useDash((s) => s.faults);
+  const mode = useDash((s) => s.mode);
+  const routerUrl = useDash((s) => s.routerUrl);
+  const found = useRequest(id);
+  const { workers, traces } = store.getState().model;
   const close = () => store.getState().select(null);
-  if (!r) {
+  const head = (
+    <div className="head">
+      {found.r && <StatusIcon r={found.r} />}
+      <h2 className="mono" data-testid="detail-id">{id}</h2>
+      <button onClick={() => void copyText(id).then((ok) => showInfo(ok ? 'Id copied' : 'Copy failed'))} title="Copy the request id">Copy id</button>
+      <button onClick={close} data-testid="detail-close">Close (Esc)</button>
+    </div>
+  );
+  if (!found.r) {
     return (
-      <aside className="detail" data-testid="request-detail">
-        <div className="head"><h2 className="mono">{id}</h2><button onClick={close} data-testid="detail-close">Close (Esc)</button></div>
-        <p className="empty">This request is no longer in the dashboard's buffer. Its trace rows may still be in the router's: export them from Traces.</p>
+      <aside className="detail" data-testid="request-detail" data-source={found.source}>
+        {head}
+        {found.source === 'loading' ? (
+          <p className="empty">Looking for its trace rows…</p>
+        ) : (
+          <p className="empty" data-testid="detail-gone">
+            {found.source === 'error' ? `Could not ask the host for its trace rows: ${found.message}. ` : ''}
+            This request is no longer held: not in this page's list, not among the {traces.size.toLocaleString()} trace rows this page holds
+            {mode === 'file' ? ' (this file has no rows for it).' : ', and not in the router\'s trace ring (the router keeps its last rows in memory: --trace-ring-size).'}
+            {mode !== 'file' && ' If the router writes a trace file (--trace-file), its rows are there: open it with baton view FILE.'}
+          </p>
+        )}
       </aside>
     );
   }
+  const r = found.r;
   const bar = budgetBar(r);
   const duration = (r.endedAt ?? now) - r.startedAt;
+  const span = requestSpan(r, now);
+  const marks = marksIn(faults, span.from, span.to);
+
+  const copyCurl = async () => {
+    try {
+      const body = await host.requestBody(r.id);
+      if (!body) {
+        showError('The router keeps no request bodies: only requests sent by the embedded traffic generator can be replayed.');
+        return;
+      }
+      const ok = await copyText(curlGenerate(routerUrl, body.body));
+      showInfo(ok ? 'curl command copied: it replays this request\'s body against the router' : 'Copy failed');
+    } catch (err) {
+      showError(err);
+    }
+  };
+
   return (
-    <aside className="detail" data-testid="request-detail" data-request-id={r.id} aria-label={`Request ${r.id}`}>
-      <div className="head">
-        <StatusIcon r={r} />
-        <h2 className="mono">{r.id}</h2>
-        <button onClick={close} data-testid="detail-close">Close (Esc)</button>
-      </div>
+    <aside className="detail" data-testid="request-detail" data-request-id={r.id} data-source={found.source} aria-label={`Request ${r.id}`}>
+      {head}
       <Badges r={r} />
+      {found.source !== 'live' && (
+        <p className="note" data-testid="detail-rebuilt">
+          Rebuilt from {traceRowsOf(r).length} trace rows ({found.source === 'page-rows' ? (mode === 'file' ? 'from the file' : 'held by this page') : 'held by the router'}): this request has left the live list.
+        </p>
+      )}
+      <div className="detail-actions">
+        {mode === 'live' && <button onClick={() => void copyCurl()} data-testid="copy-curl" title="A curl command that sends this request's body to the router again (for requests the traffic generator sent)">Copy as curl</button>}
+        {r.format && <span className="note" title="the wire format it came in">format {r.format}</span>}
+        {r.traceId && <TraceLink traceId={r.traceId} />}
+      </div>
 
       <h3>Tokens</h3>
       <div className="figures">
@@ -62,8 +190,9 @@ export function RequestDetail({ id }: { id: string }) {
       </div>
 
       <h3>Waterfall</h3>
-      <AttemptBars r={r} now={now} big />
-      <div className="axis"><span>{fmtClock(r.startedAt)}</span><span>{fmtMs(duration)}</span></div>
+      <AttemptBars r={r} now={now} big marks={marks} />
+      <TimeTicks from={span.from} to={span.to} />
+      <div className="axis"><span title={fmtIso(r.startedAt)}>{fmtClock(r.startedAt)}</span><span>{fmtMs(duration)}</span></div>
       <h3>Budget</h3>
       <BudgetBar r={r} big />
 
@@ -75,40 +204,50 @@ export function RequestDetail({ id }: { id: string }) {
       </p>
 
       <h3>Attempts</h3>
-      <div style={{ overflowX: 'auto' }}>
-        <table className="grid" data-testid="attempts-table">
-          <thead>
-            <tr><th>#</th><th>worker</th><th>started</th><th>TTFT</th><th>replayed</th><th>produced</th><th>budget</th><th>outcome</th><th>error</th></tr>
-          </thead>
-          <tbody>
-            {r.attempts.map((a) => (
-              <tr key={a.attempt} data-testid="attempt-row" data-worker={a.worker} data-tokens={a.tokens} data-replayed={a.replayed}>
-                <td>{a.attempt}</td>
-                <td title={a.worker}><span className="swatch" style={{ background: workers.colorOf(a.worker) }} />{workers.idOf(a.worker)}</td>
-                <td title={new Date(a.startedAt).toISOString()}>{fmtClock(a.startedAt)}</td>
-                <td>{fmtMs(a.ttftMs)}</td>
-                <td>{a.replayed}</td>
-                <td>{a.tokens}</td>
-                <td>{a.budgetBefore ?? '—'} → {a.budgetAfter ?? (a.outcome === 'running' ? '…' : '—')}</td>
-                <td className={a.outcome === 'failed' ? 'health-dead' : a.outcome === 'finished' ? 'health-healthy' : ''}>{a.outcome}</td>
-                <td title={a.error ?? ''}>{a.errorKind ?? ''}{a.error ? `: ${a.error.slice(0, 60)}` : ''}</td>
+      <table className="grid attempts" data-testid="attempts-table">
+        <thead>
+          <tr><th>#</th><th>worker</th><th>started</th><th>TTFT</th><th>replayed</th><th>produced</th><th>budget</th><th>outcome</th></tr>
+        </thead>
+        {r.attempts.map((a) => (
+          <tbody key={a.attempt}>
+            <tr data-testid="attempt-row" data-worker={a.worker} data-tokens={a.tokens} data-replayed={a.replayed} className={a.error || a.errorKind ? 'has-error' : ''}>
+              <td>{a.attempt}</td>
+              <td title={a.worker}><span className="swatch" style={{ background: workers.colorOf(a.worker) }} />{workers.label(a.worker)}</td>
+              <td title={`${fmtIso(a.startedAt)} · ${a.startedAt}`}>{fmtClock(a.startedAt)}</td>
+              <td>{fmtMs(a.ttftMs)}</td>
+              <td>{a.replayed}</td>
+              <td>{a.tokens}</td>
+              <td>{a.budgetBefore ?? '—'} → {a.budgetAfter ?? (a.outcome === 'running' ? '…' : '—')}</td>
+              <td className={a.outcome === 'failed' ? 'health-dead' : a.outcome === 'finished' ? 'health-healthy' : ''}>{a.outcome}</td>
+            </tr>
+            {(a.error || a.errorKind) && (
+              <tr className="error-line">
+                <td colSpan={8} data-testid="attempt-error">
+                  <span className="error-kind">{a.errorKind ?? 'error'}</span>
+                  {a.error && <span className="error-text">{a.error}</span>}
+                  {a.row?.error_evidence && <span className="error-evidence">read from: {a.row.error_evidence}</span>}
+                </td>
               </tr>
-            ))}
+            )}
           </tbody>
-        </table>
-      </div>
-      {r.error && <p className="health-dead">{r.error}</p>}
+        ))}
+      </table>
+      {r.error && <p className="health-dead error-text" data-testid="request-error">{r.error}</p>}
 
-      <OutputTokens
-        key={r.id}
-        id={r.id}
-        finished={r.status !== 'running'}
-        passedThrough={r.admissionReason === 'batch' || r.admissionReason === 'n_gt_1'}
-        workers={workers}
-      />
+      {mode === 'live' ? (
+        <OutputTokens
+          key={r.id}
+          id={r.id}
+          finished={r.status !== 'running' && r.status !== 'lost'}
+          passedThrough={r.admissionReason === 'batch' || r.admissionReason === 'n_gt_1'}
+          workers={workers}
+        />
+      ) : (
+        <section data-testid="output-section"><h3>Output tokens</h3><p className="out-note">Not in trace files: the router keeps recent outputs in memory only.</p></section>
+      )}
 
       <h3>Trace rows</h3>
-      <pre className="json" data-testid="detail-trace-json">{traceRowsOf(r).map((row) => JSON.stringify(row, null, 2)).join('\n') || 'none yet: rows are written when an attempt ends'}</pre>
+      <pre className="json" data-testid="detail-trace-json">{traceRowsOf(r).map((row) => JSON.stringify(withIso(row), null, 2)).join('\n') || 'none yet: rows are written when an attempt ends'}</pre>
     </aside>
   );
 }

@@ -1,23 +1,28 @@
-// Filters of the Requests list: migrated, failed, not admitted, a worker, and an id search.
+// Filters of the Requests list: migrated, failed, not migratable, a worker, since the last fault,
+// and an id prefix search (the same rule as in Traces).
 import { useDash, useStoreApi } from './context.ts';
+import { lastFault, faultLabel } from '../store/faults.ts';
+import { fmtClock } from './format.ts';
 
-export function RequestFilterBar({ shown, total }: { shown: number; total: number }) {
+export function RequestFilterBar({ shown, held }: { shown: number; held: number }) {
   const store = useStoreApi();
   const filters = useDash((s) => s.filters);
+  const faults = useDash((s) => s.faults);
   useDash((s) => s.version);
   const workers = store.getState().model.workers.list();
   const set = store.getState().setFilters;
+  const fault = lastFault(faults);
   return (
     <div className="toolbar" role="toolbar" aria-label="Request filters">
       <input
         id="request-search"
         data-testid="search"
         type="search"
-        placeholder="Search request id  ( / )"
+        placeholder="Request id prefix  ( / )"
         value={filters.search}
         onChange={(e) => set({ search: e.target.value })}
         onKeyDown={(e) => { if (e.key === 'Escape') (e.target as HTMLInputElement).blur(); }}
-        style={{ width: 220 }}
+        style={{ width: 200 }}
       />
       <label>
         <input type="checkbox" data-testid="filter-migrated" checked={filters.migrated} onChange={(e) => set({ migrated: e.target.checked })} />
@@ -27,9 +32,13 @@ export function RequestFilterBar({ shown, total }: { shown: number; total: numbe
         <input type="checkbox" data-testid="filter-failed" checked={filters.failed} onChange={(e) => set({ failed: e.target.checked })} />
         failed
       </label>
-      <label>
+      <label title="Requests admission refused migration for (stateful sampling, batches, ...)">
         <input type="checkbox" data-testid="filter-not-admitted" checked={filters.notAdmitted} onChange={(e) => set({ notAdmitted: e.target.checked })} />
-        not admitted
+        not migratable
+      </label>
+      <label title={fault ? `Requests still running at or after ${faultLabel(fault)} (${fmtClock(fault.t)})` : 'No fault yet'}>
+        <input type="checkbox" data-testid="filter-since-fault" disabled={!fault} checked={Boolean(filters.sinceFault) && fault !== null} onChange={(e) => set({ sinceFault: e.target.checked })} />
+        since last fault{fault ? ` (${faultLabel(fault)}, ${fmtClock(fault.t).slice(0, 8)})` : ''}
       </label>
       <label>
         worker
@@ -40,7 +49,9 @@ export function RequestFilterBar({ shown, total }: { shown: number; total: numbe
           ))}
         </select>
       </label>
-      <span className="count" data-testid="request-count">{shown} of {total} requests</span>
+      <span className="count" data-testid="request-count" title="Requests this page holds: those in flight, the last finished ones, and longer the ones that migrated or failed">
+        {shown.toLocaleString()} of {held.toLocaleString()} held
+      </span>
     </div>
   );
 }

@@ -22,7 +22,7 @@ interface Props {
 export const RequestRow = memo(function RequestRow({ r, now, from, to, top, height, selected, cursor, onOpen }: Props) {
   return (
     <div
-      className={`req-row${selected ? ' selected' : ''}${cursor ? ' cursor' : ''}`}
+      className={`req-row req-grid${selected ? ' selected' : ''}${cursor ? ' cursor' : ''}`}
       style={{ top, height }}
       data-testid="request-row"
       data-request-id={r.id}

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import type { TrafficSettings } from '../../../host/contract.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { showError } from './toast.tsx';
+import { curlGenerate, SAMPLE_BODY } from './curl.ts';
 
 type NumberKey = Exclude<keyof TrafficSettings, 'running'>;
 
@@ -22,11 +23,16 @@ export function TrafficView() {
   const host = useHost();
   const store = useStoreApi();
   const traffic = useDash((s) => s.traffic);
+  const enabled = useDash((s) => s.connection.status === 'live');
+  const routerUrl = useDash((s) => s.routerUrl);
   const [draft, setDraft] = useState<Partial<TrafficSettings>>({});
 
   useEffect(() => {
     let alive = true;
-    const poll = () => host.traffic().then((t) => alive && store.getState().setTraffic(t), () => {});
+    const poll = () => {
+      if (store.getState().connection.status !== 'live') return;
+      host.traffic().then((t) => alive && store.getState().setTraffic(t), () => {});
+    };
     poll();
     const id = setInterval(poll, 1000);
     return () => { alive = false; clearInterval(id); };
@@ -35,8 +41,9 @@ export function TrafficView() {
   if (!traffic) {
     return (
       <div className="main"><div className="empty" data-testid="traffic-empty">
-        <strong>No traffic generator is running.</strong>
-        Start the host with <code>baton serve --traffic</code> (the default with a simulated cluster), or send your own requests to the router's <code>/generate</code>.
+        <strong>No traffic generator runs in this host.</strong>
+        Start the host with <code>baton serve --traffic</code> (the default with a simulated cluster), or send your own requests to the router's <code>/generate</code>:
+        <span className="curl"><code className="mono">{curlGenerate(routerUrl, SAMPLE_BODY)}</code></span>
       </div></div>
     );
   }
@@ -48,7 +55,7 @@ export function TrafficView() {
   return (
     <div className="main">
       <div className="toolbar">
-        <button className="primary" data-testid="traffic-toggle" onClick={() => void apply({ running: !running })}>{running ? 'Pause' : 'Start'}</button>
+        <button className="primary" data-testid="traffic-toggle" disabled={!enabled} onClick={() => void apply({ running: !running })}>{running ? 'Pause' : 'Start'}</button>
         <span data-testid="traffic-status">{running ? 'running' : 'paused'} · {traffic.inFlight} in flight · {traffic.sent} sent · {traffic.ok} ok · {traffic.failed} failed</span>
       </div>
       <div className="scroll">
@@ -64,7 +71,7 @@ export function TrafficView() {
             </label>
           ))}
           <span />
-          <span><button type="submit" className="primary" disabled={Object.keys(draft).length === 0} data-testid="traffic-apply">Apply</button></span>
+          <span><button type="submit" className="primary" disabled={!enabled || Object.keys(draft).length === 0} data-testid="traffic-apply">Apply</button></span>
         </form>
       </div>
     </div>

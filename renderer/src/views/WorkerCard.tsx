@@ -1,9 +1,11 @@
-// One worker: colour, URL, mode, health, circuit, load, tokens/s, and the actions on it.
+// One worker: colour, URL, format and mode, model and weight version, health, circuit and load
+// as the router reports them, tokens/s, the host's last probe error when it is unhealthy, and the
+// actions on it (disabled while the host is unreachable).
 import type { WorkerInfo } from '../../../router/events/types.ts';
-import type { SimAction, SimWorkerState } from '../../../host/contract.ts';
+import type { ProbeNote, SimAction, SimWorkerState } from '../../../host/contract.ts';
 import { workerColor } from '../store/colors.ts';
 import { Sparkline } from './Sparkline.tsx';
-import { fmtRate } from './format.ts';
+import { fmtClock, fmtRate } from './format.ts';
 
 export const SIM_BUTTONS: { action: SimAction; label: string; destructive: boolean; why: string }[] = [
   { action: 'kill', label: 'Kill', destructive: true, why: 'SIGKILL the worker process: its streams break mid-generation.' },
@@ -28,16 +30,24 @@ interface Props {
   sim: SimWorkerState | null;
   tokensPerSec: number;
   sparkline: number[];
+  probe: ProbeNote | null;
+  /** When the router's figures on this card were read (epoch ms), null before the first reading. */
+  readAt: number | null;
+  /** Actions are possible (the host answers). */
+  enabled: boolean;
   onSim(action: SimAction, destructive: boolean, why: string): void;
   onDrain(): void;
   onRemove(): void;
 }
 
-export function WorkerCard({ worker, sim, tokensPerSec, sparkline, onSim, onDrain, onRemove }: Props) {
+export function WorkerCard({ worker, sim, tokensPerSec, sparkline, probe, readAt, enabled, onSim, onDrain, onRemove }: Props) {
   const color = workerColor(worker.id);
   const killed = sim !== null && !sim.alive;
   const down = killed || DOWN.has(worker.health);
   const health = killed ? 'killed' : worker.health;
+  const healthText = killed && worker.health !== 'healthy' ? `killed · router: ${worker.health.replace('_', ' ')}` : health.replace('_', ' ');
+  const format = (worker as { format?: string | null }).format ?? null;
+  const disabledWhy = enabled ? undefined : 'The host does not answer: actions are disabled until it does.';
   return (
     <div
       className={`card${down ? ' down' : ''}`}
@@ -51,15 +61,27 @@ export function WorkerCard({ worker, sim, tokensPerSec, sparkline, onSim, onDrai
         <span className="swatch" style={{ background: color }} />
         <span>{worker.id}</span>
         {worker.simulated && <span className="badge">simulated #{worker.sim_index}</span>}
-        {sim?.fault && sim.alive && <span className="badge refused">{sim.fault}</span>}
-        <span className={`health-${killed ? 'dead' : worker.health}`} style={{ marginLeft: 'auto' }} data-testid="worker-health">● {health}</span>
+        {sim?.fault && sim.alive && <span className="badge refused" data-testid="worker-fault">{sim.fault}</span>}
+        <span className={`health-${killed ? 'dead' : worker.health}`} style={{ marginLeft: 'auto' }} data-testid="worker-health" title="the process state, and the health the router reports">● {healthText}</span>
       </div>
       <div className="url mono" title={worker.url}>{worker.url}</div>
+      <div className="meta">
+        {format && <span className="badge">{format}</span>}
+        <span title="model_path">{worker.model_path ?? 'model not probed'}</span>
+        <span title="weight_version (probed, and re-read from each attempt)" data-testid="worker-weights">weights {worker.weight_version ?? '?'}</span>
+      </div>
       <div className="stats">
         <div><b>{mode(worker)}</b><span>mode</span></div>
-        <div><b>{worker.circuit.replace('_', '-')}</b><span>circuit</span></div>
-        <div><b data-testid="worker-inflight">{worker.in_flight}</b><span>in flight</span></div>
+        <div><b data-testid="worker-circuit">{worker.circuit.replace('_', '-')}</b><span>circuit</span></div>
+        <div title={readAt ? `the router's count at ${fmtClock(readAt)}` : undefined}>
+          <b data-testid="worker-inflight" data-at={readAt ?? ''}>{worker.in_flight}</b><span>in flight (router)</span>
+        </div>
       </div>
+      {probe && (
+        <div className="probe-error" data-testid="worker-probe-error" title={`the host's own GET ${worker.url}/health at ${fmtClock(probe.at)}`}>
+          last probe {fmtClock(probe.at).slice(0, 8)}: {probe.error}
+        </div>
+      )}
       <div style={{ display: 'flex', alignItems: 'center', gap: 8 }}>
         <Sparkline values={sparkline} color={color} />
         <span className="mono">{fmtRate(tokensPerSec, ' tok/s')}</span>
@@ -70,18 +92,18 @@ export function WorkerCard({ worker, sim, tokensPerSec, sparkline, onSim, onDrai
           <button
             key={b.action}
             className={b.destructive ? 'danger' : ''}
-            title={b.why}
+            title={disabledWhy ?? b.why}
             data-testid={`sim-${b.action}`}
-            disabled={killed ? b.action !== 'restart' : b.action === 'restart'}
+            disabled={!enabled || (killed ? b.action !== 'restart' : b.action === 'restart')}
             onClick={() => onSim(b.action, b.destructive, b.why)}
           >
             {b.label}
           </button>
         ))}
-        <button data-testid="worker-drain" onClick={onDrain} title="Stop sending new requests; in-flight ones finish">
+        <button data-testid="worker-drain" onClick={onDrain} disabled={!enabled} title={disabledWhy ?? 'Stop sending new requests; in-flight ones finish'}>
           {worker.draining ? 'Undrain' : 'Drain'}
         </button>
-        <button className="danger" data-testid="worker-remove" onClick={onRemove}>Remove</button>
+        <button className="danger" data-testid="worker-remove" onClick={onRemove} disabled={!enabled} title={disabledWhy}>Remove</button>
       </div>
     </div>
   );

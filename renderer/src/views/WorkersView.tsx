@@ -1,17 +1,64 @@
-// Workers: a card per worker, the place to act on it, and the Add worker field.
-import { useState, type FormEvent } from 'react';
+// Workers: a card per worker, the place to act on it, and the Add worker field. The figures on
+// the cards are the router's own (read a few times a second). A trace file has no router: its
+// workers are summed from the rows instead.
+import { useMemo, useState, type FormEvent } from 'react';
 import type { SimAction } from '../../../host/contract.ts';
 import { useDash, useHost, useSecond, useStoreApi } from './context.ts';
 import { ConfirmDialog, type PendingConfirm } from './ConfirmDialog.tsx';
 import { WorkerCard } from './WorkerCard.tsx';
 import { showError } from './toast.tsx';
 
+function FileWorkers() {
+  const store = useStoreApi();
+  useDash((s) => s.version);
+  const { traces, workers } = store.getState().model;
+  const list = useMemo(() => {
+    const by = new Map<string, { attempts: number; failed: number; tokens: number }>();
+    for (const r of traces.all()) {
+      if (r.kind !== 'attempt') continue;
+      const w = by.get(r.worker) ?? { attempts: 0, failed: 0, tokens: 0 };
+      w.attempts++;
+      if (r.outcome === 'failed') w.failed++;
+      w.tokens += r.tokens;
+      by.set(r.worker, w);
+    }
+    return [...by.entries()];
+  }, [traces]);
+  return (
+    <div className="main">
+      <div className="toolbar"><span>Workers named in the file's attempt rows (a trace file has no worker state).</span><span className="count">{list.length} workers</span></div>
+      <div className="scroll">
+        <div className="cards">
+          {list.map(([url, w]) => (
+            <div key={url} className="card" style={{ borderTopColor: workers.colorOf(url) }} data-testid="worker-card">
+              <div className="title"><span className="swatch" style={{ background: workers.colorOf(url) }} /><span>{workers.label(url)}</span></div>
+              <div className="url mono">{url}</div>
+              <div className="stats">
+                <div><b>{w.attempts}</b><span>attempts</span></div>
+                <div><b className={w.failed > 0 ? 'health-dead' : ''}>{w.failed}</b><span>failed</span></div>
+                <div><b>{w.tokens.toLocaleString()}</b><span>tokens</span></div>
+              </div>
+            </div>
+          ))}
+        </div>
+      </div>
+    </div>
+  );
+}
+
 export function WorkersView() {
+  const mode = useDash((s) => s.mode);
+  return mode === 'file' ? <FileWorkers /> : <LiveWorkers />;
+}
+
+function LiveWorkers() {
   const store = useStoreApi();
   const host = useHost();
   useDash((s) => s.version);
   useSecond();
   const sim = useDash((s) => s.sim);
+  const probes = useDash((s) => s.probes);
+  const enabled = useDash((s) => s.connection.status === 'live');
   const { workers, series } = store.getState().model;
   const now = store.getState().now;
   const [pending, setPending] = useState<PendingConfirm | null>(null);
@@ -22,7 +69,7 @@ export function WorkersView() {
 
   const add = (e: FormEvent) => {
     e.preventDefault();
-    if (!url.trim()) return;
+    if (!url.trim() || !enabled) return;
     host.addWorker(url.trim()).then(() => setUrl(''), showError);
   };
 
@@ -38,9 +85,10 @@ export function WorkersView() {
           onChange={(e) => setUrl(e.target.value)}
           style={{ width: 300 }}
           aria-label="Worker URL"
+          disabled={!enabled}
         />
-        <button type="submit" data-testid="add-worker-submit">Add worker</button>
-        <span className="count">{list.length} workers</span>
+        <button type="submit" data-testid="add-worker-submit" disabled={!enabled}>Add worker</button>
+        <span className="count">{list.length} workers · figures from the router</span>
       </form>
       <div className="scroll">
         {list.length === 0 ? (
@@ -59,6 +107,9 @@ export function WorkersView() {
                   sim={simState}
                   tokensPerSec={series.rate(now, 5, (b) => b.tokensByWorker.get(w.url) ?? 0)}
                   sparkline={series.workerSparkline(now, w.url)}
+                  probe={probes.find((p) => p.worker === w.id) ?? null}
+                  readAt={workers.readAt}
+                  enabled={enabled}
                   onSim={(action, destructive, why) => {
                     const index = w.sim_index!;
                     if (!destructive) return void simAction(index, action);

@@ -39,3 +39,30 @@ export function workerLabel(id: string, url?: string): string {
     return id;
   }
 }
+
+/** ISO 8601 (UTC), or — for a missing time. */
+export function fmtIso(epochMs: number | null | undefined): string {
+  if (epochMs === null || epochMs === undefined || !Number.isFinite(epochMs)) return '—';
+  return new Date(epochMs).toISOString();
+}
+
+/** A duration as a tick label: +0, +250 ms, +1.5 s, +2 min. */
+export function fmtOffset(ms: number, sign = '+'): string {
+  const a = Math.abs(ms);
+  const s = ms < 0 ? '−' : sign;
+  if (a === 0) return `${sign === '+' ? '+' : ''}0`;
+  if (a < 1000) return `${s}${Math.round(a)} ms`;
+  if (a < 60_000) return `${s}${Number((a / 1000).toFixed(a % 1000 === 0 ? 0 : 1))} s`;
+  return `${s}${Number((a / 60_000).toFixed(a % 60_000 === 0 ? 0 : 1))} min`;
+}
+
+/** Tick positions for [0, span] ms: round steps (1, 2, 5 × 10^k ms), about `count` of them. */
+export function niceTicks(span: number, count = 6): number[] {
+  if (!(span > 0)) return [0];
+  const raw = span / Math.max(1, count);
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
+  const out: number[] = [];
+  for (let t = 0; t <= span + 1e-9; t += step) out.push(t);
+  return out;
+}

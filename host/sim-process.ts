@@ -1,0 +1,114 @@
+// The simulated cluster in a process group of its own. Ctrl-C in a terminal signals the whole
+// foreground process group: simulated workers that were children of `baton serve` died at that
+// instant, before the router had stopped, and their broken streams became migrations and failures
+// in the traces. So the cluster runs in a detached helper (host/sim-process-child.ts) that a
+// terminal's Ctrl-C does not reach; the host stops the router first, then asks the helper to stop
+// the workers. The helper exits when its IPC channel closes, so a host that dies (even by
+// SIGKILL) still leaves no worker behind: the helper stops its cluster, whose workers exit with it.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ClusterOptions } from '../sim/cluster.ts';
+import type { SimClusterLike, SimFaultKind } from './sim-control.ts';
+
+const CHILD = fileURLToPath(new URL('./sim-process-child.ts', import.meta.url));
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const START_TIMEOUT_MS = 60_000;
+
+export interface SimWorkerMirror {
+  index: number;
+  url: string;
+  port: number;
+  pid: number;
+  alive: boolean;
+}
+
+/** Parent → helper. */
+export interface HelperCall {
+  id: number;
+  op: 'kill' | 'restart' | 'fault' | 'stop';
+  args: unknown[];
+}
+
+/** Helper → parent. */
+export type HelperMessage =
+  | { type: 'ready'; workers: SimWorkerMirror[] }
+  | { type: 'failed'; message: string }
+  | { type: 'workers'; workers: SimWorkerMirror[] }
+  | { type: 'reply'; id: number; ok: boolean; message?: string };
+
+export async function startDetachedCluster(opts: ClusterOptions): Promise<SimClusterLike> {
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(opts)], {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    // Under Electron, process.execPath is Electron itself: run it as plain Node.
+    env: { ...process.env, ...(process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}) },
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let workers: SimWorkerMirror[] = [];
+  const listeners = new Set<() => void>();
+  const pending = new Map<number, { resolve(): void; reject(err: Error): void }>();
+  let nextId = 1;
+
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the simulated cluster did not start within ${START_TIMEOUT_MS} ms`));
+    }, START_TIMEOUT_MS);
+    child.on('message', (m: HelperMessage) => {
+      if (m.type === 'ready') {
+        clearTimeout(timer);
+        workers = m.workers;
+        resolve();
+      } else if (m.type === 'failed') {
+        clearTimeout(timer);
+        reject(new Error(m.message));
+      } else if (m.type === 'workers') {
+        workers = m.workers;
+        for (const l of listeners) l();
+      } else if (m.type === 'reply') {
+        const p = pending.get(m.id);
+        pending.delete(m.id);
+        if (m.ok) p?.resolve();
+        else p?.reject(new Error(m.message ?? 'simulated cluster: failed'));
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      for (const p of pending.values()) p.reject(new Error('the simulated cluster exited'));
+      pending.clear();
+      workers = workers.map((w) => ({ ...w, alive: false }));
+      reject(new Error(`the simulated cluster exited while starting (code ${code}, signal ${signal})`));
+    });
+  });
+
+  const call = (op: HelperCall['op'], ...args: unknown[]): Promise<void> => new Promise((resolve, reject) => {
+    if (!child.connected) return reject(new Error('the simulated cluster is not running'));
+    const id = nextId++;
+    pending.set(id, { resolve, reject });
+    child.send({ id, op, args } satisfies HelperCall);
+  });
+
+  let stopped: Promise<void> | null = null;
+  return {
+    workers: () => workers.map((w) => ({ ...w })),
+    kill: (i: number) => call('kill', i),
+    restart: (i: number) => call('restart', i),
+    fault: (i: number, f: { kind: SimFaultKind; afterTokens?: number; intervalMs?: number }) => call('fault', i, f),
+    onChange(listener: () => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          await call('stop').catch(() => undefined);
+          const forced = setTimeout(() => child.kill('SIGKILL'), 10_000);
+          await exited;
+          clearTimeout(forced);
+        }
+      })();
+      return stopped;
+    },
+  };
+}

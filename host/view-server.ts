@@ -1,0 +1,75 @@
+// `baton view FILE`: the dashboard over one trace file, with no router. A small loopback server
+// hands out the Vite build and the file itself (GET /api/file); the page, opened as
+// /?file=NAME, reads the rows and shows the same views as live, without the live-only controls.
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { basename } from 'node:path';
+import { securityHeaders, serveStatic } from './static.ts';
+
+export interface ViewServerOptions {
+  /** The trace file: JSON Lines or CSV as Baton exports them. */
+  file: string;
+  port?: number;
+  host?: string;
+  /** The Vite build (dist/renderer). */
+  staticRoot: string;
+}
+
+export interface ViewServer {
+  url: string;
+  /** The page for the file. */
+  pageUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startViewServer(opts: ViewServerOptions): Promise<ViewServer> {
+  const info = await stat(opts.file);
+  if (!info.isFile()) throw new Error(`${opts.file} is not a file`);
+  const name = basename(opts.file);
+  const type = /\.csv$/i.test(name) ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8';
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) {
+      res.writeHead(405, { allow: 'GET, HEAD', ...securityHeaders() });
+      return void res.end();
+    }
+    if (url.pathname === '/' && !url.searchParams.has('file')) {
+      res.writeHead(302, { location: `/?file=${encodeURIComponent(name)}`, ...securityHeaders() });
+      return void res.end();
+    }
+    if (url.pathname === '/api/file') {
+      res.writeHead(200, {
+        'content-type': type, 'content-length': String(info.size), 'cache-control': 'no-store', 'x-baton-file': encodeURIComponent(name), ...securityHeaders(),
+      });
+      if (head) return void res.end();
+      const stream = createReadStream(opts.file);
+      stream.on('error', () => res.destroy());
+      return void stream.pipe(res);
+    }
+    if (url.pathname === '/' || url.pathname === '/index.html') return void serveStatic(opts.staticRoot, '/index.html', res, head);
+    if (url.pathname.startsWith('/assets/')) return void serveStatic(opts.staticRoot, url.pathname, res, head);
+    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...securityHeaders() });
+    res.end('not found\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: opts.port ?? 0, host: opts.host ?? '127.0.0.1' }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = opts.host ?? '127.0.0.1';
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    url: base,
+    pageUrl: `${base}/?file=${encodeURIComponent(name)}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,94 @@
+// A trace file as the dashboard's host: the same views over rows read from a file (`baton view
+// FILE`, or a file dropped on the page), with no router behind them. Nothing is live: there are
+// no events after the snapshot, no actions, no outputs; exports write the file's rows again.
+import type { TraceRow } from '../../../router/trace/row.ts';
+import type { ExportFilter, ExportFormat, ExportResult, Snapshot } from '../../../host/contract.ts';
+import type { FileInfo } from '../store/store.ts';
+import { parseTraceFile, renderTraceFile } from '../store/trace-file.ts';
+import { idMatches } from '../store/filters.ts';
+import { download } from './browser.ts';
+import type { DashboardHost, FeedHandlers } from './types.ts';
+
+const offline = () => Promise.reject(new Error('a trace file has no router: this action needs a live host'));
+
+export class TraceFileError extends Error {}
+
+/** Reads a file's text into a host, or throws TraceFileError saying why nothing could be read. */
+export function fileHost(name: string, text: string): FileHost {
+  const parsed = parseTraceFile(name, text);
+  if (parsed.rows.length === 0) {
+    throw new TraceFileError(`${name}: no trace rows${parsed.firstError ? ` (${parsed.firstError})` : ''}`);
+  }
+  let from = Infinity;
+  let to = -Infinity;
+  for (const r of parsed.rows) {
+    if (r.started_at < from) from = r.started_at;
+    if (r.ended_at > to) to = r.ended_at;
+  }
+  return new FileHost({ name, rows: parsed.rows.length, skipped: parsed.skipped, from, to }, parsed.rows);
+}
+
+export function matchesExport(row: TraceRow, f: ExportFilter): boolean {
+  if (f.kind && row.kind !== f.kind) return false;
+  if (f.request && row.request_id !== f.request) return false;
+  if (f.requestPrefix && !idMatches(row.request_id, f.requestPrefix)) return false;
+  if (f.outcome && row.outcome !== f.outcome) return false;
+  if (f.worker && (row.kind !== 'attempt' || row.worker !== f.worker)) return false;
+  if (f.since !== undefined && row.ended_at < f.since) return false;
+  if (f.until !== undefined && row.ended_at > f.until) return false;
+  return true;
+}
+
+export class FileHost implements DashboardHost {
+  readonly kind = 'file' as const;
+  private readonly byRequest = new Map<string, TraceRow[]>();
+
+  constructor(readonly file: FileInfo, private readonly rows: TraceRow[]) {
+    for (const r of rows) {
+      let mine = this.byRequest.get(r.request_id);
+      if (!mine) this.byRequest.set(r.request_id, (mine = []));
+      mine.push(r);
+    }
+  }
+
+  snapshot(): Snapshot {
+    return { routerUrl: '', t: this.file.to, workers: [], rows: this.rows, inflight: [], sim: null, traffic: null, router: null, faults: [] };
+  }
+
+  connect(handlers: FeedHandlers): () => void {
+    handlers.onSnapshot(this.snapshot());
+    return () => {};
+  }
+
+  retry(): void {}
+  live = async () => null;
+  traceRows = async (id: string) => this.byRequest.get(id) ?? [];
+  requestBody = async () => null;
+  requestOutput = async () => null;
+  uiConfig = async () => null;
+  simWorkers = async () => null;
+  simAction = offline;
+  addWorker = offline;
+  removeWorker = offline;
+  drainWorker = offline;
+  traffic = async () => null;
+  setTraffic = offline;
+
+  async exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {
+    const text = renderTraceFile(this.rows.filter((r) => matchesExport(r, filter)), format);
+    const bytes = new TextEncoder().encode(text);
+    onProgress(bytes.byteLength);
+    return download([bytes], format, bytes.byteLength);
+  }
+}
+
+/** `baton view` serves the file at /api/file; the page is opened as /?file=NAME. */
+export function fileFromLocation(w: Window = window): string | null {
+  return new URLSearchParams(w.location.search).get('file');
+}
+
+export async function fetchFileHost(name: string): Promise<FileHost> {
+  const res = await fetch('/api/file');
+  if (!res.ok) throw new TraceFileError(`could not load ${name}: ${res.status} ${res.statusText}`);
+  return fileHost(name, await res.text());
+}
