@@ -139,6 +139,9 @@ export async function run(argv: string[]): Promise<void> {
   });
   const control = controlPort === null ? null : await startControlServer(cluster, controlPort);
   if (control) console.log(`control API on ${control.url}`);
+  // At full speed a 128-token answer is over in milliseconds: nothing can be killed mid-stream by
+  // hand. Stderr, so that scripts reading the worker lines on stdout are unaffected.
+  if (options.tokenIntervalMs === 0) console.error('hint: tokens stream as fast as possible; to kill a worker mid-stream by hand, pace them, e.g. --token-interval-ms 20');
 
   // Stay up while workers are dead too (they can be restarted); only a signal ends the manager.
   const keepAlive = setInterval(() => {}, 1 << 30);

@@ -45,6 +45,8 @@ describe('baton sim', () => {
     const sim = await startSim(['--workers', '2', '--port', '0']);
     expect(sim.workers).toHaveLength(2);
     expect(sim.output().split('\n').filter((l) => l.includes('listening on http://127.0.0.1:'))).toHaveLength(2);
+    // At the default pace (as fast as possible) it says how to make streams watchable.
+    await eventually(() => (sim.output().includes('hint: ') && sim.output().includes('--token-interval-ms') ? true : undefined), 10_000, 'the pace hint');
     const s = await openSse(`${sim.workers[0]!.url}/generate`, { input_ids: [1, 2, 3], stream: true, sampling_params: { max_new_tokens: 8 } });
     expect((await s.ended).sawDone).toBe(true);
     expect(s.frames.at(-1)!.data).toBe('[DONE]');
@@ -64,6 +66,7 @@ describe('baton sim', () => {
     const sim = await startSim(['--workers', '1', '--port', '0', '--token-interval-ms', '10']);
     const s = await openSse(`${sim.workers[0]!.url}/generate`, { input_ids: [1, 2, 3], stream: true, sampling_params: { max_new_tokens: 20_000, ignore_eos: true } });
     await s.waitFrames(3);
+    expect(sim.output()).not.toContain('hint: ');
     process.kill(sim.workers[0]!.pid, 'SIGKILL');
     expect((await s.ended).sawDone).toBe(false);
     await eventually(() => (sim.output().includes('exited (SIGKILL)') ? true : undefined), 20_000, 'the exit report');
