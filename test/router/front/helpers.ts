@@ -84,7 +84,7 @@ export async function recordingProxy(upstream: string): Promise<{ url: string; c
         res.writeHead(up.statusCode, headers);
         for await (const c of up.body) res.write(c);
         res.end();
-      }, () => res.destroy());
+      }).catch(() => res.destroy()); // the upstream refused, or the client left mid-body (the abort above)
     });
   });
   server.keepAliveTimeout = 60_000;
