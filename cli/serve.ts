@@ -16,6 +16,8 @@ const HELP = `usage: baton serve [options]
   --migration-limit N    migrations per request (default 3; 0 = off)
   --policy NAME          routing policy (default least_inflight)
   --token-interval-ms T  simulated workers' time between tokens (default 20)
+  --sim-format F         the simulated workers' wire format: sglang (default), vllm, or mixed
+                         (half each, with traffic in both formats)
 
 Open the printed dashboard URL in a browser. Ctrl-C stops the router, the traffic and the
 simulated workers.`;
@@ -31,6 +33,7 @@ const OPTIONS = {
   'migration-limit': { type: 'string' },
   policy: { type: 'string' },
   'token-interval-ms': { type: 'string' },
+  'sim-format': { type: 'string' },
 } as const;
 
 export async function run(argv: string[]): Promise<void> {
@@ -40,6 +43,9 @@ export async function run(argv: string[]): Promise<void> {
     return;
   }
   if (v.traffic && v['no-traffic']) throw new UsageError('--traffic and --no-traffic contradict each other');
+  const simFormatFlag = v['sim-format'];
+  if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed') throw new UsageError(`--sim-format must be sglang, vllm or mixed, got '${simFormatFlag}'`);
+  const simFormat: 'sglang' | 'vllm' | 'mixed' | undefined = simFormatFlag;
   const opts = {
     ...(v.port !== undefined ? { port: intFlag('port', v.port, 0) } : {}),
     ...(v.host !== undefined ? { host: v.host } : {}),
@@ -49,6 +55,7 @@ export async function run(argv: string[]): Promise<void> {
     ...(v['migration-limit'] !== undefined ? { migrationLimit: intFlag('migration-limit', v['migration-limit'], 3) } : {}),
     ...(v.policy !== undefined ? { policy: v.policy } : {}),
     ...(v['token-interval-ms'] !== undefined ? { simTokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20) } : {}),
+    ...(simFormat !== undefined ? { simFormat } : {}),
   };
   const { sim, traffic } = resolveAppOptions(opts);
   try {

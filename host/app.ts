@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EventListener, RouterHandle } from '../router/api.ts';
 import type { RouterConfig as FullRouterConfig } from '../router/config.ts';
-import type { ClusterOptions } from '../sim/cluster.ts';
+import type { HostClusterOptions, SimFormatChoice } from './sim-process.ts';
 import { createActions } from './actions.ts';
 import { FaultLog } from './fault-log.ts';
 import type { HostActions, TrafficSettings } from './contract.ts';
@@ -17,7 +17,7 @@ export const DEFAULT_SIM_WORKERS = 3;
 export const RENDERER_DIST = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/renderer');
 
 export type RouterConfig = Partial<FullRouterConfig>;
-export type ClusterConfig = ClusterOptions;
+export type ClusterConfig = HostClusterOptions;
 
 export interface AppDeps {
   startRouter(config: RouterConfig): Promise<RouterHandle> | RouterHandle;
@@ -39,6 +39,8 @@ export interface AppOptions {
   policy?: string;
   /** Milliseconds between simulated tokens: slow enough that a kill lands mid-stream. */
   simTokenIntervalMs?: number;
+  /** The simulated workers' wire format: SGLang (default), vLLM, or half each. */
+  simFormat?: SimFormatChoice;
   /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
   staticRoot?: string | null;
   deps?: Partial<AppDeps>;
@@ -80,7 +82,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
   try {
     let cluster: SimClusterLike | null = null;
     if (sim > 0) {
-      cluster = await deps.startCluster({ workers: sim, port: 0, tokenIntervalMs: opts.simTokenIntervalMs ?? 20 });
+      cluster = await deps.startCluster({ workers: sim, port: 0, tokenIntervalMs: opts.simTokenIntervalMs ?? 20, ...(opts.simFormat && opts.simFormat !== 'sglang' ? { format: opts.simFormat } : {}) });
       const started = cluster;
       cleanups.push(() => started.stop());
     }
@@ -107,7 +109,9 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
 
     let generator: TrafficGenerator | null = null;
     if (traffic) {
-      generator = new TrafficGenerator({ url: router.url, settings: opts.trafficSettings ?? {} });
+      // Traffic in each format the simulated workers speak (a mixed cluster gets both).
+      const formats = opts.simFormat === 'mixed' ? (['sglang', 'vllm'] as const) : opts.simFormat === 'vllm' ? (['vllm'] as const) : (['sglang'] as const);
+      generator = new TrafficGenerator({ url: router.url, settings: opts.trafficSettings ?? {}, formats: [...formats] });
       const started = generator;
       cleanups.push(() => started.stop());
     }

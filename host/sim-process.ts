@@ -15,6 +15,12 @@ const CHILD = fileURLToPath(new URL('./sim-process-child.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const START_TIMEOUT_MS = 60_000;
 
+/** The simulated workers' wire format: one for all, or half SGLang and half vLLM. */
+export type SimFormatChoice = 'sglang' | 'vllm' | 'mixed';
+
+/** A simulated cluster's settings as the host asks for them (sim/cluster.ts's, and 'mixed'). */
+export type HostClusterOptions = Omit<ClusterOptions, 'format'> & { format?: SimFormatChoice };
+
 export interface SimWorkerMirror {
   index: number;
   url: string;
@@ -37,7 +43,7 @@ export type HelperMessage =
   | { type: 'workers'; workers: SimWorkerMirror[] }
   | { type: 'reply'; id: number; ok: boolean; message?: string };
 
-export async function startDetachedCluster(opts: ClusterOptions): Promise<SimClusterLike> {
+export async function startDetachedCluster(opts: HostClusterOptions): Promise<SimClusterLike> {
   const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(opts)], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],

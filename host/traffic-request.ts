@@ -18,6 +18,21 @@ function uniformInt(random: () => number, min: number, max: number): number {
   return min + Math.floor(random() * (max - min + 1));
 }
 
+/**
+ * The same request in vLLM's token-in/token-out shape (POST /inference/v1/generate): vLLM's
+ * names for the budget, the minimum and the seed; everything else is shared.
+ */
+export function toVllm(body: GeneratedRequest['body']): { token_ids: number[]; sampling_params: Record<string, number | boolean>; stream: boolean } {
+  const sp: Record<string, number | boolean> = {};
+  for (const [k, v] of Object.entries(body.sampling_params)) {
+    if (k === 'max_new_tokens') sp.max_tokens = v;
+    else if (k === 'min_new_tokens') sp.min_tokens = v;
+    else if (k === 'sampling_seed') sp.seed = v;
+    else sp[k] = v;
+  }
+  return { token_ids: body.input_ids, sampling_params: sp, stream: body.stream };
+}
+
 export function generateRequest(settings: TrafficSettings, random: () => number): GeneratedRequest {
   const promptLength = uniformInt(random, settings.promptMin, settings.promptMax);
   const input_ids = Array.from({ length: promptLength }, () => uniformInt(random, 1, VOCAB - 1));

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { TrafficSettings, TrafficStatus } from './contract.ts';
 import { DEFAULT_TRAFFIC, mergeTraffic } from './traffic-settings.ts';
-import { generateRequest } from './traffic-request.ts';
+import { generateRequest, toVllm } from './traffic-request.ts';
 
 export interface TrafficOptions {
   /** The router's base URL (http://host:port). */
@@ -14,11 +14,15 @@ export interface TrafficOptions {
   tickMs?: number;
   /** How many recent request bodies to keep for "copy as curl" (default 5000). */
   keepBodies?: number;
+  /** The wire formats to send, chosen per request (default SGLang only). */
+  formats?: ('sglang' | 'vllm')[];
 }
 
 export class TrafficGenerator {
   private settings: TrafficSettings;
   private readonly target: string;
+  private readonly vllmTarget: string;
+  private readonly formats: ('sglang' | 'vllm')[];
   private readonly random: () => number;
   private readonly agent = new Agent({ keepAliveTimeout: 10_000, bodyTimeout: 120_000, headersTimeout: 60_000 });
   private readonly inFlight = new Map<AbortController, Promise<void>>();
@@ -33,6 +37,8 @@ export class TrafficGenerator {
 
   constructor(opts: TrafficOptions) {
     this.target = new URL('/generate', opts.url).toString();
+    this.vllmTarget = new URL('/inference/v1/generate', opts.url).toString();
+    this.formats = opts.formats && opts.formats.length > 0 ? opts.formats : ['sglang'];
     this.settings = mergeTraffic(DEFAULT_TRAFFIC, opts.settings ?? {});
     this.random = opts.random ?? Math.random;
     this.keepBodies = opts.keepBodies ?? 5000;
@@ -82,7 +88,9 @@ export class TrafficGenerator {
   }
 
   private launch(): void {
-    const { body } = generateRequest(this.settings, this.random);
+    const generated = generateRequest(this.settings, this.random).body;
+    const vllm = this.formats[Math.floor(this.random() * this.formats.length)] === 'vllm';
+    const body = vllm ? toVllm(generated) : generated;
     const controller = new AbortController();
     this.counters.sent += 1;
     // The id travels as x-request-id (the router takes it when the body has no rid), so the body
@@ -90,15 +98,15 @@ export class TrafficGenerator {
     const id = randomUUID().replace(/-/g, '');
     this.bodies.set(id, body);
     if (this.bodies.size > this.keepBodies) this.bodies.delete(this.bodies.keys().next().value!);
-    const done = this.send(JSON.stringify(body), id, controller.signal)
+    const done = this.send(vllm ? this.vllmTarget : this.target, JSON.stringify(body), id, controller.signal)
       .then((ok) => { this.counters[ok ? 'ok' : 'failed'] += 1; })
       .catch(() => { if (!this.stopped) this.counters.failed += 1; })
       .finally(() => { this.inFlight.delete(controller); });
     this.inFlight.set(controller, done);
   }
 
-  private async send(body: string, id: string, signal: AbortSignal): Promise<boolean> {
-    const res = await request(this.target, {
+  private async send(target: string, body: string, id: string, signal: AbortSignal): Promise<boolean> {
+    const res = await request(target, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': id },
       body,

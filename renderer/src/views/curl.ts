@@ -7,9 +7,13 @@ function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** POST {router}/generate with this body; -N streams the answer as it comes. */
+/**
+ * POST the body to the router's generate endpoint of its format (SGLang's /generate, or vLLM's
+ * /inference/v1/generate for a body with `token_ids`); -N streams the answer as it comes.
+ */
 export function curlGenerate(routerUrl: string | null, body: unknown): string {
   const base = (routerUrl || 'http://127.0.0.1:30080').replace(/\/$/, '');
-  const stream = typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true;
-  return `curl -s${stream ? 'N' : ''} ${base}/generate -H 'content-type: application/json' -d ${shellQuote(JSON.stringify(body))}`;
+  const b = typeof body === 'object' && body !== null ? (body as { stream?: unknown; token_ids?: unknown }) : {};
+  const path = Array.isArray(b.token_ids) ? '/inference/v1/generate' : '/generate';
+  return `curl -s${b.stream === true ? 'N' : ''} ${base}${path} -H 'content-type: application/json' -d ${shellQuote(JSON.stringify(body))}`;
 }
