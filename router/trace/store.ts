@@ -1,6 +1,10 @@
 // Trace rows: a bounded in-memory ring for the dashboard and export, and an optional JSON Lines
 // file appended row by row with a synchronous write, so that a router killed with SIGKILL loses
 // no row it had finished (a buffered stream would lose its buffer).
+//
+// The rows of a request that migrated or failed are also kept in a second ring of their own, so
+// an incident stays inspectable after ordinary traffic has pushed its rows out of the first: a
+// busy router cycles 10 000 rows in minutes, and the incident is what an on-call engineer opens.
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import type { TraceFilter } from '../api.ts';
 import { ConfigError } from '../config.ts';
@@ -9,8 +13,14 @@ import type { TraceRow } from './row.ts';
 /** A bad --trace-file is a configuration mistake: `baton router` prints it as one line. */
 export class TraceFileError extends ConfigError {}
 
+/** How far back a notable request's attempt rows are looked for when its request row comes. */
+const NOTABLE_LOOKBACK = 4096;
+
 export class TraceStore {
   private readonly ring: (TraceRow | undefined)[];
+  /** Rows of requests that migrated or failed, with their sequence numbers (oldest first). */
+  private readonly notable: { seq: number; row: TraceRow }[] = [];
+  private readonly notableCapacity: number;
   private fd: number | null = null;
   /** Rows added since start; row number `seq` sits at ring[seq % capacity] while it is kept. */
   written = 0;
@@ -19,6 +29,7 @@ export class TraceStore {
 
   constructor(capacity: number, private readonly file: string | null) {
     this.ring = new Array(Math.max(1, capacity));
+    this.notableCapacity = Math.max(1, capacity);
     if (file) this.fd = openTraceFile(file);
   }
 
@@ -34,6 +45,24 @@ export class TraceStore {
     this.ring[this.written % this.ring.length] = row;
     this.written++;
     if (this.fd !== null) this.append(row);
+    if (row.kind === 'request' && (row.migrations > 0 || row.outcome === 'failed')) this.keepNotable(row);
+  }
+
+  /** Copy a notable request's rows (its attempt rows were written just before it) to the second ring. */
+  private keepNotable(row: TraceRow): void {
+    const n = this.ring.length;
+    const end = this.written - 1;
+    const picked: { seq: number; row: TraceRow }[] = [{ seq: end, row }];
+    const want = row.kind === 'request' ? row.attempts : 0;
+    for (let seq = end - 1, found = 0; seq >= Math.max(0, end - n + 1, end - NOTABLE_LOOKBACK) && found < want; seq--) {
+      const r = this.ring[seq % n]!;
+      if (r.kind === 'attempt' && r.request_id === row.request_id) {
+        picked.push({ seq, row: r });
+        found++;
+      }
+    }
+    for (const p of picked.reverse()) this.notable.push(p);
+    if (this.notable.length > this.notableCapacity) this.notable.splice(0, this.notable.length - this.notableCapacity);
   }
 
   /**
@@ -49,7 +78,11 @@ export class TraceStore {
 
   private *iterate(end: number, filter: TraceFilter): Generator<TraceRow> {
     const n = this.ring.length;
-    for (let seq = Math.max(0, end - n); seq < end; seq++) {
+    // First the notable rows that the ring no longer holds, by their order of writing.
+    const kept = Math.max(0, end - n);
+    const older = this.notable.filter((e) => e.seq < kept).sort((a, b) => a.seq - b.seq);
+    for (const e of older) if (matches(e.row, filter)) yield e.row;
+    for (let seq = kept; seq < end; seq++) {
       if (seq < this.written - n) {
         seq = this.written - n - 1; // overwritten while we were paused: skip to the oldest kept
         continue;

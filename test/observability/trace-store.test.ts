@@ -16,7 +16,36 @@ const row = (seq: number): RequestRow => ({
   stream: false, max_new_tokens: 1, error: null, trace_id: null,
 });
 
+const attemptOf = (id: string, attempt: number, seq: number): AttemptRow => ({
+  kind: 'attempt', format: 'sglang', request_id: id, attempt, rid: `${id}~m${attempt}~0000000000000000`, worker: 'w', started_at: seq, ended_at: seq, ttft_ms: null,
+  prompt_tokens_sent: 1, replayed_tokens: 0, tokens: 1, budget_before: null, budget_after: null, cached_tokens: null, outcome: attempt === 0 ? 'failed' : 'finished',
+  error_kind: attempt === 0 ? 'stream_broken' : null, error: null, error_evidence: null, finish_reason: null, trace_id: null,
+});
+
 describe('TraceStore ring', () => {
+  it('keeps the rows of requests that migrated or failed after ordinary traffic pushed them out, in order', () => {
+    fc.assert(
+      // A ring that holds at least the incident's own four rows when its request row comes.
+      fc.property(fc.integer({ min: 4, max: 20 }), fc.integer({ min: 0, max: 80 }), fc.integer({ min: 0, max: 5 }), (capacity, after, before) => {
+        const store = new TraceStore(capacity, null);
+        for (let i = 0; i < before; i++) store.add(row(1000 + i));
+        // A migrated request: two attempt rows interleaved with another request's row, then its own.
+        store.add(attemptOf('mig', 0, 1));
+        store.add(row(2000));
+        store.add(attemptOf('mig', 1, 2));
+        store.add({ ...row(3), request_id: 'mig', attempts: 2, migrations: 1 });
+        store.add({ ...row(4), request_id: 'bad', outcome: 'failed', attempts: 0 });
+        for (let i = 0; i < after; i++) store.add(row(i));
+        const ids = [...store.rows()].map((r) => `${r.kind}:${r.request_id}`);
+        // The incident's rows survive, oldest first, each once.
+        expect(ids.filter((x) => x.endsWith(':mig') || x.endsWith(':bad'))).toEqual(['attempt:mig', 'attempt:mig', 'request:mig', 'request:bad']);
+        // Ordinary rows: only the last `capacity` written.
+        expect(ids.filter((x) => x === 'request:2000').length).toBe(after + 4 <= capacity ? 1 : 0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('keeps the last `capacity` rows, oldest first', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 0, max: 100 }), (capacity, n) => {
