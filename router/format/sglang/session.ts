@@ -155,7 +155,10 @@ export class SglangAttempt implements FormatAttempt {
       return;
     }
     if (kind === FrameKind.Running && this.lazy) {
-      if (this.frames === 0 && !this.host.accept(null)) return;
+      if (this.frames === 0 && !this.host.accept(null)) {
+        this.ended = true;
+        return;
+      }
       if (this.frames++ === 0) this.host.firstFrame();
       // One view of the frame serves both: kept as the last raw frame and forwarded.
       const raw = frameBytes(buf, start, end);
