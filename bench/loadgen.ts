@@ -6,7 +6,7 @@
 // it was not the bottleneck.
 import { Pool, type Dispatcher } from 'undici';
 import { Histogram, type HistogramData } from './histogram.ts';
-import { requestBody, type Workload } from './workloads.ts';
+import { generatePath, requestBody, type Workload } from './workloads.ts';
 
 export interface RunCommand {
   type: 'run';
@@ -40,7 +40,7 @@ export interface RunResult {
   errors: number;
   /** A few error messages, to say what went wrong. */
   errorSamples: string[];
-  /** Sum of meta_info.completion_tokens of the final chunks of successful requests. */
+  /** Sum of the completion_tokens of the final chunks of successful requests (SGLang's meta_info, vLLM's usage). */
   tokens: number;
   bytes: number;
   chunks: number;
@@ -50,6 +50,15 @@ export interface RunResult {
   gap: HistogramData;
   /** This process's CPU during the run, µs. */
   cpuUs: number;
+  /** The counts per URL of `urls` (requests go to them in turn): the paired runs of issue 14. */
+  byUrl?: UrlCounts[];
+}
+
+export interface UrlCounts {
+  requests: number;
+  ok: number;
+  tokens: number;
+  bytes: number;
 }
 
 /** One request's view from the client (W4). Times are µs on this process's clock. */
@@ -73,7 +82,7 @@ const COMPLETION_KEY = Buffer.from('"completion_tokens":');
 const TAIL_BYTES = 1024;
 const MAX_ERROR_SAMPLES = 5;
 
-/** meta_info.completion_tokens of the last chunk in `buf`, or -1. */
+/** completion_tokens of the last chunk in `buf` (SGLang's meta_info, vLLM's usage frame), or -1. */
 export function lastCompletionTokens(buf: Buffer): number {
   const k = buf.lastIndexOf(COMPLETION_KEY);
   if (k < 0) return -1;
@@ -123,6 +132,8 @@ class Call implements Dispatcher.DispatchHandler {
     private readonly run: Run,
     private readonly rid: string,
     private readonly done: () => void,
+    /** Where this call's own counts go (per URL). */
+    private readonly counts: UrlCounts | null = null,
   ) {}
 
   onRequestStart(): void {}
@@ -147,6 +158,7 @@ class Call implements Dispatcher.DispatchHandler {
     this.last = now;
     r.bytes += chunk.length;
     r.chunks++;
+    if (this.counts) this.counts.bytes += chunk.length;
     // A view when the chunk alone is long enough; a small copy otherwise.
     if (chunk.length >= TAIL_BYTES || this.tail === null) this.tail = chunk.length > TAIL_BYTES ? chunk.subarray(chunk.length - TAIL_BYTES) : chunk;
     else {
@@ -165,6 +177,10 @@ class Call implements Dispatcher.DispatchHandler {
     if (ok) {
       r.ok++;
       r.tokens += tokens;
+      if (this.counts) {
+        this.counts.ok++;
+        this.counts.tokens += tokens;
+      }
     } else if (this.status !== 200) {
       r.error(`status ${this.status}: ${this.tail?.toString('utf8', 0, 200) ?? ''}`);
     } else {
@@ -213,6 +229,8 @@ export async function execute(cmd: RunCommand): Promise<{ result: RunResult; rec
   const w = cmd.workload;
   const perUrl = Math.ceil(w.concurrency / cmd.urls.length);
   const targets = cmd.urls.map((u) => poolFor(u, perUrl));
+  const path = generatePath(w);
+  const byUrl: UrlCounts[] = cmd.urls.map(() => ({ requests: 0, ok: 0, tokens: 0, bytes: 0 }));
   const prefix = `${cmd.ridPrefix}-${++runCounter}`;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -229,15 +247,17 @@ export async function execute(cmd: RunCommand): Promise<{ result: RunResult; rec
       }
       const seq = run.seq++;
       const rid = `${prefix}-${seq}`;
-      const pool = targets[next++ % targets.length]!;
+      const k = next++ % targets.length;
+      const pool = targets[k]!;
       open++;
       run.requests++;
+      byUrl[k]!.requests++;
       const call = new Call(run, rid, () => {
         open--;
         start();
-      });
+      }, byUrl[k]!);
       pool.dispatch(
-        { path: '/generate', method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody(w, seq, rid) },
+        { path, method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody(w, seq, rid) },
         call,
       );
     };
@@ -267,6 +287,7 @@ export async function execute(cmd: RunCommand): Promise<{ result: RunResult; rec
       ttft: run.ttft.toJSON(),
       gap: run.gap.toJSON(),
       cpuUs: cpu.user + cpu.system,
+      byUrl,
     },
   };
 }

@@ -14,7 +14,7 @@ import { parseUpstreamRid } from '../router/migration/rid.ts';
 
 /** One continuation, on the router's clock (µs). */
 export interface GapRecord {
-  /** The continuation's rid (`<request id>~m<n>~<nonce>`, see router/migration/rid.ts). */
+  /** The continuation's upstream rid (`<request id>~m<n>~<nonce>`, see router/migration/rid.ts; vLLM's request_id has the same shape). */
   rid: string;
   /** The failed attempt's request ended with an error (its connection closed). */
   failedUs: number | null;
@@ -49,15 +49,23 @@ interface UndiciRequest {
   body?: unknown;
 }
 
-const RID = Buffer.from('"rid":"');
+/** Where an upstream body names its attempt: SGLang's `rid`, vLLM's `request_id`. */
+const RID_KEYS = [Buffer.from('"rid":"'), Buffer.from('"request_id":"')];
 
-/** The rid in an upstream request body, or null. */
+/**
+ * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton's
+ * bodies are compact JSON and its rids plain ASCII (router/migration/rid.ts), so the key and its
+ * value appear exactly as written here; a vLLM abort's `request_ids` list does not match.
+ */
 export function ridOf(body: unknown): string | null {
   if (!Buffer.isBuffer(body)) return typeof body === 'string' ? ridOf(Buffer.from(body)) : null;
-  const k = body.indexOf(RID);
-  if (k < 0) return null;
-  const end = body.indexOf(0x22, k + RID.length);
-  return end < 0 ? null : body.toString('utf8', k + RID.length, end);
+  for (const key of RID_KEYS) {
+    const k = body.indexOf(key);
+    if (k < 0) continue;
+    const end = body.indexOf(0x22, k + key.length);
+    return end < 0 ? null : body.toString('utf8', k + key.length, end);
+  }
+  return null;
 }
 
 /** The attempt an upstream rid belongs to, as a key: `<request id> <attempt>`; null for other rids. */

@@ -3,8 +3,8 @@
 // data, so the maths is testable without starting a process.
 import { Histogram, percentileOf, type HistogramData } from './histogram.ts';
 import type { Machine } from './proc.ts';
-import { TARGET_LABELS, type TargetName } from './targets.ts';
-import type { WorkloadName } from './workloads.ts';
+import { isBatonRef, targetLabel, type BatonRefName, type TargetName } from './targets.ts';
+import type { WireFormat, WorkloadName } from './workloads.ts';
 import { parseUpstreamRid } from '../router/migration/rid.ts';
 
 /** The logical request id of an upstream rid (the rid itself when it is not one of Baton's). */
@@ -37,6 +37,8 @@ export interface Sample {
   tokenIntervalMs: number;
   workersCpuUs: number;
   loadgenCpuUs: number;
+  /** `baton_otel` only: spans its receiver got during the run (the batch processor lags by up to one batch). */
+  otlpSpans?: number | null;
 }
 
 export interface Figures {
@@ -122,7 +124,9 @@ export function figuresOf(samples: Sample[], directFigures: Figures | null): Fig
 export function summarize(samples: Sample[]): Figures[] {
   const out: Figures[] = [];
   const workloadsRun = [...new Set(samples.map((s) => s.workload))];
-  const order: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
+  // Other Baton builds (`--compare-ref`) right after this checkout's.
+  const refs = [...new Set(samples.map((s) => s.target).filter(isBatonRef))];
+  const order: TargetName[] = ['direct', 'bare', 'nginx', 'baton', ...refs, 'baton_otel_off', 'baton_otel'];
   for (const w of workloadsRun) {
     let directFigures: Figures | null = null;
     for (const t of order) {
@@ -148,6 +152,8 @@ export interface MemoryRun {
 
 /** W4: what a migration costs in time, from Baton's side and from the client's. */
 export interface MigrationGap {
+  /** The wire format of the workers and requests (absent in results from before vLLM: SGLang). */
+  format?: WireFormat;
   /** The workers' token interval while this part ran: 0 is W1's pace (the box saturated). */
   tokenIntervalMs: number;
   /** The router ran on a CPU of its own (every other process of the run pinned to the others). */
@@ -177,6 +183,7 @@ export interface MigrationGap {
 }
 
 export interface GapInput {
+  format?: WireFormat;
   tokenIntervalMs: number;
   kills: number;
   records: { rid: string; failedUs: number | null; createdUs: number | null; sentUs: number; firstChunkUs: number | null }[];
@@ -216,6 +223,7 @@ export function migrationGap(input: GapInput): MigrationGap {
   const p = (xs: number[], q: number) => percentileOf(xs, q);
   const t = input.traceGapsMs;
   return {
+    format: input.format ?? 'sglang',
     tokenIntervalMs: input.tokenIntervalMs,
     ownCpu: input.ownCpu ?? false,
     kills: input.kills,
@@ -283,6 +291,8 @@ export function ratio(a: number | null | undefined, b: number | null | undefined
 
 export interface Ratios {
   workload: WorkloadName;
+  /** Which Baton: this checkout's (`baton`), or another build (`baton@<sha>`, `--compare-ref`). */
+  target: TargetName;
   versus: 'nginx' | 'bare';
   cpuPerRequest: number | null;
   /**
@@ -309,30 +319,115 @@ export function median(xs: number[]): number | null {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** Every Baton build's ratios to nginx and to the bare proxy: this checkout's first, then the others (`--compare-ref`). */
 export function ratios(fs: Figures[], samples: Sample[] = []): Ratios[] {
   const out: Ratios[] = [];
+  const builds: TargetName[] = ['baton', ...new Set(fs.map((f) => f.target).filter(isBatonRef))];
   for (const w of [...new Set(fs.map((f) => f.workload))]) {
-    const b = find(fs, w, 'baton');
-    if (!b) continue;
-    for (const versus of ['nginx', 'bare'] as const) {
-      const o = find(fs, w, versus);
-      const rounds = [...new Set(samples.filter((s) => s.workload === w).map((s) => s.round))].sort((x, y) => x - y);
-      const byRound = rounds
-        .map((r) => {
-          const at = (t: TargetName) => cpuPerRequest(samples.find((s) => s.workload === w && s.round === r && s.target === t));
-          return ratio(at('baton'), at(versus));
-        })
+    for (const target of builds) {
+      const b = find(fs, w, target);
+      if (!b) continue;
+      for (const versus of ['nginx', 'bare'] as const) {
+        const o = find(fs, w, versus);
+        const rounds = [...new Set(samples.filter((s) => s.workload === w).map((s) => s.round))].sort((x, y) => x - y);
+        const byRound = rounds
+          .map((r) => {
+            const at = (t: TargetName) => cpuPerRequest(samples.find((s) => s.workload === w && s.round === r && s.target === t));
+            return ratio(at(target), at(versus));
+          })
+          .filter((v): v is number => v !== null);
+        out.push({
+          workload: w,
+          target,
+          versus,
+          cpuPerRequest: ratio(b.cpuUsPerRequest, o?.cpuUsPerRequest),
+          cpuPerRequestByRound: byRound,
+          cpuPerRequestMedian: median(byRound),
+          cpuPerToken: ratio(b.cpuUsPerToken, o?.cpuUsPerToken),
+          rps: ratio(b.rps, o?.rps),
+          tokensPerS: ratio(b.tokensPerS, o?.tokensPerS),
+          memPerStream: ratio(b.memKiBPerStream, o?.memKiBPerStream),
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** `--compare-ref`: one run shared by this checkout's Baton and another build, request by request. */
+export interface BuildPair {
+  workload: WorkloadName;
+  round: number;
+  ref: BatonRefName;
+  baton: { cpuUs: number; ok: number; errors: number };
+  other: { cpuUs: number; ok: number; errors: number };
+}
+
+/**
+ * Two Baton builds in the same run (`--compare-ref`): this checkout's against another commit's,
+ * per workload both ran. The acceptance of issue 12 ("the SGLang ratios do not regress by more
+ * than 5 %") compares each build's ratio to the same bare proxy; within one round that is the
+ * two builds' CPU per request divided, so `byRound` is Baton / Baton@ref round by round.
+ */
+export interface BuildComparison {
+  workload: WorkloadName;
+  ref: BatonRefName;
+  /** This checkout's Baton, then the other build. */
+  builds: { target: TargetName; cpuUsPerRequest: number | null; vsBareByRound: number[]; vsBareMedian: number | null; vsNginxMedian: number | null }[];
+  /** Baton / Baton@ref, CPU per request, round by round, and the median. */
+  byRound: number[];
+  median: number | null;
+  /** Pooled over the rounds. */
+  pooled: number | null;
+  /** median(Baton / bare) ÷ median(Baton@ref / bare). */
+  ratioChange: number | null;
+  /** From the paired runs (one load shared request by request): Baton / Baton@ref per round, and the median. */
+  pairedByRound: number[];
+  pairedMedian: number | null;
+}
+
+export function buildComparisons(fs: Figures[], samples: Sample[], pairs: BuildPair[] = []): BuildComparison[] {
+  const out: BuildComparison[] = [];
+  const rs = ratios(fs, samples);
+  const refs = [...new Set(fs.map((f) => f.target).filter(isBatonRef))];
+  for (const w of [...new Set(fs.map((f) => f.workload))]) {
+    const mine = find(fs, w, 'baton');
+    if (!mine) continue;
+    for (const ref of refs) {
+      const theirs = find(fs, w, ref);
+      if (!theirs) continue;
+      const rounds = [...new Set(samples.filter((s) => s.workload === w).map((s) => s.round))].sort((a, b) => a - b);
+      const at = (r: number, t: TargetName) => cpuPerRequest(samples.find((s) => s.workload === w && s.round === r && s.target === t));
+      const byRound = rounds.map((r) => ratio(at(r, 'baton'), at(r, ref))).filter((v): v is number => v !== null);
+      const build = (t: TargetName) => {
+        const bare = rs.find((q) => q.workload === w && q.target === t && q.versus === 'bare');
+        const nginx = rs.find((q) => q.workload === w && q.target === t && q.versus === 'nginx');
+        const byR = bare?.cpuPerRequestByRound ?? [];
+        return {
+          target: t,
+          cpuUsPerRequest: find(fs, w, t)?.cpuUsPerRequest ?? null,
+          vsBareByRound: byR,
+          vsBareMedian: byR.length > 0 ? median(byR) : (bare?.cpuPerRequest ?? null),
+          vsNginxMedian: nginx && nginx.cpuPerRequestByRound.length > 0 ? median(nginx.cpuPerRequestByRound) : (nginx?.cpuPerRequest ?? null),
+        };
+      };
+      const builds = [build('baton'), build(ref)];
+      const perReq = (x: { cpuUs: number; ok: number }) => (x.ok > 0 ? x.cpuUs / x.ok : null);
+      const paired = pairs
+        .filter((p) => p.workload === w && p.ref === ref)
+        .sort((a, b) => a.round - b.round)
+        .map((p) => ratio(perReq(p.baton), perReq(p.other)))
         .filter((v): v is number => v !== null);
       out.push({
         workload: w,
-        versus,
-        cpuPerRequest: ratio(b.cpuUsPerRequest, o?.cpuUsPerRequest),
-        cpuPerRequestByRound: byRound,
-        cpuPerRequestMedian: median(byRound),
-        cpuPerToken: ratio(b.cpuUsPerToken, o?.cpuUsPerToken),
-        rps: ratio(b.rps, o?.rps),
-        tokensPerS: ratio(b.tokensPerS, o?.tokensPerS),
-        memPerStream: ratio(b.memKiBPerStream, o?.memKiBPerStream),
+        ref,
+        builds,
+        byRound,
+        median: median(byRound),
+        pooled: ratio(mine.cpuUsPerRequest, theirs.cpuUsPerRequest),
+        ratioChange: ratio(builds[0]!.vsBareMedian, builds[1]!.vsBareMedian),
+        pairedByRound: paired,
+        pairedMedian: median(paired),
       });
     }
   }
@@ -341,10 +436,60 @@ export function ratios(fs: Figures[], samples: Sample[] = []): Ratios[] {
 
 const x = (r: number | null) => (r === null ? 'n/a' : `${r.toFixed(2)}×`);
 
-export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolean, samples: Sample[] = [], memory: MemoryRun[] = []): Check[] {
+/** Fewer paired requests than this and the tracing ratio is shown, not judged. */
+const MIN_PAIRED_REQUESTS = 50;
+
+/**
+ * Issue 14: Baton's CPU per request with OTLP trace export on against off, per workload, from the
+ * paired runs (both processes under one load at once: `baton_otel_off`, `baton_otel`).
+ */
+export interface TracingCost {
+  workload: WorkloadName;
+  offUsPerRequest: number | null;
+  onUsPerRequest: number | null;
+  /** on / off, pooled over the rounds. */
+  ratio: number | null;
+  byRound: number[];
+  median: number | null;
+  /** Requests the process with export on served in the paired runs. */
+  requests: number;
+  /**
+   * Spans the receiver got per request served with export on, over every paired run of W1 and W2
+   * together (3 for a request that did not migrate; the batch processor holds spans for up to 5 s,
+   * so a run's spans may arrive during the next one).
+   */
+  spansPerRequest: number | null;
+}
+
+export function tracingCost(fs: Figures[], samples: Sample[]): TracingCost[] {
+  const out: TracingCost[] = [];
+  for (const w of [...new Set(fs.map((f) => f.workload))]) {
+    const off = find(fs, w, 'baton_otel_off');
+    const on = find(fs, w, 'baton_otel');
+    if (!off || !on) continue;
+    const rounds = [...new Set(samples.filter((s) => s.workload === w).map((s) => s.round))].sort((a, b) => a - b);
+    const at = (r: number, t: TargetName) => cpuPerRequest(samples.find((s) => s.workload === w && s.round === r && s.target === t));
+    const byRound = rounds.map((r) => ratio(at(r, 'baton_otel'), at(r, 'baton_otel_off'))).filter((v): v is number => v !== null);
+    const mine = samples.filter((s) => s.target === 'baton_otel' && s.otlpSpans != null);
+    const ok = mine.reduce((n, s) => n + s.ok, 0);
+    out.push({
+      workload: w,
+      requests: on.ok,
+      offUsPerRequest: off.cpuUsPerRequest,
+      onUsPerRequest: on.cpuUsPerRequest,
+      ratio: ratio(on.cpuUsPerRequest, off.cpuUsPerRequest),
+      byRound,
+      median: median(byRound),
+      spansPerRequest: ok > 0 ? mine.reduce((n, s) => n + (s.otlpSpans ?? 0), 0) / ok : null,
+    });
+  }
+  return out;
+}
+
+export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolean, samples: Sample[] = [], memory: MemoryRun[] = [], pairs: BuildPair[] = []): Check[] {
   const out: Check[] = [];
   const rs = ratios(fs, samples);
-  const r = (w: WorkloadName, v: 'nginx' | 'bare') => rs.find((q) => q.workload === w && q.versus === v);
+  const r = (w: WorkloadName, v: 'nginx' | 'bare') => rs.find((q) => q.workload === w && q.target === 'baton' && q.versus === v);
   const le = (v: number | null, lim: number) => (v === null ? null : v <= lim);
   const ge = (v: number | null, lim: number) => (v === null ? null : v >= lim);
   const absent = (v: number | null, needsNginx: boolean) => (v === null && needsNginx && !nginxPresent ? 'nginx absent' : x(v));
@@ -357,14 +502,20 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
     if (q.cpuPerRequestByRound.length >= 3) return { v: q.cpuPerRequestMedian, how: ` (median of ${q.cpuPerRequestByRound.length} rounds)` };
     return { v: q.cpuPerRequest, how: '' };
   };
-  const w1b = cpu('W1', 'bare');
-  const w1n = cpu('W1', 'nginx');
-  out.push({ workload: 'W1', what: `CPU per request, Baton / bare proxy${w1b.how}`, limit: '≤ 1.25×', value: x(w1b.v), met: le(w1b.v, 1.25) });
-  out.push({ workload: 'W1', what: `CPU per request, Baton / nginx${w1n.how}`, limit: '≤ 2×', value: absent(w1n.v, true), met: le(w1n.v, 2) });
-  const w2b = cpu('W2', 'bare');
-  const w2n = r('W2', 'nginx')?.tokensPerS ?? null;
-  out.push({ workload: 'W2', what: `CPU per request, Baton / bare proxy${w2b.how}`, limit: '≤ 1.5×', value: x(w2b.v), met: le(w2b.v, 1.5) });
-  out.push({ workload: 'W2', what: 'throughput (tokens/s), Baton / nginx', limit: '≥ 0.9×', value: absent(w2n, true), met: ge(w2n, 0.9) });
+  // Only the workloads that ran (a --format vllm run has no SGLang figures to judge).
+  const ran = (w: WorkloadName) => fs.some((f) => f.workload === w);
+  if (ran('W1')) {
+    const w1b = cpu('W1', 'bare');
+    const w1n = cpu('W1', 'nginx');
+    out.push({ workload: 'W1', what: `CPU per request, Baton / bare proxy${w1b.how}`, limit: '≤ 1.25×', value: x(w1b.v), met: le(w1b.v, 1.25) });
+    out.push({ workload: 'W1', what: `CPU per request, Baton / nginx${w1n.how}`, limit: '≤ 2×', value: absent(w1n.v, true), met: le(w1n.v, 2) });
+  }
+  if (ran('W2')) {
+    const w2b = cpu('W2', 'bare');
+    const w2n = r('W2', 'nginx')?.tokensPerS ?? null;
+    out.push({ workload: 'W2', what: `CPU per request, Baton / bare proxy${w2b.how}`, limit: '≤ 1.5×', value: x(w2b.v), met: le(w2b.v, 1.5) });
+    out.push({ workload: 'W2', what: 'throughput (tokens/s), Baton / nginx', limit: '≥ 0.9×', value: absent(w2n, true), met: ge(w2n, 0.9) });
+  }
   const w3 = find(fs, 'W3', 'baton');
   const added = w3?.addedGapMs?.p99 ?? null;
   // When direct calls alone miss the token interval by half again at p99, the box cannot carry the
@@ -372,7 +523,7 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
   const d3 = find(fs, 'W3', 'direct');
   const interval = info3(samples);
   const saturated = d3 !== undefined && interval !== null && d3.gapMs.p99 > interval * 1.5;
-  out.push({
+  if (ran('W3')) out.push({
     workload: 'W3',
     what: 'added p99 inter-chunk latency vs direct',
     limit: '≤ 10 ms',
@@ -384,11 +535,34 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
   const mr = memory.find((m) => m.target === 'baton');
   const mem = mr?.retainedKiBPerStream ?? mr?.rssKiBPerStream ?? w3?.memKiBPerStream ?? null;
   const memHow = mr?.retainedKiBPerStream != null ? ' (retained after GC)' : mr ? ' (RSS growth)' : ' (RSS growth during the rounds)';
-  out.push({ workload: 'W3', what: `memory per in-flight stream${memHow}`, limit: '≤ 32 KiB', value: mem === null ? 'n/a' : `${mem.toFixed(1)} KiB`, met: le(mem, 32) });
+  if (ran('W3') || memory.length > 0) out.push({ workload: 'W3', what: `memory per in-flight stream${memHow}`, limit: '≤ 32 KiB', value: mem === null ? 'n/a' : `${mem.toFixed(1)} KiB`, met: le(mem, 32) });
+  for (const c of tracingCost(fs, samples)) {
+    const v = c.byRound.length >= 3 ? c.median : c.ratio;
+    const how = c.byRound.length >= 3 ? ` (median of ${c.byRound.length} rounds)` : '';
+    // A W2 request costs tens of ms of CPU and tracing tens of µs: a ratio over a handful of
+    // requests per process measures the machine, not the export.
+    const few = c.requests < MIN_PAIRED_REQUESTS;
+    out.push({
+      workload: c.workload,
+      what: `CPU per request, Baton with OTLP export on / off${how}`,
+      limit: '≤ 1.10×',
+      value: few ? `${x(v)} (not judged: ${c.requests} requests with export on, fewer than ${MIN_PAIRED_REQUESTS})` : x(v),
+      met: few ? null : le(v, 1.1),
+    });
+  }
+  // Other builds (`--compare-ref`): this checkout's CPU per request at most 5 % above theirs.
+  for (const c of buildComparisons(fs, samples, pairs)) {
+    const v = c.byRound.length >= 3 ? c.median : c.pooled;
+    const how = c.byRound.length >= 3 ? `median of ${c.byRound.length} rounds` : c.byRound.length > 1 ? `pooled over ${c.byRound.length} rounds` : 'one round';
+    out.push({ workload: c.workload, what: `CPU per request, Baton / ${targetLabel(c.ref)}, runs of their own in each round (${how})`, limit: '≤ 1.05×', value: x(v), met: le(v, 1.05) });
+    if (c.pairedByRound.length > 0) {
+      out.push({ workload: c.workload, what: `CPU per request, Baton / ${targetLabel(c.ref)}, paired runs (median of ${c.pairedByRound.length})`, limit: '≤ 1.05×', value: x(c.pairedMedian), met: le(c.pairedMedian, 1.05) });
+    }
+  }
   if (gaps.length === 0) out.push({ workload: 'W4', what: 'p99 gap, failure detected → continuation sent', limit: '≤ 5 ms', value: 'n/a', met: null });
   for (const gap of gaps) {
     const g = gap.matched > 0 ? gap.gapUs.p99 / 1000 : null;
-    out.push({ workload: 'W4', what: `p99 gap, failure detected → continuation sent (${gapLabel(gap)})`, limit: '≤ 5 ms', value: g === null ? 'n/a' : `${g.toFixed(2)} ms`, met: le(g, 5) });
+    out.push({ workload: gap.format === 'vllm' ? 'W4-vllm' : 'W4', what: `p99 gap, failure detected → continuation sent (${gapLabel(gap)})`, limit: '≤ 5 ms', value: g === null ? 'n/a' : `${g.toFixed(2)} ms`, met: le(g, 5) });
   }
   return out;
 }
@@ -401,7 +575,7 @@ function info3(samples: Sample[]): number | null {
 // --- markdown ------------------------------------------------------------------------------
 
 export function gapLabel(g: MigrationGap): string {
-  const pace = g.tokenIntervalMs > 0 ? `workers paced at ${g.tokenIntervalMs} ms a token` : 'workers as fast as they go, box saturated';
+  const pace = (g.format === 'vllm' ? 'vLLM workers, ' : '') + (g.tokenIntervalMs > 0 ? `workers paced at ${g.tokenIntervalMs} ms a token` : 'workers as fast as they go, box saturated');
   return g.ownCpu ? `${pace}, router on a CPU of its own` : pace;
 }
 
@@ -411,13 +585,16 @@ export interface RunInfo {
   machine: Machine;
   loadAverage: { start: number[]; end: number[] };
   settings: Record<string, string | number>;
-  workloadTitles: Record<WorkloadName, string>;
+  /** Results from before vLLM name only W1-W4. */
+  workloadTitles: Partial<Record<WorkloadName, string>>;
+  /** Other Baton builds in the run (`--compare-ref`). */
+  compareRefs?: { target: BatonRefName; rev: string; sha: string }[];
 }
 
 const num = (v: number | null | undefined, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
 const signed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`);
 
-export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], nginxPresent: boolean, samples: Sample[] = [], memory: MemoryRun[] = []): string {
+export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], nginxPresent: boolean, samples: Sample[] = [], memory: MemoryRun[] = [], pairs: BuildPair[] = []): string {
   const m = info.machine;
   const lines: string[] = [];
   lines.push(`Run of ${info.date} (${info.mode}): ${m.cores} cores, ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; nginx ${m.nginx ?? 'absent'}.`);
@@ -429,7 +606,7 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   for (const f of fs) {
     const added = (a: { p50: number; p99: number } | null) => (a ? `${signed(a.p50)} / ${signed(a.p99)}` : '–');
     lines.push(
-      `| ${f.workload} ${info.workloadTitles[f.workload]} | ${TARGET_LABELS[f.target]} | ${num(f.rps)} | ${num(f.tokensPerS)} | ${num(f.mbPerS, 1)} | ${num(f.cpuUsPerRequest)} | ${num(f.cpuUsPerToken, 2)} | ${num(f.proxyCores, 2)} | ${num(f.ttftMs.p50, 2)} / ${num(f.ttftMs.p99, 2)} | ${added(f.addedTtftMs)} | ${num(f.gapMs.p50, 3)} / ${num(f.gapMs.p99, 2)} | ${added(f.addedGapMs)} | ${num(f.memKiBPerStream, 1)} | ${f.errors} |`,
+      `| ${f.workload} ${info.workloadTitles[f.workload] ?? ''} | ${targetLabel(f.target)} | ${num(f.rps)} | ${num(f.tokensPerS)} | ${num(f.mbPerS, 1)} | ${num(f.cpuUsPerRequest)} | ${num(f.cpuUsPerToken, 2)} | ${num(f.proxyCores, 2)} | ${num(f.ttftMs.p50, 2)} / ${num(f.ttftMs.p99, 2)} | ${added(f.addedTtftMs)} | ${num(f.gapMs.p50, 3)} / ${num(f.gapMs.p99, 2)} | ${added(f.addedGapMs)} | ${num(f.memKiBPerStream, 1)} | ${f.errors} |`,
     );
   }
   if (!nginxPresent) lines.push('', 'nginx: absent on this machine (not installed); its rows and the ratios against it are missing.');
@@ -438,24 +615,62 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   lines.push('');
   lines.push('| workload | versus | CPU/req | CPU/req by round (median) | CPU/token | req/s | tokens/s | memory/stream |');
   lines.push('|---|---|--:|--:|--:|--:|--:|--:|');
-  for (const r of ratios(fs, samples)) {
+  for (const r of ratios(fs, samples).filter((q) => q.target === 'baton')) {
     const byRound = r.cpuPerRequestByRound.length > 1 ? `${r.cpuPerRequestByRound.map((v) => v.toFixed(2)).join(', ')} (${x(r.cpuPerRequestMedian)})` : '–';
     lines.push(`| ${r.workload} | ${r.versus === 'bare' ? 'bare Node proxy' : 'nginx'} | ${x(r.cpuPerRequest)} | ${byRound} | ${x(r.cpuPerToken)} | ${x(r.rps)} | ${x(r.tokensPerS)} | ${x(r.memPerStream)} |`);
   }
   lines.push('');
+  const tc = tracingCost(fs, samples);
+  if (tc.length > 0) {
+    lines.push('Tracing (issue 14): Baton with OTLP export on (every request sampled, protobuf, the SDK\'s batching, to a receiver on loopback that decodes it) against off, two Baton processes sharing each paired run\'s load request by request:');
+    lines.push('');
+    lines.push('| workload | CPU µs/req off | CPU µs/req on | on / off | by round (median) | spans exported / request (W1 and W2) |');
+    lines.push('|---|--:|--:|--:|--:|--:|');
+    for (const c of tc) {
+      const byRound = c.byRound.length > 1 ? `${c.byRound.map((v) => v.toFixed(2)).join(', ')} (${x(c.median)})` : '–';
+      lines.push(`| ${c.workload} | ${num(c.offUsPerRequest)} | ${num(c.onUsPerRequest)} | ${x(c.ratio)} | ${byRound} | ${num(c.spansPerRequest, 2)} |`);
+    }
+    lines.push('');
+  }
+  const bc = buildComparisons(fs, samples, pairs);
+  if (bc.length > 0) {
+    const refs = info.compareRefs ?? [];
+    const revs = refs.map((r) => `${targetLabel(r.target)} = ${r.rev === r.sha.slice(0, r.rev.length) ? r.sha : `${r.rev} (${r.sha})`}`).join('; ');
+    lines.push(
+      `Baton builds side by side (\`--compare-ref\`${revs ? `: ${revs}` : ''}; each build its own process, the same workers, load generator and rounds; ` +
+        'Baton is this checkout as it was on disk). Each round every build has a run of its own in the rotation, and a paired run shares one load with Baton request by request:',
+    );
+    lines.push('');
+    lines.push('| workload | build | CPU µs/req | / bare Node proxy, by round (median) | / nginx (median) | Baton / this build, by round (median) | change of the ratio to bare | paired runs: Baton / this build (median) |');
+    lines.push('|---|---|--:|--:|--:|--:|--:|--:|');
+    const seen = new Set<string>();
+    for (const c of bc) {
+      for (const b of c.builds) {
+        const key = `${c.workload} ${b.target}`;
+        if (b.target === 'baton' && seen.has(key)) continue;
+        seen.add(key);
+        const byBare = b.vsBareByRound.length > 1 ? `${b.vsBareByRound.map((v) => v.toFixed(2)).join(', ')} (${x(b.vsBareMedian)})` : x(b.vsBareMedian);
+        const vsMe = b.target === 'baton' ? '–' : c.byRound.length > 1 ? `${c.byRound.map((v) => v.toFixed(2)).join(', ')} (${x(c.median)})` : x(c.median);
+        const change = b.target === 'baton' || c.ratioChange === null ? '–' : `${c.ratioChange >= 1 ? '+' : ''}${((c.ratioChange - 1) * 100).toFixed(1)} %`;
+        const paired = b.target === 'baton' || c.pairedByRound.length === 0 ? '–' : c.pairedByRound.length > 1 ? `${c.pairedByRound.map((v) => v.toFixed(2)).join(', ')} (${x(c.pairedMedian)})` : x(c.pairedMedian);
+        lines.push(`| ${c.workload} | ${b.target === 'baton' ? 'Baton (this checkout)' : targetLabel(b.target)} | ${num(b.cpuUsPerRequest)} | ${byBare} | ${x(b.vsNginxMedian)} | ${vsMe} | ${change} | ${paired} |`);
+      }
+    }
+    lines.push('');
+  }
   if (memory.length > 0) {
     lines.push(`W3 memory per in-flight stream (a run of its own per proxy, ${memory[0]!.streams} streams in flight):`);
     lines.push('');
     lines.push('| target | RSS growth KiB/stream | retained after a full GC KiB/stream |');
     lines.push('|---|--:|--:|');
     // A Node proxy's RSS between two full GCs moves with what V8 gives back, not with the streams.
-    for (const m of memory) lines.push(`| ${TARGET_LABELS[m.target]} | ${m.retainedKiBPerStream === null ? num(m.rssKiBPerStream, 1) : '(GC)'} | ${num(m.retainedKiBPerStream, 1)} |`);
+    for (const m of memory) lines.push(`| ${targetLabel(m.target)} | ${m.retainedKiBPerStream === null ? num(m.rssKiBPerStream, 1) : '(GC)'} | ${num(m.retainedKiBPerStream, 1)} |`);
     lines.push('');
   }
   for (const gap of gaps) {
     const ms = (us: number) => num(us / 1000, 2);
     const conns = gap.connections ? `; ${gap.connections.spare} sent on a spare connection, ${gap.connections.new} on a new one` : '';
-    lines.push(`W4 migration gap (Baton, W1's load, ${gapLabel(gap)}; ${gap.kills} worker kills, ${gap.continuations} continuations, ${gap.matched} matched to the failed connection${conns}):`);
+    lines.push(`W4 migration gap (Baton, ${gap.format === 'vllm' ? "W1's load in vLLM's format" : "W1's load"}, ${gapLabel(gap)}; ${gap.kills} worker kills, ${gap.continuations} continuations, ${gap.matched} matched to the failed connection${conns}):`);
     lines.push('');
     lines.push('| measure | p50 ms | p99 ms | max ms | n |');
     lines.push('|---|--:|--:|--:|--:|');
@@ -473,7 +688,7 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   lines.push('');
   lines.push('| workload | target | limit | measured | met |');
   lines.push('|---|---|--:|--:|:-:|');
-  for (const c of checks(fs, gaps, nginxPresent, samples, memory)) lines.push(`| ${c.workload} | ${c.what} | ${c.limit} | ${c.value} | ${c.met === null ? 'n/a' : c.met ? 'yes' : '**no**'} |`);
+  for (const c of checks(fs, gaps, nginxPresent, samples, memory, pairs)) lines.push(`| ${c.workload} | ${c.what} | ${c.limit} | ${c.value} | ${c.met === null ? 'n/a' : c.met ? 'yes' : '**no**'} |`);
   return lines.join('\n');
 }
 

@@ -11,9 +11,11 @@ import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-prob
 import { findNginx } from './nginx.ts';
 import { describeMachine, pinProcess, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
-import { migrationGap, requestIdOf, traceGaps, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
-import { direct, startBare, startBaton, startNginx, TARGET_LABELS, type Target, type TargetName } from './targets.ts';
-import { workloads, type Workload, type WorkloadName } from './workloads.ts';
+import { migrationGap, requestIdOf, traceGaps, type BuildPair, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
+import { alternateBuilds, direct, isBatonRef, ridTag, startBare, startBaton, startBatonOtel, startNginx, targetLabel, type Target, type TargetName } from './targets.ts';
+import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
+import { prepareRef, type RefBuild } from './ref-build.ts';
+import { VLLM_WORKLOADS, workloads, type BaseWorkloadName, type WireFormat, type Workload, type WorkloadName } from './workloads.ts';
 
 export interface BenchOptions {
   quick: boolean;
@@ -40,7 +42,18 @@ export interface BenchOptions {
   /** Time W4 may take at most (both parts), however many kills fit. */
   w4BudgetMs: number;
   targets: TargetName[];
-  workloads: WorkloadName[];
+  /** As `--only` names them; `formats` says in which wire formats they run (vLLM has no W3). */
+  workloads: BaseWorkloadName[];
+  /** SGLang workers and requests (W1-W4), vLLM ones (W1, W2, W4), or both, one after the other. */
+  formats: WireFormat[];
+  /**
+   * Git revisions of other Baton builds to run beside this checkout's (`--compare-ref`), as
+   * targets of their own in SGLang's W1 and W2 (not W3, W4 or vLLM's workloads).
+   */
+  compareRefs: string[];
+  /** With other builds: rounds and warm-up of SGLang's W1 and W2 (the other parts keep `rounds`, `warmupMs`). */
+  compareRounds: number;
+  compareWarmupMs: number;
   nginxPath: string | undefined;
 }
 
@@ -51,6 +64,8 @@ export interface BenchOutput {
   gaps: MigrationGap[];
   /** W3: memory per in-flight stream, from one run per proxy outside the latency rounds. */
   memory: MemoryRun[];
+  /** `--compare-ref`: paired runs of Baton and each other build (one load, requests alternating). */
+  buildPairs: BuildPair[];
   nginxPresent: boolean;
 }
 
@@ -92,7 +107,12 @@ export class BenchRun {
   private readonly tempDirs: string[] = [];
   private readonly t0 = Date.now();
   private readonly samples: Sample[] = [];
+  private readonly buildPairs: BuildPair[] = [];
   private cleaned: Promise<void> | null = null;
+  /** Where `baton_otel` exports its spans (W1, W2), in this process; null when not running. */
+  private otlp: OtlpReceiver | null = null;
+  /** Other builds of Baton (`--compare-ref`), worktrees removed by cleanup. */
+  private readonly refs: RefBuild[] = [];
 
   constructor(
     private readonly o: BenchOptions,
@@ -109,6 +129,10 @@ export class BenchRun {
     this.cleaned ??= (async () => {
       await Promise.allSettled([this.group.stopAll(), ...[...this.clusters].map((c) => c.stop())]);
       for (const d of this.tempDirs) rmSync(d, { recursive: true, force: true });
+      for (const r of this.refs) {
+        r.remove();
+        this.say(`removed the worktree of ${r.rev} (${r.dir})`);
+      }
     })();
     return this.cleaned;
   }
@@ -116,6 +140,7 @@ export class BenchRun {
   /** Last resort on process exit: no awaiting possible. */
   killNow(): void {
     this.group.killAllNow();
+    for (const r of this.refs) r.remove();
   }
 
   async run(): Promise<BenchOutput> {
@@ -145,15 +170,40 @@ export class BenchRun {
     const W = workloads({ streams: o.w3Streams, w3IntervalMs: o.w3IntervalMs });
     const gaps: MigrationGap[] = [];
     const memory: MemoryRun[] = [];
+    const sglang = o.formats.includes('sglang');
+    const vllm = o.formats.includes('vllm');
 
-    const cumulative = o.workloads.filter((w) => w === 'W1' || w === 'W2');
-    if (cumulative.length > 0 || o.workloads.includes('W4')) {
-      const cluster = await this.cluster(o.workers, 0, false);
+    const cumulative = sglang ? o.workloads.filter((w) => w === 'W1' || w === 'W2') : [];
+    // Other builds of Baton, for SGLang's W1 and W2: a worktree each, its router a target beside
+    // this checkout's, right after it in every round's order.
+    let sglangTargets = targetsRun;
+    if (o.compareRefs.length > 0) {
+      if (cumulative.length === 0 || !targetsRun.includes('baton')) this.say("--compare-ref: ignored (other builds run only in SGLang's W1 and W2, beside Baton)");
+      else {
+        for (const rev of o.compareRefs) {
+          const r = prepareRef(rev);
+          this.refs.push(r);
+          this.say(`${r.name}: ${rev} (${r.sha}) checked out in ${r.dir}, node_modules linked to this checkout's`);
+        }
+        const at = targetsRun.indexOf('baton') + 1;
+        sglangTargets = [...targetsRun.slice(0, at), ...this.refs.map((r) => r.name), ...targetsRun.slice(at)];
+      }
+    }
+    if (sglang && (cumulative.length > 0 || o.workloads.includes('W4'))) {
+      const cluster = await this.cluster(o.workers, 0, false, 'sglang');
       const urls = cluster.workers().map((w) => w.url);
       if (cumulative.length > 0) {
-        const targets = await this.startTargets(targetsRun, urls, nginx?.path, 4096);
-        await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), o.rounds, o.durationMs, 0);
+        // Baton with OTLP trace export on runs beside Baton in W1 and W2 (issue 14: the cost of
+        // tracing), exporting to a receiver on loopback in this process.
+        this.otlp = targetsRun.includes('baton') ? await startOtlpReceiver({ keep: false }) : null;
+        const names: TargetName[] = this.otlp ? [...sglangTargets, 'baton_otel_off', 'baton_otel'] : sglangTargets;
+        const targets = await this.startTargets(names, urls, nginx?.path, 4096);
+        // Two builds compared need the JIT settled and a median over rounds (--compare-ref's own defaults).
+        const compare = this.refs.length > 0;
+        await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), compare ? o.compareRounds : o.rounds, o.durationMs, 0, compare ? o.compareWarmupMs : o.warmupMs);
         await Promise.all(targets.map((t) => t.stop()));
+        await this.otlp?.close();
+        this.otlp = null;
       }
       if (o.workloads.includes('W4')) {
         // Twice: at W1's pace the workers take every cycle the two cores have, and how soon the
@@ -165,8 +215,27 @@ export class BenchRun {
       }
       await this.stopCluster(cluster);
     }
-    if (o.workloads.includes('W3')) {
-      const cluster = await this.cluster(o.w3Workers, o.w3IntervalMs, true);
+    // vLLM (issue 12): W1, W2 and W4 again on simulated vLLM workers, vLLM's requests.
+    const vCumulative = vllm ? o.workloads.flatMap((w) => (w === 'W1' || w === 'W2' ? [VLLM_WORKLOADS[w]!] : [])) : [];
+    if (vllm && (vCumulative.length > 0 || o.workloads.includes('W4'))) {
+      const cluster = await this.cluster(o.workers, 0, false, 'vllm');
+      const urls = cluster.workers().map((w) => w.url);
+      if (vCumulative.length > 0) {
+        const targets = await this.startTargets(targetsRun, urls, nginx?.path, 4096);
+        await this.interleave(lg, cluster, targets, vCumulative.map((w) => W[w]), o.rounds, o.durationMs, 0);
+        await Promise.all(targets.map((t) => t.stop()));
+      }
+      if (o.workloads.includes('W4')) {
+        const w = W['W4-vllm'];
+        const total = o.killsSaturated + o.kills;
+        if (o.killsSaturated > 0) gaps.push(await this.migrationGap(lg, cluster, w, 0, o.killsSaturated, (o.w4BudgetMs * o.killsSaturated) / total));
+        if (o.kills > 0) gaps.push(await this.migrationGap(lg, cluster, w, o.w4IntervalMs, o.kills, (o.w4BudgetMs * o.kills) / total));
+      }
+      await this.stopCluster(cluster);
+    }
+    if (vllm && !sglang && o.workloads.includes('W3')) this.say('W3: not run (no vLLM W3; it runs with --format sglang or both)');
+    if (sglang && o.workloads.includes('W3')) {
+      const cluster = await this.cluster(o.w3Workers, o.w3IntervalMs, true, 'sglang');
       const urls = cluster.workers().map((w) => w.url);
       const targets = await this.startTargets(targetsRun, urls, nginx?.path, o.w3Streams * 2 + 1024);
       // Streams open over a few seconds, not at once: W3 measures streaming, not a connection storm
@@ -190,25 +259,30 @@ export class BenchRun {
       settings: {
         'workers (W1 W2 W4)': o.workers,
         'workers (W3)': o.w3Workers,
-        'rounds (W1 W2)': o.rounds,
+        'rounds (W1 W2)': this.refs.length > 0 && o.compareRounds !== o.rounds ? `${o.compareRounds} (SGLang, beside other builds), ${o.rounds} (vLLM)` : o.rounds,
         'rounds (W3)': o.w3Rounds,
         'run (W1 W2)': `${o.durationMs} ms`,
         'run (W3)': `${o.w3DurationMs} ms of new streams, then they finish`,
         'W3 streams': o.w3Streams,
         'W3 token interval': `${o.w3IntervalMs} ms`,
+        'warm-up per target and workload': this.refs.length > 0 && o.compareWarmupMs !== o.warmupMs ? `${o.compareWarmupMs} ms (SGLang W1 W2), ${o.warmupMs} ms (the rest)` : `${o.warmupMs} ms`,
         'W4 paced token interval': `${o.w4IntervalMs} ms`,
         'load generator': 'separate process, undici',
         'nginx worker_processes': 1,
+        formats: o.formats.join(' + '),
+        ...(this.refs.length > 0 ? { 'other Baton builds (SGLang W1 W2)': this.refs.map((r) => `${r.name.slice('baton@'.length)} (${r.rev})`).join(', ') } : {}),
       },
-      workloadTitles: { W1: W.W1.title, W2: W.W2.title, W3: W.W3.title, W4: W.W4.title },
+      workloadTitles: Object.fromEntries(Object.values(W).map((w) => [w.name, w.title])) as Record<WorkloadName, string>,
+      compareRefs: this.refs.map((r) => ({ target: r.name, rev: r.rev, sha: r.sha })),
     };
-    return { info, samples: this.samples, gaps, memory, nginxPresent: nginx !== null };
+    return { info, samples: this.samples, gaps, memory, buildPairs: this.buildPairs, nginxPresent: nginx !== null };
   }
 
-  private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean): Promise<SimCluster> {
-    const c = await startCluster({ workers, port: 0, tokenIntervalMs, incremental });
+  private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean, format: WireFormat): Promise<SimCluster> {
+    const c = await startCluster(format === 'vllm' ? { workers, port: 0, tokenIntervalMs, format } : { workers, port: 0, tokenIntervalMs, incremental });
     this.clusters.add(c);
-    this.say(`${workers} simulated workers (${incremental ? 'incremental' : 'cumulative'} chunks, token interval ${tokenIntervalMs} ms): ${c.workers().map((w) => w.pid).join(', ')}`);
+    const chunks = format === 'vllm' ? 'vLLM, delta chunks' : `SGLang, ${incremental ? 'incremental' : 'cumulative'} chunks`;
+    this.say(`${workers} simulated workers (${chunks}, token interval ${tokenIntervalMs} ms): ${c.workers().map((w) => w.pid).join(', ')}`);
     return c;
   }
 
@@ -223,27 +297,43 @@ export class BenchRun {
       if (name === 'direct') out.push(direct(urls));
       else if (name === 'bare') out.push(await startBare(this.group, urls));
       else if (name === 'nginx') out.push(await startNginx(this.group, nginxPath!, urls, connections));
-      else out.push(await startBaton(this.group, urls));
+      else if (name === 'baton_otel') out.push(await startBatonOtel(this.group, urls, this.otlp!.url));
+      else if (name === 'baton_otel_off') out.push({ ...(await startBaton(this.group, urls)), name: 'baton_otel_off' });
+      else if (isBatonRef(name)) {
+        const ref = this.refs.find((r) => r.name === name);
+        if (!ref) throw new Error(`no worktree for ${name}`);
+        out.push({ ...(await startBaton(this.group, urls, { bin: ref.bin })), name });
+      } else out.push(await startBaton(this.group, urls));
       const t = out[out.length - 1]!;
-      this.say(`target ${TARGET_LABELS[name]}: ${t.urls.length === 1 ? t.urls[0] : `${t.urls.length} workers`}${t.proc ? ` (pid ${t.proc.pid})` : ''}`);
+      this.say(`target ${targetLabel(name)}: ${t.urls.length === 1 ? t.urls[0] : `${t.urls.length} workers`}${t.proc ? ` (pid ${t.proc.pid})` : ''}`);
     }
     return out;
   }
 
   /** Warm every target up, then rounds of every workload × target, the target order rotating. */
-  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], rounds: number, durationMs: number, rampMs: number): Promise<void> {
-    const o = this.o;
+  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], rounds: number, durationMs: number, rampMs: number, warmupMs = this.o.warmupMs): Promise<void> {
     for (const w of ws) {
       // Warm-up: the JIT and the connection pools of every target.
       for (const t of targets) {
         if (w.name === 'W3') await this.warmW3(lg, t, w, rampMs);
-        else await lg.run({ urls: t.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: `warm-${t.name}`, record: false });
+        else await lg.run({ urls: t.urls, workload: w, durationMs: warmupMs, rampMs: 0, ridPrefix: `warm-${ridTag(t.name)}`, record: false });
       }
     }
     this.say(`warmed up ${targets.map((t) => t.name).join(', ')} on ${ws.map((w) => w.name).join(', ')}`);
+    // Tracing's cost (issue 14): Baton with export on is not a target of its own in the rotation;
+    // each round it shares one run with Baton (export off), so both see the same machine.
+    const otelOn = targets.find((t) => t.name === 'baton_otel') ?? null;
+    const otelOff = targets.find((t) => t.name === 'baton_otel_off') ?? null;
+    const rotation = targets.filter((t) => t.name !== 'baton_otel' && t.name !== 'baton_otel_off');
     for (let round = 1; round <= rounds; round++) {
       for (const w of ws) {
-        const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!);
+        if (otelOn && otelOff) {
+          for (const s of await this.measurePair(lg, otelOff, otelOn, w, round, durationMs, rampMs)) {
+            this.samples.push(s);
+            this.progress(s, rounds);
+          }
+        }
+        const order = alternateBuilds(rotation.map((_, i) => rotation[(i + round - 1) % rotation.length]!), round);
         for (const t of order) {
           // W3: open (again) every stream's connection just before the run: kept-alive
           // connections idle through the other targets' runs expire (65 s here), and thousands
@@ -253,14 +343,88 @@ export class BenchRun {
           this.samples.push(s);
           this.progress(s, rounds);
         }
+        // Other builds (--compare-ref): also one run shared with Baton, request by request.
+        const baton = rotation.find((t) => t.name === 'baton');
+        if (baton) for (const other of rotation.filter((t) => isBatonRef(t.name))) await this.measureBuildPair(lg, baton, other, w, round, durationMs, rampMs);
       }
     }
+  }
+
+  /**
+   * `--compare-ref`: one run whose requests alternate between this checkout's Baton and another
+   * build, so both see the same load at the same moments; each one's CPU per request from /proc.
+   * Each serves half the run's streams (W1: 32 each), the same for both.
+   */
+  private async measureBuildPair(lg: LoadClient, baton: Target, other: Target, w: Workload, round: number, durationMs: number, rampMs: number): Promise<void> {
+    const procs = [baton.proc!, other.proc!];
+    // The order of the two alternates too, so neither always gets the run's first request.
+    const flip = round % 2 === 0;
+    const urls = flip ? [other.urls[0]!, baton.urls[0]!] : [baton.urls[0]!, other.urls[0]!];
+    const cpu0 = procs.map((p) => treeCpuMicros(p.pid));
+    const r = await lg.run({ urls, workload: w, durationMs, rampMs, ridPrefix: `${w.name}-pair${ridTag(other.name)}-${round}`, record: false });
+    const cpu = procs.map((p, i) => treeCpuMicros(p.pid) - cpu0[i]!);
+    const counts = r.byUrl ?? [];
+    const [mine, theirs] = flip ? [counts[1], counts[0]] : [counts[0], counts[1]];
+    const pair: BuildPair = {
+      workload: w.name,
+      round,
+      ref: other.name as BuildPair['ref'],
+      baton: { cpuUs: cpu[0]!, ok: mine?.ok ?? 0, errors: (mine?.requests ?? 0) - (mine?.ok ?? 0) },
+      other: { cpuUs: cpu[1]!, ok: theirs?.ok ?? 0, errors: (theirs?.requests ?? 0) - (theirs?.ok ?? 0) },
+    };
+    this.buildPairs.push(pair);
+    const us = (x: { cpuUs: number; ok: number }) => (x.ok > 0 ? Math.round(x.cpuUs / x.ok) : NaN);
+    this.say(
+      `${w.name} round ${round} paired: Baton ${us(pair.baton)} µs/req, ${targetLabel(other.name)} ${us(pair.other)} µs/req ` +
+        `(${(us(pair.baton) / us(pair.other)).toFixed(3)}×; ${pair.baton.ok} + ${pair.other.ok} requests, errors ${pair.baton.errors + pair.other.errors})`,
+    );
+  }
+
+  /**
+   * One run whose requests alternate between Baton with export off and Baton with export on:
+   * the same load, the same moment, so the CPU per request of the two processes compares the
+   * export and nothing else (on a shared machine, runs minutes apart differ by more than 10 %).
+   * Latency histograms are of both together; each sample has its own counts and CPU.
+   */
+  private async measurePair(lg: LoadClient, off: Target, on: Target, w: Workload, round: number, durationMs: number, rampMs: number): Promise<Sample[]> {
+    const otlp = this.otlp;
+    const procs = [off.proc!, on.proc!];
+    const cpu0 = procs.map((p) => treeCpuMicros(p.pid));
+    const spans0 = otlp?.stats.spans ?? 0;
+    const r = await lg.run({ urls: [off.urls[0]!, on.urls[0]!], workload: w, durationMs, rampMs, ridPrefix: `${w.name}-pair-${round}`, record: false });
+    const spans = otlp ? otlp.stats.spans - spans0 : null;
+    return (['baton_otel_off', 'baton_otel'] as const).map((target, i) => {
+      const c = r.byUrl?.[i] ?? { requests: r.requests / 2, ok: r.ok / 2, tokens: r.tokens / 2, bytes: r.bytes / 2 };
+      return {
+        workload: w.name,
+        target,
+        round,
+        wallMs: r.wallMs,
+        requests: c.requests,
+        ok: c.ok,
+        errors: c.requests - c.ok,
+        errorSamples: r.errorSamples,
+        tokens: c.tokens,
+        bytes: c.bytes,
+        chunks: r.bytes > 0 ? Math.round((r.chunks * c.bytes) / r.bytes) : 0,
+        ttft: r.ttft,
+        gap: r.gap,
+        proxyCpuUs: treeCpuMicros(procs[i]!.pid) - cpu0[i]!,
+        rssIdleBytes: null,
+        rssPeakBytes: null,
+        concurrency: w.concurrency,
+        tokenIntervalMs: w.tokenIntervalMs,
+        workersCpuUs: 0,
+        loadgenCpuUs: r.cpuUs / 2,
+        otlpSpans: target === 'baton_otel' ? spans : null,
+      };
+    });
   }
 
   /** Every W3 stream once, with short answers (no waiting out long streams), at the measured pace. */
   private async warmW3(lg: LoadClient, t: Target, w: Workload, rampMs: number): Promise<void> {
     const warm = { ...w, newTokens: 16 };
-    await lg.run({ urls: t.urls, workload: warm, durationMs: Math.max(this.o.warmupMs, rampMs + 1000), rampMs, ridPrefix: `warm-${t.name}`, record: false });
+    await lg.run({ urls: t.urls, workload: warm, durationMs: Math.max(this.o.warmupMs, rampMs + 1000), rampMs, ridPrefix: `warm-${ridTag(t.name)}`, record: false });
   }
 
   private progress(s: Sample, rounds: number): void {
@@ -270,9 +434,10 @@ export class BenchRun {
     const cpu = s.proxyCpuUs === null || s.ok === 0 ? '' : `  CPU ${Math.round(s.proxyCpuUs / s.ok)} µs/req`;
     const mem = s.rssPeakBytes !== null && s.rssIdleBytes !== null ? `  +${Math.round((s.rssPeakBytes - s.rssIdleBytes) / 1024 / s.concurrency)} KiB/stream` : '';
     this.say(
-      `${s.workload} round ${s.round}/${rounds} ${TARGET_LABELS[s.target].padEnd(15)} ${Math.round(s.ok / sec)} req/s  ${Math.round(s.tokens / sec)} tok/s${cpu}` +
+      `${s.workload} round ${s.round}/${rounds} ${targetLabel(s.target).padEnd(15)} ${Math.round(s.ok / sec)} req/s  ${Math.round(s.tokens / sec)} tok/s${cpu}` +
         `  TTFT p50 ${(ttft.percentile(50) / 1000).toFixed(2)} ms  gap p99 ${(gap.percentile(99) / 1000).toFixed(2)} ms${mem}  errors ${s.errors}` +
-        `${s.errorSamples.length ? ` (${s.errorSamples[0]})` : ''}`,
+        `${s.errorSamples.length ? ` (${s.errorSamples[0]})` : ''}` +
+        `${s.otlpSpans != null && s.ok > 0 ? `  spans exported ${(s.otlpSpans / s.ok).toFixed(2)}/req` : ''}`,
     );
   }
 
@@ -287,7 +452,7 @@ export class BenchRun {
     const w0 = workersCpu();
     let r: RunResult;
     try {
-      r = await lg.run({ urls: t.urls, workload: w, durationMs, rampMs, ridPrefix: `${w.name}-${t.name}-${round}`, record: false });
+      r = await lg.run({ urls: t.urls, workload: w, durationMs, rampMs, ridPrefix: `${w.name}-${ridTag(t.name)}-${round}`, record: false });
     } finally {
       if (sampler) clearInterval(sampler);
     }
@@ -333,7 +498,7 @@ export class BenchRun {
     const rssIdle = idle?.rss ?? treeRssBytes(proc.pid);
     const settleMs = 1000;
     if (w.newTokens * w.tokenIntervalMs < rampMs + settleMs) this.say(`warning: W3 streams end before the memory reading; memory per stream will under-report`);
-    const load = lg.run({ urls: t.urls, workload: w, durationMs: rampMs + settleMs / 2, rampMs, ridPrefix: `mem-${t.name}`, record: false });
+    const load = lg.run({ urls: t.urls, workload: w, durationMs: rampMs + settleMs / 2, rampMs, ridPrefix: `mem-${ridTag(t.name)}`, record: false });
     await sleep(rampMs + settleMs);
     const steady = await ask();
     const rssSteady = steady?.rss ?? treeRssBytes(proc.pid);
@@ -346,7 +511,7 @@ export class BenchRun {
       retainedKiBPerStream: idle && steady && idle.gc ? kib(steady.retained, idle.retained) : null,
     };
     this.say(
-      `W3 memory ${TARGET_LABELS[t.name]}: RSS +${m.rssKiBPerStream!.toFixed(1)} KiB/stream` +
+      `W3 memory ${targetLabel(t.name)}: RSS +${m.rssKiBPerStream!.toFixed(1)} KiB/stream` +
         (m.retainedKiBPerStream === null ? '' : `, retained after GC +${m.retainedKiBPerStream.toFixed(1)} KiB/stream`),
     );
     return m;
@@ -392,15 +557,15 @@ export class BenchRun {
     };
     const ownCpu = intervalMs > 0 && cpus >= 2 && pinProcess(baton.proc!.pid, '0');
     if (ownCpu) pinOthers(others);
-    const how = (intervalMs > 0 ? `workers paced at ${intervalMs} ms a token` : 'workers as fast as they go') + (ownCpu ? ', router on CPU 0, the rest on the others' : '');
+    const how = (w.format === 'vllm' ? 'vLLM, ' : '') + (intervalMs > 0 ? `workers paced at ${intervalMs} ms a token` : 'workers as fast as they go') + (ownCpu ? ', router on CPU 0, the rest on the others' : '');
     this.say(`W4 (${how}): Baton with fast recovery settings (pid ${baton.proc!.pid}), ${maxKills} kills or ${Math.round(budgetMs / 1000)} s, whichever comes first`);
-    await lg.run({ urls: baton.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: 'warm-w4', record: false });
+    await lg.run({ urls: baton.urls, workload: w, durationMs: o.warmupMs, rampMs: 0, ridPrefix: `warm-${w.name}`, record: false });
 
     const probe = baton.proc!;
     const send = (m: ProbeCommand) => probe.child.send(m);
     send({ type: 'probe', on: true });
     const deadline = Date.now() + budgetMs;
-    const load = lg.run({ urls: baton.urls, workload: w, durationMs: budgetMs + 60_000, rampMs: 0, ridPrefix: `W4-${intervalMs}`, record: true });
+    const load = lg.run({ urls: baton.urls, workload: w, durationMs: budgetMs + 60_000, rampMs: 0, ridPrefix: `${w.name}-${intervalMs}`, record: true });
     let kills = 0;
     try {
       await sleep(300);
@@ -436,6 +601,7 @@ export class BenchRun {
     }
     if (intervalMs > 0) for (let i = 0; i < urls.length; i++) await cluster.fault(i, { kind: 'clear' });
     const g = migrationGap({
+      format: w.format,
       tokenIntervalMs: intervalMs,
       ownCpu,
       kills,

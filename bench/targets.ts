@@ -7,13 +7,58 @@ import { join } from 'node:path';
 import { nginxConfig } from './nginx.ts';
 import { BATON_BIN, BENCH_DIR, waitForLine, waitForMessage, waitForPort, type Proc, type ProcessGroup } from './processes.ts';
 
-export type TargetName = 'direct' | 'bare' | 'nginx' | 'baton';
+/**
+ * Issue 14, the cost of tracing, in W1 and W2: two more Baton processes, `baton_otel` exporting
+ * OpenTelemetry traces and `baton_otel_off` not, started and warmed alike; each round they take
+ * one run's load together, every other request each (a paired run).
+ */
+export type TargetName = 'direct' | 'bare' | 'nginx' | 'baton' | 'baton_otel' | 'baton_otel_off' | BatonRefName;
 
-export const TARGET_LABELS: Record<TargetName, string> = {
+/**
+ * Baton built from another commit (`--compare-ref`, bench/ref-build.ts): `baton@<short sha>`, a
+ * second Baton target in the SGLang rounds of W1 and W2, so that two builds' ratios come from the
+ * same run against the same bare proxy and nginx.
+ */
+export type BatonRefName = `baton@${string}`;
+
+export function isBatonRef(t: TargetName): t is BatonRefName {
+  return t.startsWith('baton@');
+}
+
+/**
+ * A target's tag in its request ids: its name, but for another Baton build `b` + 4 hex, as long
+ * as `baton` and of the characters a request id keeps unescaped (router/migration/rid.ts), so
+ * that both builds route ids of the same length and shape.
+ */
+export function ridTag(t: TargetName): string {
+  return isBatonRef(t) ? `b${t.slice('baton@'.length, 'baton@'.length + 4)}` : t;
+}
+
+/**
+ * A round's order with the Baton builds (this checkout's and `--compare-ref`'s) in their places
+ * but, every other round, in reverse order among themselves: no build always runs right after
+ * another.
+ */
+export function alternateBuilds<T extends { name: TargetName }>(order: T[], round: number): T[] {
+  if (round % 2 === 1) return order;
+  const isBuild = (t: T) => t.name === 'baton' || isBatonRef(t.name);
+  const builds = order.filter(isBuild).reverse();
+  let k = 0;
+  return order.map((t) => (isBuild(t) ? builds[k++]! : t));
+}
+
+/** How a target is named in the tables: TARGET_LABELS, and `Baton@<sha>` for another build. */
+export function targetLabel(t: TargetName): string {
+  return isBatonRef(t) ? `Baton@${t.slice('baton@'.length)}` : TARGET_LABELS[t];
+}
+
+export const TARGET_LABELS: Record<Exclude<TargetName, BatonRefName>, string> = {
   direct: 'direct',
   bare: 'bare Node proxy',
   nginx: 'nginx',
   baton: 'Baton',
+  baton_otel: 'Baton, OTLP on (paired)',
+  baton_otel_off: 'Baton, OTLP off (paired)',
 };
 
 export interface Target {
@@ -38,11 +83,22 @@ export async function startBare(group: ProcessGroup, workers: string[]): Promise
   return { name: 'bare', urls: [url], proc, stop: () => group.stop(proc) };
 }
 
-export async function startBaton(group: ProcessGroup, workers: string[], opts: { flags?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Target> {
+/** `bin`: another build's bin/baton.js (`--compare-ref`); this checkout's by default. */
+export async function startBaton(group: ProcessGroup, workers: string[], opts: { flags?: string[]; env?: NodeJS.ProcessEnv; bin?: string } = {}): Promise<Target> {
   const args = ['router', '--port', '0', ...workers.flatMap((w) => ['--worker', w]), ...(opts.flags ?? [])];
-  const proc = group.spawnNode('baton router', BATON_BIN, args, { ...PROBE, env: opts.env, stdout: true });
+  const proc = group.spawnNode('baton router', opts.bin ?? BATON_BIN, args, { ...PROBE, env: opts.env, stdout: true });
   const url = await waitForLine(proc, (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1]);
   return { name: 'baton', urls: [url], proc, stop: () => group.stop(proc) };
+}
+
+/**
+ * Baton with OTLP export on (every request sampled, the SDK's default batching) to `otlp`, a
+ * receiver on loopback that decodes what it gets (bench/otlp-receiver.ts).
+ */
+export async function startBatonOtel(group: ProcessGroup, workers: string[], otlp: string): Promise<Target> {
+  const env = { OTEL_SDK_DISABLED: 'false', OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_on', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' };
+  const t = await startBaton(group, workers, { flags: ['--otlp-endpoint', otlp], env });
+  return { ...t, name: 'baton_otel' };
 }
 
 export async function startNginx(group: ProcessGroup, nginxPath: string, workers: string[], connections: number): Promise<Target> {

@@ -3,9 +3,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { BenchRun, type BenchOptions } from '../bench/run.ts';
-import { checks, markdown, ratios, spliceIntoDoc, summarize } from '../bench/report.ts';
+import { buildComparisons, checks, markdown, ratios, spliceIntoDoc, summarize } from '../bench/report.ts';
+import { parseRefs } from '../bench/ref-build.ts';
 import type { TargetName } from '../bench/targets.ts';
-import type { WorkloadName } from '../bench/workloads.ts';
+import type { BaseWorkloadName, WireFormat } from '../bench/workloads.ts';
 
 const USAGE = `usage: baton bench [options]
 
@@ -14,9 +15,10 @@ proxy CPU per request and per token, added latency versus direct, and memory per
 
   targets:   direct (to the workers), bare (a pass-through Node proxy), nginx (when installed), baton
   workloads: W1 short, W2 logprob-heavy, W3 many streams, W4 migration gap (Baton only)
+  formats:   SGLang workers and requests (W1-W4), vLLM ones (W1, W2, W4: W1-vllm, W2-vllm, W4-vllm)
 
 options:
-  --quick                  about a minute: one round, shorter runs, fewer W3 streams and W4 kills
+  --quick                  ~3 minutes: one round, shorter runs, fewer W3 streams and W4 kills
   --workers N              simulated workers for W1, W2, W4 (default 3)
   --w3-workers N           simulated workers for W3 (default: one per 450 streams, at least 4)
   --streams N              W3 concurrent streams (default 2000; quick 400)
@@ -32,12 +34,20 @@ options:
   --w4-budget-ms T         most time W4 may take, both parts (default 130000; quick 25000)
   --targets LIST           comma-separated subset of direct,bare,nginx,baton
   --only LIST              comma-separated subset of W1,W2,W3,W4
+  --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
+  --compare-ref REVS       other Baton builds, comma-separated git revisions (e.g. 6f100f1,HEAD),
+                           each a target beside this checkout's Baton in SGLang's W1 and W2: a
+                           temporary git worktree under the temp dir, node_modules linked to this
+                           checkout's, removed at the end; adds a side-by-side table and a
+                           ≤ 1.05x check per build. SGLang's W1 and W2 then run at least 3
+                           rounds after a 6 s warm-up, --quick too (unless --rounds, --warmup-ms)
   --nginx PATH             nginx binary (default: looked up in the usual places)
   --docs / --no-docs       write the table into docs/benchmarks.md (default: full runs only)
   -h, --help               show this help`;
 
 const TARGETS: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
-const WORKLOADS: WorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
+const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
+const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 
 function listFlag<T extends string>(name: string, value: string | undefined, allowed: T[]): T[] {
   if (value === undefined) return allowed;
@@ -65,6 +75,8 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     'w4-budget-ms': { type: 'string' },
     targets: { type: 'string' },
     only: { type: 'string' },
+    format: { type: 'string' },
+    'compare-ref': { type: 'string' },
     nginx: { type: 'string' },
     docs: { type: 'boolean' },
     'no-docs': { type: 'boolean' },
@@ -74,23 +86,42 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
   const quick = v.quick ?? false;
   if (v.docs && v['no-docs']) throw new UsageError('--docs and --no-docs contradict each other');
   const streams = intFlag('streams', v.streams, quick ? 400 : 2000, 1);
+  const formats = FORMATS[v.format ?? 'both'];
+  if (!formats) throw new UsageError(`--format takes sglang, vllm or both, got '${v.format}'`);
+  let compareRefs: string[];
+  try {
+    compareRefs = parseRefs(v['compare-ref']);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const targets = listFlag('targets', v.targets, TARGETS);
+  const rounds = intFlag('rounds', v.rounds, quick ? 1 : 4, 1);
+  const warmupMs = intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 6000, 0);
+  if (compareRefs.length > 0 && !targets.includes('baton')) throw new UsageError('--compare-ref runs other builds beside Baton: --targets must include baton');
+  if (compareRefs.length > 0 && !formats.includes('sglang')) throw new UsageError('--compare-ref runs in SGLang\'s W1 and W2: --format must be sglang or both');
   return {
     quick,
     workers: intFlag('workers', v.workers, 3, 1),
     w3Workers: intFlag('w3-workers', v['w3-workers'], Math.max(4, Math.ceil(streams / 450)), 1),
     w3Streams: streams,
     w3IntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], quick ? 40 : 100, 1),
-    rounds: intFlag('rounds', v.rounds, quick ? 1 : 4, 1),
+    rounds,
     w3Rounds: intFlag('w3-rounds', v['w3-rounds'], quick ? 1 : 2, 1),
     durationMs: intFlag('duration-ms', v['duration-ms'], quick ? 2500 : 4000, 100),
     w3DurationMs: intFlag('w3-duration-ms', v['w3-duration-ms'], quick ? 3000 : 5000, 100),
-    warmupMs: intFlag('warmup-ms', v['warmup-ms'], quick ? 700 : 6000, 0),
+    warmupMs,
     kills: intFlag('kills', v.kills, quick ? 5 : 100, 0),
     killsSaturated: intFlag('kills-saturated', v['kills-saturated'], quick ? 4 : 30, 0),
     w4IntervalMs: intFlag('w4-interval-ms', v['w4-interval-ms'], 5, 1),
     w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 130_000, 2000),
-    targets: listFlag('targets', v.targets, TARGETS),
+    targets,
     workloads: listFlag('only', v.only, WORKLOADS),
+    formats,
+    compareRefs,
+    // A 5 % difference between builds needs the JIT settled (Baton's cost per request halves over
+    // its first ~15 s of traffic) and a median over rounds, quick or not.
+    compareRounds: v.rounds !== undefined ? rounds : Math.max(rounds, 3),
+    compareWarmupMs: v['warmup-ms'] !== undefined ? warmupMs : Math.max(warmupMs, 6000),
     nginxPath: v.nginx,
     docs: v.docs ?? (v['no-docs'] ? false : !quick),
   };
@@ -127,11 +158,11 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory);
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), checks: checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory) };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), checks: checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs) };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   console.log(`results: ${jsonPath}`);

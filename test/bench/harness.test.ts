@@ -4,11 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { Histogram, bucketOf, bucketValue, percentileOf } from '../../bench/histogram.ts';
 import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
-import { checks, figuresOf, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, type Sample } from '../../bench/report.ts';
+import { buildComparisons, checks, figuresOf, gapLabel, markdown, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, type RunInfo, type Sample } from '../../bench/report.ts';
 import { lastCompletionTokens } from '../../bench/loadgen.ts';
 import { attemptKey, previousAttemptKey, ridOf } from '../../bench/proxy-probe.ts';
+import { parseRefs, refTargetName } from '../../bench/ref-build.ts';
+import { alternateBuilds, isBatonRef, ridTag, targetLabel, type TargetName } from '../../bench/targets.ts';
+import { optionsFromArgv } from '../../cli/bench.ts';
 import { upstreamRid } from '../../router/migration/rid.ts';
-import { promptIds, requestBody, workloads } from '../../bench/workloads.ts';
+import { baseOf, formatOf, generatePath, promptIds, requestBody, VLLM_WORKLOADS, workloads } from '../../bench/workloads.ts';
 
 describe('histogram', () => {
   it('reports every percentile within 1 % above the exact nearest-rank value', () => {
@@ -290,5 +293,190 @@ describe('/proc readings and the docs splice', () => {
     const out = spliceIntoDoc(doc, 'new table');
     expect(out).toBe('# B\n\nprose\n\n<!-- bench:begin -->\nnew table\n<!-- bench:end -->\n\nmore prose\n');
     expect(spliceIntoDoc('# B\n', 't')).toBe('# B\n\n<!-- bench:begin -->\nt\n<!-- bench:end -->\n');
+  });
+});
+
+describe('vLLM workloads (issue 12)', () => {
+  const W = workloads({ streams: 10, w3IntervalMs: 20 });
+
+  it('are SGLang\'s W1, W2 and W4 in size, in vLLM\'s format, and there is no vLLM W3', () => {
+    expect(Object.keys(VLLM_WORKLOADS).sort()).toEqual(['W1', 'W2', 'W4']);
+    for (const [base, name] of Object.entries(VLLM_WORKLOADS)) {
+      const v = W[name!];
+      const s = W[base as 'W1'];
+      expect(v.format).toBe('vllm');
+      expect(s.format).toBe('sglang');
+      expect(formatOf(v.name)).toBe('vllm');
+      expect(formatOf(s.name)).toBe('sglang');
+      expect(baseOf(v.name)).toBe(base);
+      expect({ p: v.promptTokens, n: v.newTokens, c: v.concurrency, l: v.logprobs, t: v.tokenIntervalMs }).toEqual({ p: s.promptTokens, n: s.newTokens, c: s.concurrency, l: s.logprobs, t: s.tokenIntervalMs });
+    }
+    expect(generatePath(W['W1-vllm'])).toBe('/inference/v1/generate');
+    expect(generatePath(W.W1)).toBe('/generate');
+  });
+
+  it('builds vLLM\'s request: request_id, token_ids, an explicit max_tokens with ignore_eos, a stream that ends with usage', () => {
+    const w1 = JSON.parse(requestBody(W['W1-vllm'], 3, 'r-3'));
+    expect(w1).toEqual({
+      request_id: 'r-3',
+      token_ids: promptIds(3, 64),
+      sampling_params: { max_tokens: 32, ignore_eos: true, temperature: 0 },
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    // No SGLang key leaks into a vLLM body.
+    for (const k of ['rid', 'input_ids', 'return_logprob', 'top_logprobs_num']) expect(w1).not.toHaveProperty(k);
+    const w2 = JSON.parse(requestBody(W['W2-vllm'], 3, 'r'));
+    expect(w2.sampling_params).toEqual({ max_tokens: 256, ignore_eos: true, temperature: 0, logprobs: 5 });
+    expect(w2.token_ids).toHaveLength(512);
+    // The same prompt as SGLang's request of the same number.
+    expect(w2.token_ids).toEqual(JSON.parse(requestBody(W.W2, 3, 'r')).input_ids);
+  });
+
+  it('reads completion_tokens from vLLM\'s usage frame at the end of a stream', () => {
+    const tail = Buffer.from(
+      'data: {"request_id":"generate-tokens-r","usage":null,"choices":[{"index":0,"finish_reason":"length","token_ids":[17323]}]}\n\n' +
+        'data: {"request_id":"generate-tokens-r","usage":{"prompt_tokens":64,"total_tokens":96,"completion_tokens":32},"choices":[]}\n\ndata: [DONE]\n\n',
+    );
+    expect(lastCompletionTokens(tail)).toBe(32);
+  });
+
+  it('the probe finds the attempt in a vLLM body (request_id), not in an abort\'s request_ids', () => {
+    const r1 = upstreamRid('W4-vllm-0-1-7', 1);
+    expect(ridOf(Buffer.from(JSON.stringify({ request_id: r1, token_ids: [1, 2], sampling_params: { max_tokens: 3 }, stream: true })))).toBe(r1);
+    expect(previousAttemptKey(r1)).toBe(attemptKey(upstreamRid('W4-vllm-0-1-7', 0)));
+    expect(ridOf(Buffer.from(JSON.stringify({ request_ids: [`generate-tokens-${r1}`] })))).toBeNull();
+    // SGLang's rid first, as before.
+    expect(ridOf('{"rid":"a~m0~0123456789abcdef","input_ids":[1]}')).toBe('a~m0~0123456789abcdef');
+  });
+
+  it('labels vLLM\'s W4 gaps and judges them apart from SGLang\'s', () => {
+    const g = (format: 'sglang' | 'vllm') =>
+      migrationGap({ format, tokenIntervalMs: 0, kills: 1, records: [{ rid: upstreamRid('a', 1), failedUs: 0, createdUs: 10, sentUs: 20, firstChunkUs: 30 }], client: new Map(), traceGapsMs: null, requests: 1, ok: 1, errors: 0, errorSamples: [] });
+    const gaps = [g('sglang'), g('vllm')];
+    expect(gapLabel(gaps[1]!)).toMatch(/^vLLM workers, /);
+    expect(gapLabel(gaps[0]!)).not.toContain('vLLM');
+    expect(checks([], gaps, true).map((c) => c.workload)).toEqual(['W4', 'W4-vllm']);
+  });
+
+  it('judges SGLang\'s targets only for the workloads that ran', () => {
+    const samples = [
+      sample({ workload: 'W1-vllm', target: 'bare', proxyCpuUs: 10_000 }),
+      sample({ workload: 'W1-vllm', target: 'baton', proxyCpuUs: 25_000 }),
+    ];
+    const fs = summarize(samples);
+    expect(checks(fs, [], true, samples).filter((c) => c.workload !== 'W4')).toEqual([]);
+    const r = ratios(fs, samples).find((q) => q.versus === 'bare')!;
+    expect(r.workload).toBe('W1-vllm');
+    expect(r.cpuPerRequest).toBeCloseTo(2.5);
+  });
+});
+
+describe('other Baton builds side by side (--compare-ref)', () => {
+  const REF = refTargetName('6f100f1667e23ba0866112025ef8821d50b9881c');
+  // Three rounds; bare costs 100 µs a request throughout, Baton 130/140/120, the other build 125/130/130.
+  const cpu: Record<string, number[]> = { bare: [100, 100, 100], baton: [130, 140, 120], [REF]: [125, 130, 130], nginx: [50, 50, 50] };
+  const samples: Sample[] = [];
+  for (let round = 1; round <= 3; round++) {
+    samples.push(sample({ target: 'direct', round }));
+    for (const [t, us] of Object.entries(cpu)) samples.push(sample({ target: t as TargetName, round, proxyCpuUs: us[round - 1]! * 100 }));
+  }
+  const fs = summarize(samples);
+
+  it('names the build by its commit, and tags its request ids like Baton\'s (same length, no escaping)', () => {
+    expect(REF).toBe('baton@6f100f1');
+    expect(isBatonRef(REF)).toBe(true);
+    expect(isBatonRef('baton')).toBe(false);
+    expect(targetLabel(REF)).toBe('Baton@6f100f1');
+    expect(targetLabel('bare')).toBe('bare Node proxy');
+    expect(ridTag(REF)).toHaveLength(ridTag('baton').length);
+    expect(ridTag(REF)).toMatch(/^[A-Za-z0-9._-]+$/);
+    expect(() => refTargetName('HEAD')).toThrow();
+  });
+
+  it('reads --compare-ref as comma-separated revisions, each once, never an option', () => {
+    expect(parseRefs(undefined)).toEqual([]);
+    expect(parseRefs('6f100f1, HEAD,6f100f1')).toEqual(['6f100f1', 'HEAD']);
+    expect(() => parseRefs('--output=x')).toThrow();
+    expect(() => parseRefs(' , ')).toThrow();
+  });
+
+  it('puts the other build right after Baton in the figures, and gives it ratios of its own', () => {
+    expect(fs.map((f) => f.target)).toEqual(['direct', 'bare', 'nginx', 'baton', REF]);
+    const rs = ratios(fs, samples);
+    const mine = rs.find((q) => q.target === 'baton' && q.versus === 'bare')!;
+    const theirs = rs.find((q) => q.target === REF && q.versus === 'bare')!;
+    expect(mine.cpuPerRequestByRound.map((v) => +v.toFixed(2))).toEqual([1.3, 1.4, 1.2]);
+    expect(theirs.cpuPerRequestByRound.map((v) => +v.toFixed(2))).toEqual([1.25, 1.3, 1.3]);
+    // SGLang's targets are judged on this checkout's Baton only.
+    expect(checks(fs, [], true, samples).find((c) => c.workload === 'W1' && c.what.startsWith('CPU per request, Baton / bare'))!.value).toBe('1.30×');
+  });
+
+  it('compares the builds round by round, and checks this checkout against the other within 5 %', () => {
+    const [c] = buildComparisons(fs, samples);
+    expect(c!.ref).toBe(REF);
+    expect(c!.byRound.map((v) => +v.toFixed(3))).toEqual([1.04, 1.077, 0.923]);
+    expect(c!.median).toBeCloseTo(1.04);
+    expect(c!.pooled).toBeCloseTo(390 / 385);
+    expect(c!.ratioChange).toBeCloseTo(1.3 / 1.3);
+    expect(c!.builds.map((b) => b.target)).toEqual(['baton', REF]);
+    expect(c!.builds[1]!.vsNginxMedian).toBeCloseTo(2.6);
+    const check = checks(fs, [], true, samples).find((q) => q.what.includes('Baton@6f100f1'))!;
+    expect(check).toMatchObject({ workload: 'W1', limit: '≤ 1.05×', value: '1.04×', met: true });
+    expect(check.what).toContain('median of 3 rounds');
+    // 10 % more CPU in every round is a regression.
+    const worse = samples.map((s) => (s.target === 'baton' ? { ...s, proxyCpuUs: cpu[REF]![s.round - 1]! * 110 } : s));
+    expect(checks(summarize(worse), [], true, worse).find((q) => q.what.includes('Baton@6f100f1'))!.met).toBe(false);
+  });
+
+  it('shows both builds in the side-by-side table, the main ratios staying this checkout\'s', () => {
+    const info: RunInfo = {
+      date: 'd',
+      mode: 'quick',
+      machine: { cores: 2, cpu: 'c', memoryGiB: 1, node: 'v20', os: 'linux', nginx: null },
+      loadAverage: { start: [1, 1, 1], end: [1, 1, 1] },
+      settings: {},
+      workloadTitles: { W1: 'short' },
+      compareRefs: [{ target: REF, rev: '6f100f1', sha: '6f100f1667e23ba0866112025ef8821d50b9881c' }],
+    };
+    const md = markdown(info, fs, [], true, samples);
+    expect(md).toContain('| W1 short | Baton@6f100f1 |');
+    expect(md).toContain('Baton@6f100f1 = 6f100f1667e23ba0866112025ef8821d50b9881c');
+    expect(md).toContain('| W1 | Baton (this checkout) | 130 | 1.30, 1.40, 1.20 (1.30×) |');
+    expect(md).toContain('| W1 | Baton@6f100f1 | 128 | 1.25, 1.30, 1.30 (1.30×) | 2.60× | 1.04, 1.08, 0.92 (1.04×) | +0.0 % |');
+    const ratioRows = md.split('\n').filter((l) => /^\| W1 \| (nginx|bare Node proxy) \|/.test(l));
+    expect(ratioRows).toHaveLength(2);
+  });
+
+  it('adds the paired runs (one load shared request by request) as a second measure, with a check of its own', () => {
+    const pairs = [1, 2, 3].map((round) => ({ workload: 'W1' as const, round, ref: REF, baton: { cpuUs: [106, 99, 104][round - 1]! * 1000, ok: 1000, errors: 0 }, other: { cpuUs: 100 * 500, ok: 500, errors: 0 } }));
+    const [c] = buildComparisons(fs, samples, pairs);
+    // Per request: Baton 106, 99, 104 µs; the other build 100 µs each round.
+    expect(c!.pairedByRound.map((v) => +v.toFixed(2))).toEqual([1.06, 0.99, 1.04]);
+    expect(c!.pairedMedian).toBeCloseTo(1.04);
+    const paired = checks(fs, [], true, samples, [], pairs).find((q) => q.what.includes('paired'))!;
+    expect(paired).toMatchObject({ value: '1.04×', met: true });
+    expect(buildComparisons(fs, samples)[0]!.pairedByRound).toEqual([]);
+    expect(checks(fs, [], true, samples).some((q) => q.what.includes('paired'))).toBe(false);
+  });
+
+  it('alternates the builds\' order every other round and leaves the other targets in place', () => {
+    const t = (name: TargetName) => ({ name });
+    const order = [t('direct'), t('baton'), t(REF), t('bare')];
+    expect(alternateBuilds(order, 1).map((x) => x.name)).toEqual(['direct', 'baton', REF, 'bare']);
+    expect(alternateBuilds(order, 2).map((x) => x.name)).toEqual(['direct', REF, 'baton', 'bare']);
+  });
+
+  it('the CLI: --format, and --compare-ref with its rounds and warm-up', () => {
+    const o = optionsFromArgv(['--quick'])!;
+    expect(o.formats).toEqual(['sglang', 'vllm']);
+    expect(o.compareRefs).toEqual([]);
+    expect(optionsFromArgv(['--format', 'vllm'])!.formats).toEqual(['vllm']);
+    expect(() => optionsFromArgv(['--format', 'grpc'])).toThrow(/--format/);
+    const c = optionsFromArgv(['--quick', '--compare-ref', '6f100f1'])!;
+    expect(c).toMatchObject({ compareRefs: ['6f100f1'], rounds: 1, warmupMs: 700, compareRounds: 3, compareWarmupMs: 6000 });
+    expect(optionsFromArgv(['--quick', '--compare-ref', '6f100f1', '--rounds', '2', '--warmup-ms', '1000'])).toMatchObject({ compareRounds: 2, compareWarmupMs: 1000 });
+    expect(() => optionsFromArgv(['--compare-ref', '6f100f1', '--targets', 'direct,bare'])).toThrow(/baton/);
+    expect(() => optionsFromArgv(['--compare-ref', '6f100f1', '--format', 'vllm'])).toThrow(/sglang/);
   });
 });
