@@ -36,8 +36,8 @@ describe('a mixed simulated cluster', () => {
     await fetch(`${app.router.url}/api/sim/${vllmIndex}/kill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     await expect.poll(() => app.router.traceRows({ kind: 'request' }).some((r) => (r as RequestRow).format === 'vllm' && (r as RequestRow).migrations > 0 && r.outcome === 'finished' && r.ended_at > killedAt), { timeout: 30_000 }).toBe(true);
     // Every attempt ran on a worker of its request's format.
+    await expect.poll(() => app.router.traceRows({ kind: 'attempt' }).length, { timeout: 30_000 }).toBeGreaterThan(10);
     const rows = app.router.traceRows({ kind: 'attempt' }) as AttemptRow[];
-    expect(rows.length).toBeGreaterThan(10);
     for (const a of rows) expect(formatOf.get(a.worker), `${a.request_id} on ${a.worker}`).toBe(a.format);
   }, 90_000);
 
