@@ -1,8 +1,8 @@
 // SGLang's admission rules: which of its request fields make a request stateful or unstitchable
 // (migration.md, "Admission"). The shared rules and the budget are migration/admission.ts's.
 import type { AdmissionRules } from '../../migration/admission.ts';
-import type { JsonObject } from '../types.ts';
 import type { GenerateRequest } from './request.ts';
+import { isObject } from '../json.ts';
 
 const MULTIMODAL = ['image_data', 'video_data', 'audio_data'];
 const GRAMMARS = ['json_schema', 'regex', 'ebnf', 'structural_tag'];
@@ -17,10 +17,6 @@ function present(v: unknown): boolean {
 
 function nonEmpty(v: unknown): boolean {
   return present(v) && !(Array.isArray(v) && v.length === 0) && !(typeof v === 'string' && v.length === 0);
-}
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export const SGLANG_ADMISSION: AdmissionRules<GenerateRequest> = {

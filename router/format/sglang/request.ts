@@ -16,6 +16,7 @@
 import { validationMessage, type PydanticError } from '../../sglang-api/errors.ts';
 
 import type { FormatRequest, Json, JsonObject } from '../types.ts';
+import { isObject } from '../json.ts';
 
 export type { Json, JsonObject };
 
@@ -38,10 +39,6 @@ export class MalformedBody extends Error {
 const GRAMMARS = ['json_schema', 'regex', 'ebnf', 'structural_tag'] as const;
 /** SamplingParams treats a temperature below this as greedy (sampling_params.py). */
 const SAMPLING_EPS = 1e-6;
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 // --- pydantic's lax rules, for the fields the router reads ------------------------------------
 // 'ok': the plain JSON type. 'coercible': pydantic's lax mode may convert it (the router does not

@@ -17,10 +17,7 @@ import type { GenerateRequest } from './request.ts';
 import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from './sse.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf } from './stitch.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isObject } from '../json.ts';
 
 const protocol = (message: string): Failure => ({ kind: 'protocol', message, status: 502, evidence: message });
 

@@ -4,6 +4,7 @@
 // hits come from the attempt that prefilled the original prompt, and a `length` finish names the
 // original budget (a continuation's worker only knows the remainder it was asked for).
 import type { Json, JsonObject } from './request.ts';
+import { appendAll, isObject } from '../json.ts';
 
 /** Output-side lists that SGLang extends per token (and slices in incremental mode). */
 const OUTPUT_LISTS = ['output_token_logprobs', 'output_top_logprobs', 'output_token_ids_logprobs'] as const;
@@ -18,15 +19,6 @@ type OutputList = (typeof OUTPUT_LISTS)[number];
  * "meta_info keys across a migration", for every key.
  */
 export const SUMMED_COUNTERS = ['reasoning_tokens', 'num_retractions', 'spec_verify_ct', 'spec_accepted_tokens'] as const;
-
-/** Append `src` to `dst` without spreading it into arguments (a 130k-entry spread throws). */
-function appendAll<T>(dst: T[], src: readonly T[]): void {
-  for (let i = 0; i < src.length; i++) dst.push(src[i]!);
-}
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 export function metaOf(chunk: JsonObject): JsonObject {
   const m = chunk.meta_info;

@@ -4,6 +4,7 @@
 // As for SGLang, a value the router cannot use is never refused here: the body goes to one
 // worker as written (`unparsed`), and vLLM's own answer reaches the client.
 import type { FormatRequest, JsonObject } from '../types.ts';
+import { isObject } from '../json.ts';
 
 export interface VllmRequest extends FormatRequest {
   /** `logprobs` (k top alternatives per output token), or null. */
@@ -15,10 +16,6 @@ export interface VllmRequest extends FormatRequest {
 
 /** A body vLLM's validation refuses outright (not an object): the router's 400. */
 export class VllmMalformedBody extends Error {}
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 const isTokenId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 

@@ -9,15 +9,7 @@ import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, Json, Json
 import { FrameKind, classifyFrame, framePayload } from '../sglang/sse.ts';
 import { classifyVllmError, classifyVllmFinish } from './failure.ts';
 import type { VllmRequest } from './request.ts';
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Append without spreading into arguments (a 130k-entry spread throws). */
-function appendAll<T>(dst: T[], src: readonly T[]): void {
-  for (let i = 0; i < src.length; i++) dst.push(src[i]!);
-}
+import { appendAll, isObject } from '../json.ts';
 
 const ENGINE_PREFIX = 'generate-tokens-';
 
