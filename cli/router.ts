@@ -32,6 +32,9 @@ const HELP = `usage: baton router [options]
                                the standard OTEL_EXPORTER_OTLP_* variables apply (docs/tracing.md)
   --trace-url-template T       the dashboard links a request to T with {trace_id} filled in,
                                e.g. http://jaeger:16686/trace/{trace_id}
+  --tokenizer DIR|NAME=DIR     serve the OpenAI-compatible front (/v1/completions,
+                               /v1/chat/completions) with the Hugging Face tokenizer in DIR, for
+                               the workers' model or for model NAME (repeatable; docs/openai.md)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -60,6 +63,7 @@ const OPTIONS = {
   'listen-backlog': { type: 'string' },
   'otlp-endpoint': { type: 'string' },
   'trace-url-template': { type: 'string' },
+  tokenizer: { type: 'string', multiple: true },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -90,6 +94,7 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         listenBacklog: v['listen-backlog'],
         otlpEndpoint: v['otlp-endpoint'],
         traceUrlTemplate: v['trace-url-template'],
+        tokenizers: v.tokenizer,
       },
     });
   } catch (err) {

@@ -49,6 +49,11 @@ export interface RouterConfig {
   otlpEndpoint: string | null;
   /** Link from the dashboard to a trace, e.g. `http://jaeger:16686/trace/{trace_id}`. */
   traceUrlTemplate: string | null;
+  /**
+   * Model directories for the OpenAI-compatible front (docs/openai.md): `DIR` (the workers' model)
+   * or `NAME=DIR`. None: the front is off and GET /v1/models is a worker's.
+   */
+  tokenizers: string[];
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -79,6 +84,7 @@ export const DEFAULTS: RouterConfig = {
   listenBacklog: 4096,
   otlpEndpoint: null,
   traceUrlTemplate: null,
+  tokenizers: [],
 };
 
 export class ConfigError extends Error {}
@@ -100,9 +106,9 @@ export function flagName(k: Key): string {
 function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   const d = DEFAULTS[key];
   const bad = (what: string) => new ConfigError(`${where}: ${NAMES[key].flag} ${what}, got ${JSON.stringify(value)}`);
-  if (key === 'workers') {
+  if (key === 'workers' || key === 'tokenizers') {
     const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
-    if (!list || !list.every((s) => typeof s === 'string')) throw bad('must be a list of URLs');
+    if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
     return list as string[];
   }
   if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'otlpEndpoint' || key === 'traceUrlTemplate') {
@@ -130,7 +136,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
 
 /** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
-  const cfg: RouterConfig = { ...DEFAULTS, workers: [] };
+  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [] };
   const set = (k: Key, v: unknown, where: string) => {
     (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
   };

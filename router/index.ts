@@ -30,6 +30,8 @@ import type { FormatRequest, WireFormat } from './format/types.ts';
 import { LogicalRequest, type LoopContext } from './migration/logical-request.ts';
 import { passThrough } from './upstream/passthrough.ts';
 import type { TraceRow } from './trace/row.ts';
+import { ServedModels } from './format/openai/models.ts';
+import { addOpenAiRoutes, reportedModels } from './openai-api.ts';
 
 export type { RouterHandle } from './api.ts';
 export type { RouterConfig } from './config.ts';
@@ -67,11 +69,18 @@ function httpError(res: ServerResponse, status: number, message: string, type = 
 }
 
 export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<RouterHandle> {
-  const config: RouterConfig = { ...DEFAULTS, ...partial, workers: partial.workers ?? [] };
+  const config: RouterConfig = { ...DEFAULTS, ...partial, workers: partial.workers ?? [], tokenizers: partial.tokenizers ?? [] };
   if (!isLoopback(config.host) && !config.adminToken) {
     throw new ConfigError(`binding to ${config.host} exposes the worker API, traces and events: set --admin-token (or bind to 127.0.0.1)`);
   }
   for (const w of config.workers) normalizeWorkerUrl(w); // fail before binding, not after
+  // Tokenizers load before binding: a bad --tokenizer fails the start, not the first request.
+  let models: ServedModels;
+  try {
+    models = new ServedModels(config.tokenizers);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   const otel = tracingSettings(config); // OTLP export (docs/tracing.md); a bad OTEL_* value fails here
   const bus = new EventBus();
   const traces = new TraceStore(config.traceRingSize, config.traceFile);
@@ -140,6 +149,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         return malformedBody(res, [jsonInvalid(text, err as Error)]);
       }
       parsed = parseGenerateRequest(json, { lossyNumbers: hasLossyNumber(text) });
+      if (!models.empty) parsed = withTokenizer(parsed, hasLossyNumber(text));
     } catch (err) {
       if (err instanceof MalformedBody) return malformedBody(res, err.errors);
       throw err;
@@ -157,6 +167,33 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     // made up here claim nothing: clients share correlation headers.
     const rids = passthrough ? workerRids(parsed) : parsed.rid !== null ? [parsed.rid] : [];
     await serve(SGLANG, req, res, { parsed, text, id, idHeaders, passthrough, rids });
+  }
+
+  /**
+   * With the model's tokenizer (--tokenizer; the workers serve one model), a native request gains
+   * Baton's text: a `text` prompt is tokenized here and sent as `input_ids` (SGLang's
+   * tokenizer_manager encodes it the same way), so it can migrate; the answer's `text` is
+   * rendered from the logical output ids (format/sglang/detokenize.ts).
+   */
+  function withTokenizer(parsed: GenerateRequest, lossyNumbers: boolean): GenerateRequest {
+    let tok;
+    try {
+      tok = models.lookup(undefined, reportedModels(pool)).tokenizer;
+    } catch {
+      return parsed; // no model, or several: the workers' own text
+    }
+    const body = parsed.body;
+    if (parsed.prompt.kind === 'text' && parsed.unparsed === null && typeof body.text === 'string' && body.input_ids === undefined && body.input_embeds === undefined) {
+      const { text, ...rest } = body;
+      const ids = tok.encode(text);
+      if (ids.length === 0) return parsed; // SGLang refuses an empty prompt itself
+      const tokenized = parseGenerateRequest({ ...rest, input_ids: ids }, { lossyNumbers });
+      tokenized.tokenizer = tok;
+      tokenized.textPrompt = true;
+      return tokenized;
+    }
+    parsed.tokenizer = tok;
+    return parsed;
   }
 
   /**
@@ -236,7 +273,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
    * worker (its refusal of a bad value is the request's fault).
    */
   async function serveUnstitchable(parsed: FormatRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight, format: WireFormat = SGLANG, trace: InboundTrace | null = null): Promise<void> {
-    const worker = pool.pick(new Set(), null, format.name);
+    const worker = pool.pick(new Set(), null, format.workers);
     entry.worker = worker;
     const started = Date.now();
     const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
@@ -300,7 +337,20 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     res.end();
   }, false);
 
-  routes.add('GET', '/v1/models', async (_req, res) => {
+  if (!models.empty) {
+    addOpenAiRoutes(routes, {
+      pool,
+      models,
+      maxBodyBytes: config.maxBodyBytes,
+      bodyTimeoutMs: config.bodyTimeoutMs,
+      admit: () => {
+        if (inFlight >= config.maxConcurrentRequests) return null;
+        inFlight++;
+        return () => void inFlight--;
+      },
+      serve,
+    });
+  } else routes.add('GET', '/v1/models', async (_req, res) => {
     const w = pool.pick(new Set());
     if (!w) return httpError(res, 503, 'no healthy worker available', 'ServiceUnavailableError');
     try {

@@ -26,7 +26,7 @@ export class RouterMetrics {
   readonly registry = new Registry();
   private sources: ScrapeSources | null = null;
 
-  readonly requests = new Counter({ name: 'baton_requests_total', help: 'Logical requests that ended, by outcome (finished, failed, cancelled) and wire format (sglang, vllm)', labelNames: ['outcome', 'format'], registers: [this.registry] });
+  readonly requests = new Counter({ name: 'baton_requests_total', help: 'Logical requests that ended, by outcome (finished, failed, cancelled) and client format (sglang, vllm, openai)', labelNames: ['outcome', 'format'], registers: [this.registry] });
   readonly attempts = new Counter({ name: 'baton_attempts_total', help: 'Upstream attempts that ended, by worker and attempt outcome', labelNames: ['worker', 'outcome'], registers: [this.registry] });
   readonly attemptsStarted = new Counter({ name: 'baton_attempts_started_total', help: 'Upstream attempts started', registers: [this.registry] });
   readonly migrations = new Counter({ name: 'baton_migrations_total', help: 'Migrations (continuations started on another worker), by migration_type: new_request (no token yet) or ongoing_request', labelNames: ['migration_type'], registers: [this.registry] });
@@ -93,7 +93,7 @@ export class RouterMetrics {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
     // Series with known label values exist from the start at 0, so that rate() and absent()
     // see the first failure or migration as a change rather than as a series appearing.
-    for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm']) this.requests.inc({ outcome, format }, 0);
+    for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm', 'openai']) this.requests.inc({ outcome, format }, 0);
     for (const migration_type of ['new_request', 'ongoing_request']) this.migrations.inc({ migration_type }, 0);
     for (const outcome of ['success', 'failure', 'cancelled']) this.migrationDuration.zero({ outcome });
   }

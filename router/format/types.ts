@@ -11,7 +11,10 @@ import type { ClientSink, ErrorShapes } from './client-sink.ts';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
+/** The wire formats workers speak. */
 export type FormatName = 'sglang' | 'vllm';
+/** What a client spoke: a worker format, or the OpenAI-compatible front over one (format/openai/). */
+export type ClientFormatName = FormatName | 'openai';
 
 /** A client's generate request as every format reads it: what migration needs, and the rest. */
 export interface FormatRequest {
@@ -34,6 +37,8 @@ export interface FormatRequest {
   unparsed: string | null;
   /** More samples than one (SGLang `n`, vLLM `n`): passed through, never migrated. */
   samples: number;
+  /** The model the request names (OpenAI's `model`): attempt 0 goes only to workers serving it. */
+  model?: string | null;
 }
 
 /** Migration settings and the workers' advertised facts that admission reads. */
@@ -89,6 +94,12 @@ export interface AttemptHost {
   firstFrame(): void;
   /** The attempt finished; the format has delivered the final answer to the client. */
   finished(): void;
+  /**
+   * The router ended the answer itself while the worker still generates (a stop string Baton
+   * owns matched): the final answer was delivered; the upstream call is cut and the worker told
+   * to abort.
+   */
+  stopped(): void;
   /** The attempt failed in band (an error frame, an abort, a frame that cannot be read). */
   failed(failure: Failure): void;
 }
@@ -140,6 +151,8 @@ export interface FormatSession {
   finishAborted(headers: Record<string, string>): void;
   /** The request's own refusal (a 4xx, an in-band refusal): to the client as the worker wrote it. */
   passThrough(a: FormatAttempt, failure: Failure): void;
+  /** The text each output token added, where the router has the tokenizer (the dashboard). */
+  tokenTexts?(): string[] | null;
 }
 
 /** What a worker told about itself when probed in this format. */
@@ -156,7 +169,10 @@ export interface ProbeResult {
 
 /** A wire format, client side and worker side. */
 export interface WireFormat {
-  readonly name: FormatName;
+  /** The client's format (trace rows, metrics). */
+  readonly name: ClientFormatName;
+  /** The format of the workers that serve it (the pool picks among these). */
+  readonly workers: FormatName;
   /** The client-facing and worker-facing generate path. */
   readonly generatePath: string;
   /** Read a parsed JSON body; throws the format's MalformedBody for what its server refuses outright. */
@@ -179,4 +195,70 @@ export interface WireFormat {
   writeRequestError(res: ServerResponse, stream: boolean, status: number, message: string, headers?: Record<string, string>): void;
   /** Ask a worker whether it speaks this format, and what it serves. */
   probe(pool: Pool, timeoutMs: number): Promise<ProbeResult | null>;
+  /** The worker side read as plain tokens, for the OpenAI front (worker formats only). */
+  readonly tokens?: TokenWorker;
+}
+
+// --- The token-only side of a worker format, read neutrally -----------------------------------
+// The OpenAI-compatible front (format/openai/) tokenizes, renders and stops on text itself, and
+// needs from a worker format only this: a native request for given token ids and sampling
+// values (admitted and continued by the format's own rules), and its frames as plain tokens.
+
+/** Sampling values the OpenAI front sends explicitly, in neutral names (each format renames). */
+export interface TokenSampling {
+  temperature: number;
+  top_p: number;
+  /** null: no top-k. */
+  top_k: number | null;
+  seed: number | null;
+  stop_token_ids: number[];
+  ignore_eos: boolean;
+  frequency_penalty: number;
+  presence_penalty: number;
+  repetition_penalty: number | null;
+  /** token id (as a string) → bias. */
+  logit_bias: Record<string, number> | null;
+}
+
+/** A token-only generate request, as the front hands it to a worker format. */
+export interface TokenRequest {
+  promptIds: number[];
+  /** The explicit budget (null: none, the worker's default applies). */
+  maxTokens: number | null;
+  minTokens: number;
+  stream: boolean;
+  sampling: TokenSampling;
+  /** Alternatives per output token (0: only the chosen token's logprob), null: no logprobs. */
+  logprobs: number | null;
+  model: string;
+}
+
+export interface TokenLogprob {
+  logprob: number;
+  /** The top alternatives, best first (empty when none were asked for). */
+  top: { id: number; logprob: number }[];
+}
+
+/** How a worker ended an attempt, neutrally. `matched`: the stop token id, when one matched. */
+export interface TokenFinish {
+  reason: 'stop' | 'length' | 'abort';
+  matched: number | null;
+}
+
+/** One frame of a token-only attempt. */
+export type TokenFrame =
+  | { kind: 'tokens'; ids: readonly number[]; logprobs: readonly TokenLogprob[] | null; finish: TokenFinish | null; weightVersion: string | null; cachedTokens: number | null }
+  | { kind: 'failed'; failure: Failure }
+  | { kind: 'skip' };
+
+export interface TokenReader {
+  /** Read one parsed frame of the attempt. */
+  read(chunk: JsonObject): TokenFrame;
+}
+
+export interface TokenWorker {
+  /** The native request (admitted, and continued, by the worker format's own rules). */
+  request(t: TokenRequest): FormatRequest;
+  /** A reader for one attempt's frames. */
+  reader(worker: WorkerView): TokenReader;
 }

@@ -73,6 +73,11 @@ class AttemptState implements AttemptHost {
     this.call.end({ kind: 'finished' });
   }
 
+  stopped(): void {
+    this.call.abort({ kind: 'finished' });
+    this.loop.sendAbort(this);
+  }
+
   failed(failure: Failure): void {
     this.call.abort({ kind: 'failed', failure });
   }
@@ -97,6 +102,8 @@ export class LogicalRequest implements ProgressSource {
   private aborted = false;
   /** What a continuation must share with the attempts before it (set by attempt 0's worker). */
   private pin: ContinuationPin | null = null;
+  /** Attempt 0's constraint: the model the request names, if it names one (OpenAI's `model`). */
+  private readonly firstPin: ContinuationPin | null;
   private firstFailureAt: number | null = null;
   private logicalFirstTokenSeen = false;
   private readonly promptIds: number[];
@@ -111,15 +118,16 @@ export class LogicalRequest implements ProgressSource {
     private readonly sink: ClientSink,
     readonly trace: InboundTrace | null = null,
   ) {
-    const defaults = ctx.pool.samplingDefaults(format.name);
+    const defaults = ctx.pool.samplingDefaults(format.workers);
     this.admission = format.admit(req, {
       migrationLimit: ctx.settings.migrationLimit,
       migrationMaxSeqLen: ctx.settings.migrationMaxSeqLen,
       workerDefaults: defaults.agreed,
       disputedDefaults: defaults.disputed,
-      maxReqLen: ctx.pool.maxReqLen(format.name),
+      maxReqLen: ctx.pool.maxReqLen(format.workers),
     });
     this.promptIds = req.prompt.kind === 'input_ids' ? req.prompt.ids : [];
+    this.firstPin = req.model ? { modelPath: req.model, weightVersion: null } : null;
     this.out = format.session(req, { id, budget: this.admission.budget, startedAt: this.startedAt }, sink);
   }
 
@@ -159,7 +167,7 @@ export class LogicalRequest implements ProgressSource {
   }
 
   /** The worker's abort call for one attempt, best effort (the worker may be gone). */
-  private sendAbort(a: AttemptState): void {
+  sendAbort(a: AttemptState): void {
     const { path, body } = this.format.abortRequest(a.rid);
     void a.worker.pool
       .request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(2000) })
@@ -215,7 +223,12 @@ export class LogicalRequest implements ProgressSource {
       // Filled in by telemetry when the request is traced.
       trace_id: null,
       format: this.format.name,
-    }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids as number[], attempts: this.segments });
+    }, this.firstFailureAt, exhausted, { request_id: this.id, output_ids: this.out.ids as number[], attempts: this.segments, ...this.tokenTexts() });
+  }
+
+  private tokenTexts(): { token_text?: string[] } {
+    const t = this.out.tokenTexts?.() ?? null;
+    return t === null ? {} : { token_text: t };
   }
 
   /** Attempts until one finishes, the client leaves, or migration may not go on. */
@@ -240,11 +253,11 @@ export class LogicalRequest implements ProgressSource {
         finishReason = 'abort';
         break;
       }
-      const pin = this.attempts > 0 ? this.pin : null;
-      const worker = this.ctx.pool.pick(this.exclude, pin, this.format.name);
+      const pin = this.attempts > 0 ? this.pin : this.firstPin;
+      const worker = this.ctx.pool.pick(this.exclude, pin, this.format.workers);
       if (!worker) {
         const message = lastFailure
-          ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null }, this.format.name)})`
+          ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null }, this.format.workers)})`
           : 'no healthy worker available';
         if (lastFailure) exhausted = true;
         this.sink.fail(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');

@@ -312,7 +312,7 @@ async function probeFormats(w: Worker, timeoutMs: number): Promise<{ format: For
   const order = w.format ? [...FORMATS.filter((f) => f.name === w.format), ...FORMATS.filter((f) => f.name !== w.format)] : FORMATS;
   for (const f of order) {
     const probe = await f.probe(w.pool, timeoutMs);
-    if (probe) return { format: f.name, probe };
+    if (probe) return { format: f.workers, probe };
   }
   return null;
 }

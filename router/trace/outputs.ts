@@ -5,6 +5,11 @@ export interface RequestOutput {
   output_ids: number[];
   /** Where each attempt's tokens start in output_ids, with the worker that produced them. */
   attempts: { attempt: number; worker: string; from_token: number; tokens: number }[];
+  /**
+   * Where Baton has the model's tokenizer: the text each output token added (incremental
+   * detokenization, so a character split over tokens lands on the token that completes it).
+   */
+  token_text?: string[];
 }
 
 export class RecentOutputs {

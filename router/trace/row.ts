@@ -43,8 +43,11 @@ export interface AttemptRow {
   finish_reason: string | null;
   /** The OpenTelemetry trace this attempt's span is in (docs/tracing.md); null when not traced. */
   trace_id: string | null;
-  /** The wire format of the request: `sglang` (POST /generate) or `vllm` (POST /inference/v1/generate). */
-  format: 'sglang' | 'vllm';
+  /**
+   * The wire format of the request: `sglang` (POST /generate), `vllm` (POST /inference/v1/generate)
+   * or `openai` (POST /v1/completions, /v1/chat/completions: Baton's tokenizing front).
+   */
+  format: 'sglang' | 'vllm' | 'openai';
 }
 
 export interface RequestRow {
@@ -67,8 +70,11 @@ export interface RequestRow {
   error: string | null;
   /** The OpenTelemetry trace of this request (docs/tracing.md); null when not traced. */
   trace_id: string | null;
-  /** The wire format of the request: `sglang` (POST /generate) or `vllm` (POST /inference/v1/generate). */
-  format: 'sglang' | 'vllm';
+  /**
+   * The wire format of the request: `sglang` (POST /generate), `vllm` (POST /inference/v1/generate)
+   * or `openai` (POST /v1/completions, /v1/chat/completions: Baton's tokenizing front).
+   */
+  format: 'sglang' | 'vllm' | 'openai';
 }
 
 export type TraceRow = AttemptRow | RequestRow;

@@ -85,3 +85,21 @@ describe('output token layout', () => {
     }));
   });
 });
+
+describe('output text (the router has the tokenizer)', () => {
+  it("each run carries its tokens' text; the runs' text is the answer's, split at the migration token", () => {
+    const out = output(6, [[W0, 0, 4], [W1, 4, 2]]);
+    out.token_text = ['Hel', 'lo', ',', ' wo', 'rld', '!'];
+    const runs = outputLayout(out).pieces.filter((p): p is OutputRun => p.kind === 'run');
+    expect(runs.map((r) => r.texts)).toEqual([['Hel', 'lo', ',', ' wo'], ['rld', '!']]);
+    expect(runs.flatMap((r) => r.texts!).join('')).toBe('Hello, world!');
+    expect(outputLayout(out, 3).pieces.filter((p): p is OutputRun => p.kind === 'run').map((r) => r.texts)).toEqual([['Hel', 'lo', ',']]);
+  });
+
+  it('no text without token_text, or when it does not cover the output', () => {
+    const out = output(3, [[W0, 0, 3]]);
+    expect((outputLayout(out).pieces[0] as OutputRun).texts).toBeNull();
+    out.token_text = ['a'];
+    expect((outputLayout(out).pieces[0] as OutputRun).texts).toBeNull();
+  });
+});

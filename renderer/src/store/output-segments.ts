@@ -11,6 +11,8 @@ export interface OutputRun {
   /** Index of the first token in output_ids. */
   from: number;
   ids: number[];
+  /** The text each of these tokens added, where the router has the tokenizer. */
+  texts: string[] | null;
 }
 
 /** A continuation started here: the tokens from `at` on came from `worker` (none if it failed first). */
@@ -82,7 +84,9 @@ export function outputLayout(out: RequestOutput, limit = Number.POSITIVE_INFINIT
   for (const s of covered) {
     if (s.from >= shown) break;
     while (h < handoffs.length && handoffs[h]!.at <= s.from) pieces.push(handoffs[h++]!);
-    pieces.push({ kind: 'run', attempt: s.attempt, worker: s.worker, from: s.from, ids: ids.slice(s.from, Math.min(s.to, shown)) });
+    const to = Math.min(s.to, shown);
+    const texts = out.token_text && out.token_text.length === total ? out.token_text.slice(s.from, to) : null;
+    pieces.push({ kind: 'run', attempt: s.attempt, worker: s.worker, from: s.from, ids: ids.slice(s.from, to), texts });
   }
   while (h < handoffs.length && visible(handoffs[h]!)) pieces.push(handoffs[h++]!);
   return { pieces, total, shown, hiddenHandoffs: handoffs.length - h };

@@ -34,6 +34,8 @@ export const OutputTokens = memo(function OutputTokens({ id, finished, passedThr
   const host = useHost();
   const [loaded, setLoaded] = useState<Loaded>({ state: 'loading' });
   const [showAll, setShowAll] = useState(false);
+  /** With the tokenizer's text: show it (default) or the token ids. */
+  const [asIds, setAsIds] = useState(false);
 
   useEffect(() => {
     if (!finished) return;
@@ -71,7 +73,7 @@ export const OutputTokens = memo(function OutputTokens({ id, finished, passedThr
         <RunLegend pieces={layout.pieces} workers={workers} />
         {layout.total === 0
           ? <p className="out-note" data-testid="output-note">No output tokens.</p>
-          : <TokenBlock pieces={layout.pieces} shown={layout.shown} total={layout.total} workers={workers} />}
+          : <TokenBlock pieces={layout.pieces} shown={layout.shown} total={layout.total} workers={workers} asText={!asIds && output?.token_text !== undefined} />}
         {layout.shown < layout.total && (
           <p className="out-more">
             First {layout.shown.toLocaleString()} of {layout.total.toLocaleString()} tokens
@@ -84,7 +86,12 @@ export const OutputTokens = memo(function OutputTokens({ id, finished, passedThr
   }
   return (
     <section data-testid="output-section">
-      <h3>Output tokens</h3>
+      <h3>
+        Output tokens
+        {output?.token_text !== undefined && (
+          <button className="out-mode" onClick={() => setAsIds(!asIds)} data-testid="output-mode">{asIds ? 'Show text' : 'Show ids'}</button>
+        )}
+      </h3>
       {body}
     </section>
   );
@@ -106,9 +113,9 @@ function RunLegend({ pieces, workers }: { pieces: OutputPiece[]; workers: Worker
   );
 }
 
-function TokenBlock({ pieces, shown, total, workers }: { pieces: OutputPiece[]; shown: number; total: number; workers: WorkerTable }) {
+function TokenBlock({ pieces, shown, total, workers, asText }: { pieces: OutputPiece[]; shown: number; total: number; workers: WorkerTable; asText: boolean }) {
   return (
-    <div className="out-tokens mono" data-testid="output-tokens" data-shown={shown} data-total={total}>
+    <div className={asText ? 'out-tokens out-text' : 'out-tokens mono'} data-testid="output-tokens" data-shown={shown} data-total={total} data-as={asText ? 'text' : 'ids'}>
       {pieces.map((p) => {
         if (p.kind === 'handoff') {
           const to = workers.idOf(p.worker);
@@ -138,7 +145,9 @@ function TokenBlock({ pieces, shown, total, workers }: { pieces: OutputPiece[]; 
             data-tokens={p.ids.length}
             style={tint(p.worker ? workers.colorOf(p.worker) : UNCLAIMED)}
           >
-            {p.ids.map((t, i) => <span key={i} className="out-tok" title={`#${p.from + i} · ${who}`}>{t}</span>)}
+            {asText && p.texts
+              ? p.texts.map((t, i) => <span key={i} className="out-piece" title={`#${p.from + i} · id ${p.ids[i]} · ${who}`}>{t}</span>)
+              : p.ids.map((t, i) => <span key={i} className="out-tok" title={`#${p.from + i} · ${who}`}>{t}</span>)}
           </span>
         );
       })}

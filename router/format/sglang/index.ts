@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import { admit } from '../../migration/admission.ts';
 import { writeValueError, sendJson } from '../../sglang-api/errors.ts';
 import type { WireFormat } from '../types.ts';
+import { SGLANG_TOKENS } from './tokens.ts';
 import { SGLANG_ADMISSION } from './admission.ts';
 import { attemptBody } from './continuation.ts';
 import { probeWorker } from './probe.ts';
@@ -14,6 +15,7 @@ import { SglangSession } from './session.ts';
 
 export const SGLANG: WireFormat = {
   name: 'sglang',
+  workers: 'sglang',
   generatePath: '/generate',
   parse: (json, opts) => parseGenerateRequest(json, { lossyNumbers: opts.lossyNumbers }),
   admit: (req, ctx) => admit(req as GenerateRequest, ctx, SGLANG_ADMISSION),
@@ -28,5 +30,6 @@ export const SGLANG: WireFormat = {
     body: (status, message, type) => ({ error: { message, type, code: status } }),
     frame: (status, message, type) => ({ error: { message, type, code: status, retryable: status >= 500 } }),
   },
+  tokens: SGLANG_TOKENS,
   probe: probeWorker,
 };

@@ -16,6 +16,7 @@
 import { validationMessage, type PydanticError } from '../../sglang-api/errors.ts';
 
 import type { FormatRequest, Json, JsonObject } from '../types.ts';
+import type { Tokenizer } from '../../tokenizer/types.ts';
 import { isObject } from '../json.ts';
 
 export type { Json, JsonObject };
@@ -27,6 +28,10 @@ export type Prompt = FormatRequest['prompt'];
 export interface GenerateRequest extends FormatRequest {
   logprobStartLen: number;
   topLogprobsNum: number;
+  /** The model's tokenizer, when the router has it (--tokenizer): Baton can render `text`. */
+  tokenizer?: Tokenizer | null;
+  /** The client sent `text`, which Baton tokenized: every chunk's `text` is Baton's. */
+  textPrompt?: boolean;
 }
 
 /** A body FastAPI's validation would refuse: the router answers SGLang's 400 with these errors. */

@@ -15,7 +15,9 @@ import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import type { GenerateRequest } from './request.ts';
 import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from './sse.ts';
-import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf } from './stitch.ts';
+import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf, type TextRendering } from './stitch.ts';
+import { SglangDetokenizer } from './detokenize.ts';
+import { IncrementalDecoder } from '../../tokenizer/index.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
 import { isObject } from '../json.ts';
 
@@ -52,7 +54,7 @@ export class SglangAttempt implements FormatAttempt {
     worker: WorkerView,
   ) {
     this.output = new AttemptOutput(worker.incremental, spec.replayed.length);
-    this.lazy = spec.index === 0 && worker.incremental === false;
+    this.lazy = spec.index === 0 && worker.incremental === false && !session.textAlways;
     this.scanIds = forwardRaw && worker.incremental === true && !session.req.returnLogprob;
     this.ridJson = Buffer.from(JSON.stringify(spec.rid));
   }
@@ -245,7 +247,19 @@ export class SglangSession implements FormatSession {
     readonly sink: ClientSink,
   ) {
     this.idJson = Buffer.from(JSON.stringify(info.id));
-    this.out = new LogicalOutput({ id: info.id, promptTokens: req.promptLength, budget: info.budget, startedAt: info.startedAt, clientIncremental: false });
+    const tok = req.tokenizer ?? null;
+    const sp = req.sampling;
+    const text: TextRendering | null = tok === null || req.prompt.kind !== 'input_ids' ? null : {
+      detokenizer: new SglangDetokenizer(tok, req.prompt.ids, { skipSpecialTokens: sp.skip_special_tokens !== false, spacesBetweenSpecialTokens: sp.spaces_between_special_tokens !== false }),
+      always: req.textPrompt === true,
+      noStopTrim: sp.no_stop_trim === true,
+    };
+    this.out = new LogicalOutput({ id: info.id, promptTokens: req.promptLength, budget: info.budget, startedAt: info.startedAt, clientIncremental: false }, text);
+  }
+
+  /** Every chunk's text is Baton's: no frame goes to the client as the worker wrote it. */
+  get textAlways(): boolean {
+    return this.out.text?.always === true;
   }
 
   get ids(): readonly number[] {
@@ -256,8 +270,20 @@ export class SglangSession implements FormatSession {
     return this.out.cachedTokens;
   }
 
+  /** With the tokenizer: the text each output token added, for the dashboard. */
+  tokenTexts(): string[] | null {
+    const tok = this.req.tokenizer;
+    if (!tok) return null;
+    const sp = this.req.sampling;
+    const d = new IncrementalDecoder(tok, { skipSpecialTokens: sp.skip_special_tokens !== false });
+    const out = this.out.ids.map((id) => d.push([id]));
+    if (out.length > 0) out[out.length - 1] += d.flush();
+    return out;
+  }
+
+  /** Text that blocks a migration: only without the tokenizer (with it, Baton renders the text). */
   get sawText(): boolean {
-    return this.out.sawText;
+    return this.out.sawText && this.out.text === null;
   }
 
   get budget(): number | null {
@@ -271,7 +297,7 @@ export class SglangSession implements FormatSession {
   attempt(spec: AttemptSpec, worker: WorkerView, host: AttemptHost, forwardRaw: boolean, headers: Record<string, string>): SglangAttempt {
     // The client gets the streaming mode of attempt 0's worker (learnt from its chunks if unknown).
     if (spec.index === 0) this.out.info.clientIncremental = worker.incremental === true;
-    return new SglangAttempt(this, spec, host, forwardRaw, headers, worker);
+    return new SglangAttempt(this, spec, host, forwardRaw && !this.textAlways, headers, worker);
   }
 
   commit(fa: FormatAttempt): void {
@@ -291,7 +317,7 @@ export class SglangSession implements FormatSession {
       return;
     }
     // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
-    if (a.spec.index === 0 && a.output.incremental === false) {
+    if (a.spec.index === 0 && a.output.incremental === false && !this.textAlways) {
       const p = raw.indexOf('{');
       sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);
     } else {

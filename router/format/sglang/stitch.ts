@@ -5,6 +5,7 @@
 // original budget (a continuation's worker only knows the remainder it was asked for).
 import type { Json, JsonObject } from './request.ts';
 import { appendAll, isObject } from '../json.ts';
+import { SglangDetokenizer, type TextFinish } from './detokenize.ts';
 
 /** Output-side lists that SGLang extends per token (and slices in incremental mode). */
 const OUTPUT_LISTS = ['output_token_logprobs', 'output_top_logprobs', 'output_token_ids_logprobs'] as const;
@@ -99,6 +100,19 @@ export interface LogicalInfo {
   clientIncremental: boolean;
 }
 
+/**
+ * Baton's own `text` (it has the model's tokenizer): SGLang's detokenizer run over the logical
+ * output, one step per token (SGLang's default stream_interval), as the uninterrupted worker
+ * would have run it. `always`: every chunk's text is Baton's (the client sent a text prompt,
+ * which Baton tokenized); otherwise only continuations' (a worker's text covers only its own
+ * tokens, while the client must see the whole answer's).
+ */
+export interface TextRendering {
+  detokenizer: SglangDetokenizer;
+  always: boolean;
+  noStopTrim: boolean;
+}
+
 /** The committed output of the attempts that ended, and what the client must keep from them. */
 export class LogicalOutput {
   ids: number[] = [];
@@ -108,8 +122,35 @@ export class LogicalOutput {
   sawText = false;
   /** Sums of the summed counters over the attempts that ended. */
   counters: Partial<Record<(typeof SUMMED_COUNTERS)[number], number>> = {};
+  /** Logical ids fed to the text rendering's detokenizer. */
+  private fed = 0;
+  /** Characters of the answer's text the client holds (attempt 0's worker text, or Baton's). */
+  private textSent = 0;
 
-  constructor(readonly info: LogicalInfo) {}
+  constructor(
+    readonly info: LogicalInfo,
+    readonly text: TextRendering | null = null,
+  ) {}
+
+  /** Whether `text` in a chunk of attempt `a` is Baton's to write. */
+  rendersText(a: AttemptOutput): boolean {
+    return this.text !== null && (this.text.always || a.replayed > 0);
+  }
+
+  /** Feed the detokenizer up to the end of `a` (or of the committed output); the text so far. */
+  private renderedText(a: AttemptOutput | null, finish: JsonObject | null): string {
+    const r = this.text!;
+    const committed = this.ids.length;
+    const total = committed + (a ? a.ids.length : 0);
+    const end: TextFinish | null = finish ? { matched: typeof finish.matched === 'string' || typeof finish.matched === 'number' ? finish.matched : null, noStopTrim: r.noStopTrim } : null;
+    if (this.fed >= total) return end ? r.detokenizer.step([], end) : r.detokenizer.text;
+    while (this.fed < total) {
+      const k = this.fed++;
+      const id = k < committed ? this.ids[k]! : a!.ids[k - committed]!;
+      r.detokenizer.step([id], this.fed === total ? end : null);
+    }
+    return r.detokenizer.text;
+  }
 
   /** Append an ended attempt's output. */
   commit(a: AttemptOutput): void {
@@ -131,6 +172,8 @@ export class LogicalOutput {
       if (c !== undefined) this.counters[key] = (this.counters[key] ?? 0) + c;
     }
     this.sawText ||= a.sawText;
+    // Attempt 0's text went to the client as its worker wrote it.
+    if (a.replayed === 0 && this.text && !this.text.always) this.textSent = Math.max(this.textSent, a.text.length);
   }
 
   /**
@@ -144,8 +187,14 @@ export class LogicalOutput {
     const meta: JsonObject = { ...metaOf(chunk) };
     out.meta_info = meta;
 
-    if (typeof chunk.text === 'string') {
-      // Text is never stitched across replayed tokens (admission stops that); only re-shaped.
+    if (this.rendersText(a)) {
+      const f = meta.finish_reason;
+      const full = this.renderedText(a, isObject(f) ? f : null);
+      out.text = incrementalOut ? full.slice(this.textSent) : full;
+      this.textSent = Math.max(this.textSent, full.length);
+    } else if (typeof chunk.text === 'string') {
+      // Without the tokenizer, text is never stitched across replayed tokens (the loop stops a
+      // migration once text was returned); only re-shaped.
       out.text = incrementalOut ? a.text.slice(a.textSent) : a.text;
       a.textSent = a.text.length;
     }
@@ -209,6 +258,11 @@ export class LogicalOutput {
     const meta: JsonObject = template ? { ...metaOf(template) } : {};
     const incrementalOut = !cumulative && info.clientIncremental;
     base.output_ids = incrementalOut ? [] : this.ids.slice();
+    if (this.text && (this.text.always || typeof base.text === 'string')) {
+      const full = this.renderedText(null, finish ?? { type: 'length' });
+      base.text = incrementalOut ? full.slice(this.textSent) : full;
+      this.textSent = Math.max(this.textSent, full.length);
+    }
     for (const key of OUTPUT_LISTS) {
       if (meta[key] === undefined && this.lists[key] === undefined) continue;
       meta[key] = incrementalOut ? [] : (this.lists[key] ?? []).slice();

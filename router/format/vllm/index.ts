@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { admit } from '../../migration/admission.ts';
 import type { WireFormat } from '../types.ts';
+import { VLLM_TOKENS } from './tokens.ts';
 import { VLLM_ADMISSION } from './admission.ts';
 import { vllmAttemptBody } from './continuation.ts';
 import { probeVllm } from './probe.ts';
@@ -20,6 +21,7 @@ const TYPES: Record<number, string> = { 400: 'BadRequestError', 404: 'NotFoundEr
 
 export const VLLM: WireFormat = {
   name: 'vllm',
+  workers: 'vllm',
   generatePath: '/inference/v1/generate',
   parse: (json, opts) => parseVllmRequest(json, opts),
   admit: (req, ctx) => admit(req as VllmRequest, ctx, VLLM_ADMISSION),
@@ -36,5 +38,6 @@ export const VLLM: WireFormat = {
     body: (status, message) => vllmError(status, message, TYPES[status] ?? 'InternalServerError'),
     frame: (status, message) => vllmError(status, message, TYPES[status] ?? 'InternalServerError'),
   },
+  tokens: VLLM_TOKENS,
   probe: probeVllm,
 };

@@ -1,0 +1,395 @@
+// The OpenAI-compatible front's side of one logical request. The workers see token ids only;
+// Baton detokenizes the logical output incrementally (one IncrementalDecoder over every attempt's
+// tokens, so a migration boundary is just another split), matches stop strings on that text
+// (a match may span chunks and attempts), and renders OpenAI's chunks, answers and usage. The
+// text is a pure function of the logical ids, so a migrated answer equals the uninterrupted one.
+//
+// Tokens are taken one at a time: a stop string ends the output at the token that completes it,
+// whatever the frames' batching, as vLLM's detokenizer checks after every token.
+import type { Failure } from '../../migration/failure.ts';
+import { IncrementalDecoder, StopMatcher } from '../../tokenizer/index.ts';
+import type { ClientSink } from '../client-sink.ts';
+import { FrameKind, classifyFrame, framePayload } from '../sglang/sse.ts';
+import { isObject } from '../json.ts';
+import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
+import type { OpenAiRequest } from './request.ts';
+
+export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
+  return { error: { message, type, param, code: status } };
+}
+
+/** OpenAI's logprob floor: JSON has no -Infinity (vLLM writes -9999.0 too). */
+const lp = (x: number): number => (Number.isFinite(x) ? x : -9999);
+
+interface Ended {
+  reason: 'stop' | 'length' | 'abort';
+  /** vLLM's `stop_reason`: the matched stop string or stop token id (null: EOS or length). */
+  stopReason: string | number | null;
+}
+
+export class OpenAiAttempt implements FormatAttempt {
+  ids: number[] = [];
+  frames = 0;
+  cached: number | null = null;
+  version: string | null = null;
+  finish: string | null = null;
+  private ended = false;
+
+  constructor(
+    private readonly session: OpenAiSession,
+    readonly spec: AttemptSpec,
+    private readonly host: AttemptHost,
+    private readonly reader: TokenReader,
+  ) {}
+
+  get tokens(): number {
+    return this.ids.length;
+  }
+
+  get sawFrame(): boolean {
+    return this.frames > 0;
+  }
+
+  get cachedTokens(): number | null {
+    return this.cached;
+  }
+
+  get weightVersion(): string | null {
+    return this.version;
+  }
+
+  get sawText(): boolean {
+    return false;
+  }
+
+  finishReason(): string | null {
+    return this.finish;
+  }
+
+  progressTokens(): number {
+    return this.ids.length;
+  }
+
+  settle(): void {}
+
+  private fail(f: Failure): void {
+    this.ended = true;
+    this.host.failed(f);
+  }
+
+  onFrame(buf: Buffer, start: number, end: number): void {
+    if (this.ended) return;
+    try {
+      this.handle(buf, start, end);
+    } catch (err) {
+      this.fail({ kind: 'protocol', message: `router could not handle a frame: ${(err as Error).message}`, status: 502 });
+    }
+  }
+
+  private handle(buf: Buffer, start: number, end: number): void {
+    const kind = classifyFrame(buf, start, end);
+    if (kind === FrameKind.Ignored) return;
+    if (kind === FrameKind.Done) {
+      this.fail({ kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502, evidence: '[DONE] before a finish' });
+      return;
+    }
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(framePayload(buf, start, end));
+    } catch {
+      this.fail({ kind: 'protocol', message: 'worker sent a frame that is not JSON', status: 502 });
+      return;
+    }
+    if (!isObject(chunk)) {
+      this.fail({ kind: 'protocol', message: 'worker sent a frame that is not a JSON object', status: 502 });
+      return;
+    }
+    const f = this.reader.read(chunk);
+    if (f.kind === 'skip') return;
+    if (f.kind === 'failed') {
+      this.fail(f.failure);
+      return;
+    }
+    if (this.frames === 0) {
+      if (!this.host.accept(f.weightVersion)) {
+        this.ended = true;
+        return;
+      }
+      this.host.firstFrame();
+    }
+    this.frames++;
+    if (f.weightVersion !== null) this.version = f.weightVersion;
+    if (f.cachedTokens !== null && this.cached === null) this.cached = f.cachedTokens;
+    const stopped = this.session.absorb(this, f.ids, f.logprobs);
+    if (stopped) {
+      this.ended = true;
+      this.finish = 'stop';
+      this.host.stopped();
+      return;
+    }
+    if (f.finish) {
+      this.ended = true;
+      this.finish = f.finish.reason;
+      this.session.finishFromWorker(f.finish, this.headersFor());
+      this.host.finished();
+    }
+  }
+
+  private headersFor(): Record<string, string> {
+    return this.session.attemptHeaders;
+  }
+}
+
+interface LogprobRow {
+  id: number;
+  logprob: number;
+  top: { id: number; logprob: number }[];
+}
+
+export class OpenAiSession implements FormatSession {
+  ids: number[] = [];
+  cachedTokens: number | null = null;
+  readonly sawText = false;
+  readonly canFinishLocally = true;
+  attemptHeaders: Record<string, string> = {};
+  private readonly decoder: IncrementalDecoder;
+  private readonly matcher: StopMatcher | null;
+  /** Text sent (streaming) or kept for the answer, without the echoed prompt. */
+  private text = '';
+  /** Text decided but not yet written to a streaming client, and its tokens' logprobs. */
+  private pendingText = '';
+  private pendingLogprobs: LogprobRow[] = [];
+  private logprobRows: LogprobRow[] = [];
+  /** Character offset of the next token in the completion's text (legacy logprobs' text_offset). */
+  private textOffset = 0;
+  /** Output tokens of the logical request so far (committed attempts and the current one). */
+  private produced = 0;
+  /** The text each token added (the dashboard colours it by attempt). */
+  private readonly pieces: string[] = [];
+  private roleSent = false;
+  private echoed = false;
+  private ended: Ended | null = null;
+  readonly created: number;
+  readonly responseId: string;
+
+  constructor(
+    readonly req: OpenAiRequest,
+    private readonly worker: TokenWorker,
+    private readonly info: { id: string; budget: number | null; startedAt: number },
+    readonly sink: ClientSink,
+  ) {
+    this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens });
+    this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops) : null;
+    this.created = Math.floor(info.startedAt / 1000);
+    this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
+    if (req.echo) this.textOffset = req.promptText.length;
+  }
+
+  get budget(): number | null {
+    return this.info.budget;
+  }
+
+  tokenTexts(): string[] {
+    // Held-back bytes that the end flushed belong to the last token.
+    if (this.pieces.length > 0 && this.ids.length === this.pieces.length) {
+      const shown = this.pieces.join('');
+      const all = this.decoder.text;
+      if (all.length > shown.length && all.startsWith(shown)) this.pieces[this.pieces.length - 1] += all.slice(shown.length);
+    }
+    return this.pieces.slice(0, this.ids.length);
+  }
+
+  attempt(spec: AttemptSpec, worker: WorkerView, host: AttemptHost, _forwardRaw: boolean, headers: Record<string, string>): OpenAiAttempt {
+    this.attemptHeaders = headers;
+    return new OpenAiAttempt(this, spec, host, this.worker.reader(worker));
+  }
+
+  commit(fa: FormatAttempt): void {
+    const a = fa as OpenAiAttempt;
+    for (const id of a.ids) this.ids.push(id);
+    // The attempt that prefilled the original prompt reports the logical request's cache hits.
+    if (a.spec.replayed.length === 0 && this.cachedTokens === null) this.cachedTokens = a.cached;
+  }
+
+  /**
+   * Take an attempt's new tokens, one at a time: decode, match stop strings, keep logprobs. True
+   * when a stop string matched (the answer is then delivered: the caller cuts the worker off).
+   */
+  absorb(a: OpenAiAttempt, ids: readonly number[], logprobs: readonly TokenLogprob[] | null): boolean {
+    const want = this.req.logprobs !== null;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      a.ids.push(id);
+      this.produced++;
+      if (want) {
+        const e = logprobs?.[i];
+        this.pendingLogprobs.push({ id, logprob: e ? e.logprob : 0, top: e ? e.top : [] });
+      }
+      const piece = this.decoder.push([id]);
+      this.pieces.push(piece);
+      if (this.matcher === null) {
+        this.pendingText += piece;
+        continue;
+      }
+      const { emit, stop } = this.matcher.push(piece);
+      this.pendingText += emit;
+      if (stop !== null) {
+        if (this.req.includeStopStr) this.pendingText += stop;
+        this.finishWith({ reason: 'stop', stopReason: stop });
+        return true;
+      }
+    }
+    if (this.sink.streaming && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0)) this.flushChunk(null);
+    return false;
+  }
+
+  /** The worker finished: whatever the decoder and the matcher held back is text now. */
+  finishFromWorker(f: TokenFinish, _headers: Record<string, string>): void {
+    this.drain();
+    this.finishWith({ reason: f.reason, stopReason: f.reason === 'stop' ? f.matched : null });
+  }
+
+  private drain(): void {
+    const rest = this.decoder.flush();
+    if (this.matcher === null) this.pendingText += rest;
+    else {
+      const { emit, stop } = this.matcher.push(rest);
+      this.pendingText += emit;
+      if (stop === null) this.pendingText += this.matcher.flush();
+    }
+  }
+
+  finishLocally(headers: Record<string, string>): void {
+    this.attemptHeaders = headers;
+    this.drain();
+    this.finishWith({ reason: 'length', stopReason: null });
+  }
+
+  finishAborted(headers: Record<string, string>): void {
+    this.attemptHeaders = headers;
+    this.drain();
+    this.finishWith({ reason: 'abort', stopReason: null });
+  }
+
+  passThrough(_a: FormatAttempt, failure: Failure): void {
+    const err = openAiError(failure.status, failure.message, failure.status === 404 ? 'NotFoundError' : 'BadRequestError');
+    if (this.sink.streaming && this.sink.started) this.sink.endStreamWithError(err);
+    else this.sink.json(failure.status, JSON.stringify(err));
+  }
+
+  // --- rendering ------------------------------------------------------------------------------
+
+  private usage(): JsonObject {
+    const prompt = this.req.promptIds.length;
+    const u: JsonObject = { prompt_tokens: prompt, total_tokens: prompt + this.produced, completion_tokens: this.produced };
+    if (this.cachedTokens !== null) u.prompt_tokens_details = { cached_tokens: Math.min(this.cachedTokens, prompt) };
+    return u;
+  }
+
+  private head(): JsonObject {
+    return { id: this.responseId, object: this.req.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: this.created, model: this.req.model };
+  }
+
+  /** OpenAI's logprobs object for some tokens: chat's `content` list, or the completions' lists. */
+  private logprobsOf(rows: LogprobRow[]): JsonObject | null {
+    if (this.req.logprobs === null || (this.sink.streaming && rows.length === 0)) return null;
+    const tok = this.req.tokenizer;
+    if (this.req.kind === 'chat') {
+      return {
+        content: rows.map((r) => ({
+          token: tok.tokenText(r.id),
+          logprob: lp(r.logprob),
+          bytes: tok.tokenBytes(r.id),
+          top_logprobs: r.top.slice(0, this.req.logprobs!).map((t) => ({ token: tok.tokenText(t.id), logprob: lp(t.logprob), bytes: tok.tokenBytes(t.id) })),
+        })),
+      };
+    }
+    const tokens: string[] = [];
+    const offsets: number[] = [];
+    const top: (Record<string, number> | null)[] = [];
+    for (const r of rows) {
+      const t = tok.tokenText(r.id);
+      tokens.push(t);
+      offsets.push(this.textOffset);
+      this.textOffset += t.length;
+      const alts: Record<string, number> = {};
+      for (const x of r.top.slice(0, this.req.logprobs!)) alts[tok.tokenText(x.id)] = lp(x.logprob);
+      top.push(this.req.logprobs! > 0 ? alts : null);
+    }
+    return { tokens, token_logprobs: rows.map((r) => lp(r.logprob)), top_logprobs: top, text_offset: offsets };
+  }
+
+  private choice(text: string, rows: LogprobRow[], end: Ended | null): JsonObject {
+    const c: JsonObject = { index: 0 };
+    if (this.req.kind === 'chat') {
+      const delta: JsonObject = {};
+      if (!this.roleSent) {
+        delta.role = 'assistant';
+        this.roleSent = true;
+      }
+      if (text.length > 0 || end === null) delta.content = text;
+      c.delta = delta;
+    } else {
+      c.text = text;
+    }
+    c.logprobs = this.logprobsOf(rows);
+    c.finish_reason = end ? end.reason : null;
+    c.stop_reason = end ? end.stopReason : null;
+    return c;
+  }
+
+  /** One streamed chunk with the pending text and logprobs (and the finish, when given). */
+  private flushChunk(end: Ended | null): void {
+    let text = this.pendingText;
+    if (this.req.echo && !this.echoed) {
+      // vLLM's echo in a stream: the prompt's text leads the first chunk.
+      text = this.req.promptText + text;
+      this.echoed = true;
+    }
+    const chunk = this.head();
+    chunk.choices = [this.choice(text, this.pendingLogprobs, end)];
+    // OpenAI: with include_usage every other chunk carries `usage: null`.
+    if (this.req.includeUsage) chunk.usage = null;
+    this.text += this.pendingText;
+    this.pendingText = '';
+    this.pendingLogprobs = [];
+    this.sink.writeChunk(chunk);
+  }
+
+  private finishWith(end: Ended): void {
+    if (this.ended) return;
+    this.ended = end;
+    const sink = this.sink;
+    if (sink.streaming) {
+      this.flushChunk(end);
+      if (this.req.includeUsage) {
+        const u = this.head();
+        u.choices = [];
+        u.usage = this.usage();
+        sink.writeChunk(u);
+      }
+      sink.endStream();
+      return;
+    }
+    this.logprobRows = this.pendingLogprobs;
+    this.pendingLogprobs = [];
+    const text = (this.req.echo ? this.req.promptText : '') + this.text + this.pendingText;
+    this.text += this.pendingText;
+    this.pendingText = '';
+    const choice: JsonObject = { index: 0 };
+    if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
+    else choice.text = text;
+    choice.logprobs = this.logprobsOf(this.logprobRows);
+    choice.finish_reason = end.reason;
+    choice.stop_reason = end.stopReason;
+    const body: JsonObject = {
+      id: this.responseId,
+      object: this.req.kind === 'chat' ? 'chat.completion' : 'text_completion',
+      created: this.created,
+      model: this.req.model,
+      choices: [choice],
+      usage: this.usage(),
+    };
+    sink.json(200, JSON.stringify(body), this.attemptHeaders);
+  }
+}

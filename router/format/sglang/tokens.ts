@@ -1,0 +1,85 @@
+// SGLang's worker side as plain tokens, for the OpenAI front (../openai/): a native /generate
+// request built from token ids and explicit sampling values, and its frames (cumulative or
+// incremental, learnt as stitch.ts learns them) read as new ids, logprobs and a finish. Any
+// `text` a worker without --skip-tokenizer-init returns is ignored: Baton renders the text.
+import type { Json, JsonObject, TokenFrame, TokenLogprob, TokenReader, TokenRequest, TokenWorker, WorkerView } from '../types.ts';
+import { classifyAbort, classifyInBandError } from './failure.ts';
+import { parseGenerateRequest } from './request.ts';
+import { AttemptOutput, finishReasonOf, metaOf } from './stitch.ts';
+
+/** SGLang's sampling_params (sampling_params.py) for the front's explicit values. */
+function samplingParams(t: TokenRequest): JsonObject {
+  const s = t.sampling;
+  const sp: JsonObject = { temperature: s.temperature, top_p: s.top_p };
+  if (s.top_k !== null) sp.top_k = s.top_k;
+  if (t.maxTokens !== null) sp.max_new_tokens = t.maxTokens;
+  if (t.minTokens > 0) sp.min_new_tokens = t.minTokens;
+  if (s.stop_token_ids.length > 0) sp.stop_token_ids = s.stop_token_ids;
+  if (s.ignore_eos) sp.ignore_eos = true;
+  if (s.seed !== null) sp.sampling_seed = s.seed;
+  if (s.frequency_penalty !== 0) sp.frequency_penalty = s.frequency_penalty;
+  if (s.presence_penalty !== 0) sp.presence_penalty = s.presence_penalty;
+  if (s.repetition_penalty !== null) sp.repetition_penalty = s.repetition_penalty;
+  if (s.logit_bias !== null) sp.logit_bias = s.logit_bias;
+  return sp;
+}
+
+function logprobEntry(tok: Json, top: Json | undefined): TokenLogprob {
+  const lp = Array.isArray(tok) && typeof tok[0] === 'number' ? tok[0] : 0;
+  const alts: TokenLogprob['top'] = [];
+  if (Array.isArray(top)) {
+    for (const t of top) if (Array.isArray(t) && typeof t[0] === 'number' && typeof t[1] === 'number') alts.push({ logprob: t[0], id: t[1] });
+  }
+  return { logprob: lp, top: alts };
+}
+
+class SglangTokenReader implements TokenReader {
+  private readonly out: AttemptOutput;
+  private seen = 0;
+
+  constructor(worker: WorkerView) {
+    this.out = new AttemptOutput(worker.incremental, 0);
+  }
+
+  read(chunk: JsonObject): TokenFrame {
+    if (chunk.error !== undefined) return { kind: 'failed', failure: classifyInBandError(chunk.error) };
+    const finish = finishReasonOf(chunk);
+    if (finish && finish.type === 'abort') {
+      const failure = classifyAbort(finish);
+      if (failure.kind !== 'worker_abort') return { kind: 'failed', failure };
+    }
+    const out = this.out;
+    out.absorb(chunk);
+    const ids = out.ids.slice(this.seen);
+    let logprobs: TokenLogprob[] | null = null;
+    const tokLps = out.lists.output_token_logprobs;
+    if (tokLps) {
+      const tops = out.lists.output_top_logprobs;
+      logprobs = [];
+      for (let i = this.seen; i < out.ids.length; i++) logprobs.push(logprobEntry(tokLps[i] ?? null, tops?.[i]));
+    }
+    this.seen = out.ids.length;
+    const meta = metaOf(chunk);
+    return {
+      kind: 'tokens',
+      ids,
+      logprobs,
+      finish: finish === null ? null : {
+        reason: finish.type === 'length' ? 'length' : finish.type === 'abort' ? 'abort' : 'stop',
+        matched: typeof finish.matched === 'number' ? finish.matched : null,
+      },
+      weightVersion: typeof meta.weight_version === 'string' ? meta.weight_version : null,
+      cachedTokens: typeof meta.cached_tokens === 'number' ? meta.cached_tokens : null,
+    };
+  }
+}
+
+export const SGLANG_TOKENS: TokenWorker = {
+  request(t) {
+    const body: JsonObject = { input_ids: t.promptIds, sampling_params: samplingParams(t), stream: t.stream };
+    // The prompt's logprobs are never asked for (-1): the front reports output logprobs only.
+    if (t.logprobs !== null) Object.assign(body, { return_logprob: true, top_logprobs_num: t.logprobs, logprob_start_len: -1 });
+    return parseGenerateRequest(body);
+  },
+  reader: (worker) => new SglangTokenReader(worker),
+};
