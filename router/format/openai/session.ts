@@ -179,7 +179,7 @@ export class OpenAiSession implements FormatSession {
     readonly sink: ClientSink,
   ) {
     this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens });
-    this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops) : null;
+    this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops, { includeStop: req.includeStopStr }) : null;
     this.created = Math.floor(info.startedAt / 1000);
     this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
     if (req.echo) this.textOffset = req.promptText.length;
@@ -234,7 +234,6 @@ export class OpenAiSession implements FormatSession {
       const { emit, stop } = this.matcher.push(piece);
       this.pendingText += emit;
       if (stop !== null) {
-        if (this.req.includeStopStr) this.pendingText += stop;
         this.finishWith({ reason: 'stop', stopReason: stop });
         return true;
       }

