@@ -1,0 +1,164 @@
+// Chat templates, rendered as HF's apply_chat_template renders them (transformers,
+// utils/chat_template_utils.py: a sandboxed jinja2 environment with trim_blocks and lstrip_blocks,
+// `raise_exception` and `strftime_now` as globals, and the variables messages, tools,
+// add_generation_prompt plus the special tokens and the caller's kwargs). @huggingface/jinja is
+// HF's own JavaScript port of that subset (trim_blocks and lstrip_blocks are on in its Template).
+
+import { Environment, Interpreter, Template } from '@huggingface/jinja';
+import { TemplateError, type ChatMessage, type ChatTemplateOptions } from './types.ts';
+
+/** The templates a model directory carries: a default one and named ones (tokenizer_config's list form). */
+export interface TemplateSources {
+  default: string | null;
+  named: ReadonlyMap<string, string>;
+}
+
+/** Reads tokenizer_config.json's chat_template: a string, or a list of {name, template}. */
+export function templatesFromConfig(value: unknown): TemplateSources {
+  if (typeof value === 'string') return { default: value, named: new Map() };
+  const named = new Map<string, string>();
+  if (Array.isArray(value)) {
+    for (const entry of value) {
+      if (entry && typeof entry === 'object' && typeof entry.name === 'string' && typeof entry.template === 'string') named.set(entry.name, entry.template);
+    }
+  }
+  return { default: named.get('default') ?? null, named };
+}
+
+const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+/** Python's datetime.now().strftime(format) on Linux (glibc, C locale), local time: HF's strftime_now. `%-d` drops the padding. */
+export function strftime(date: Date, format: string): string {
+  return format.replace(/%(-?)([a-zA-Z%])/g, (all, flag: string, d: string) => {
+    const out = directive(date, d, all);
+    return flag === '-' && /^\d+$/.test(out) ? String(Number(out)) : out;
+  });
+}
+
+function directive(date: Date, d: string, all: string): string {
+  {
+    const h12 = date.getHours() % 12 || 12;
+    switch (d) {
+      case 'a':
+        return DAYS[date.getDay()]!.slice(0, 3);
+      case 'A':
+        return DAYS[date.getDay()]!;
+      case 'b':
+        return MONTHS[date.getMonth()]!.slice(0, 3);
+      case 'B':
+        return MONTHS[date.getMonth()]!;
+      case 'd':
+        return pad(date.getDate());
+      case 'H':
+        return pad(date.getHours());
+      case 'I':
+        return pad(h12);
+      case 'j': {
+        const start = new Date(date.getFullYear(), 0, 1);
+        return pad(Math.floor((date.getTime() - start.getTime()) / 86_400_000) + 1, 3);
+      }
+      case 'm':
+        return pad(date.getMonth() + 1);
+      case 'M':
+        return pad(date.getMinutes());
+      case 'p':
+        return date.getHours() < 12 ? 'AM' : 'PM';
+      case 'S':
+        return pad(date.getSeconds());
+      case 'y':
+        return pad(date.getFullYear() % 100);
+      case 'Y':
+        return String(date.getFullYear());
+      case 'w':
+        return String(date.getDay());
+      case '%':
+        return '%';
+      default:
+        return all;
+    }
+  }
+}
+
+/** Python's range(), as @huggingface/jinja's own globals define it. */
+function range(start: number, stop?: number, step = 1): number[] {
+  if (stop === undefined) {
+    stop = start;
+    start = 0;
+  }
+  if (step === 0) throw new Error('range() step must not be zero');
+  const out: number[] = [];
+  for (let i = start; step > 0 ? i < stop : i > stop; i += step) out.push(i);
+  return out;
+}
+
+const JINJA_GLOBALS: Readonly<Record<string, unknown>> = { false: false, true: true, none: null, False: false, True: true, None: null, range };
+
+/** A template's own refusal (its raise_exception), told apart from engine errors. */
+class Raised extends Error {}
+
+export class ChatTemplates {
+  private readonly compiled = new Map<string, Template>();
+
+  constructor(
+    private readonly sources: TemplateSources,
+    /** bos_token, eos_token, ... as the template sees them (HF passes the special tokens map). */
+    private readonly specialTokens: Readonly<Record<string, string>>,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  get available(): boolean {
+    return this.sources.default !== null || this.sources.named.size > 0;
+  }
+
+  /** HF's choice: with tools, a template named "tool_use" if there is one; else "default" (or the only one). */
+  private pick(tools: unknown[] | null | undefined): string {
+    const { named } = this.sources;
+    if (tools && named.has('tool_use')) return named.get('tool_use')!;
+    if (this.sources.default !== null) return this.sources.default;
+    if (named.size === 1) return [...named.values()][0]!;
+    if (named.size === 0) throw new TemplateError('this model has no chat template (tokenizer_config.json has no chat_template and there is no chat_template.jinja)');
+    throw new TemplateError(`this model has several chat templates (${[...named.keys()].join(', ')}) and none is named "default"`);
+  }
+
+  private compile(source: string): Template {
+    let t = this.compiled.get(source);
+    if (!t) {
+      try {
+        t = new Template(source);
+      } catch (err) {
+        throw new TemplateError(`the chat template cannot be parsed: ${(err as Error).message}`);
+      }
+      this.compiled.set(source, t);
+    }
+    return t;
+  }
+
+  render(messages: ChatMessage[], opts: ChatTemplateOptions = {}): string {
+    const template = this.compile(this.pick(opts.tools));
+    // Template.render's own globals cannot be replaced (its environment refuses a second
+    // declaration), so the environment is built here: jinja's literals and range, HF's two
+    // functions, the special tokens, the caller's kwargs, then the fixed variables.
+    const vars: Record<string, unknown> = {
+      ...JINJA_GLOBALS,
+      ...this.specialTokens,
+      ...(opts.extra ?? {}),
+      messages,
+      tools: opts.tools ?? null,
+      add_generation_prompt: opts.addGenerationPrompt ?? false,
+      raise_exception: (message: unknown) => {
+        throw new Raised(String(message));
+      },
+      strftime_now: (format: unknown) => strftime(this.now(), String(format)),
+    };
+    try {
+      const env = new Environment();
+      for (const [key, value] of Object.entries(vars)) env.set(key, value);
+      return String(new Interpreter(env).run(template.parsed).value);
+    } catch (err) {
+      if (err instanceof Raised) throw new TemplateError(err.message);
+      throw new TemplateError(`the chat template failed: ${(err as Error).message}`);
+    }
+  }
+}
