@@ -178,7 +178,7 @@ export class HfTokenizer implements Tokenizer {
   decode(ids: readonly number[], opts: DecodeOptions = {}): string {
     // spaces_between_special_tokens has no effect on a fast tokenizer (types.ts, docs/tokenizer.md).
     const raw = this.rawDecode(ids, opts.skipSpecialTokens ?? true);
-    return this.cleanUp ? cleanUpTokenization(raw) : raw;
+    return (opts.cleanUpTokenizationSpaces ?? this.cleanUp) ? cleanUpTokenization(raw) : raw;
   }
 
   isSpecial(id: number): boolean {

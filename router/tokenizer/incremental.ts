@@ -81,7 +81,7 @@ export class IncrementalDecoder {
     const internals = internalsOf(tok);
     if (internals) {
       this.raw = internals.keptBytes && !opts.forceWindow ? new ByteStream(internals.keptBytes, skip) : new WindowStream((ids) => internals.rawDecode(ids, skip));
-      this.cleanup = internals.cleanUp ? new CleanupStream() : null;
+      this.cleanup = (opts.cleanUpTokenizationSpaces ?? internals.cleanUp) ? new CleanupStream() : null;
     } else {
       // A Tokenizer of another make: its decode as it is, cleanup included (exact where cleanup is local).
       this.raw = new WindowStream((ids) => tok.decode(ids, opts));

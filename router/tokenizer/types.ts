@@ -15,6 +15,12 @@ export interface DecodeOptions {
    * tokenizers ignore it, and so do SGLang's and vLLM's detokenizers for them (docs/tokenizer.md).
    */
   spacesBetweenSpecialTokens?: boolean;
+  /**
+   * transformers' clean_up_tokenization after the decode. Default: tokenizer_config.json's
+   * clean_up_tokenization_spaces, as HF's decode. SGLang loads every tokenizer with false and
+   * vLLM's detokenizers never apply it, so pass false to reproduce their text (docs/tokenizer.md).
+   */
+  cleanUpTokenizationSpaces?: boolean;
 }
 
 export interface EncodeOptions {

@@ -113,6 +113,8 @@ describe('decode', () => {
     // Python's str.replace chain gives this (transformers' clean_up_tokenization).
     const text = "Hello , world . I do n't , you 're ' quoted ' right ?";
     expect(llama.decode(llama.encode(text))).toBe("Hello, world. I don't, you're'quoted'right?");
+    // What SGLang and vLLM return: no cleanup, whatever the config says.
+    expect(llama.decode(llama.encode(text), { cleanUpTokenizationSpaces: false })).toBe(text);
     expect(qwen.decode(qwen.encode(text))).toBe(text);
   });
 
