@@ -137,7 +137,7 @@ function completionPrompt(body: JsonObject, tok: Tokenizer): { ids: number[]; te
   }
   if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'number')) {
     const ids = tokenIds(p, 'prompt', tok);
-    return { ids, text: tok.decode(ids, { skipSpecialTokens: false }) };
+    return { ids, text: tok.decode(ids, { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }) };
   }
   if (Array.isArray(p) && p.length > 1) throw bad('a batch of prompts is not supported: send one prompt per request', 'prompt');
   throw bad('prompt must be a string or a list of token ids', 'prompt');

@@ -119,7 +119,11 @@ export class OpenAiAttempt implements FormatAttempt {
     }
     this.frames++;
     if (f.weightVersion !== null) this.version = f.weightVersion;
-    if (f.cachedTokens !== null && this.cached === null) this.cached = f.cachedTokens;
+    if (f.cachedTokens !== null && this.cached === null) {
+      this.cached = f.cachedTokens;
+      // The attempt that prefills the original prompt reports the logical request's cache hits.
+      if (this.spec.replayed.length === 0) this.session.cachedTokens ??= f.cachedTokens;
+    }
     const stopped = this.session.absorb(this, f.ids, f.logprobs);
     if (stopped) {
       this.ended = true;
@@ -178,7 +182,9 @@ export class OpenAiSession implements FormatSession {
     private readonly info: { id: string; budget: number | null; startedAt: number },
     readonly sink: ClientSink,
   ) {
-    this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens });
+    // vLLM's detokenizers never apply clean_up_tokenization_spaces (docs/tokenizer.md): the text
+    // an OpenAI client gets from vLLM or SGLang for the same ids.
+    this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens, cleanUpTokenizationSpaces: false });
     this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops, { includeStop: req.includeStopStr }) : null;
     this.created = Math.floor(info.startedAt / 1000);
     this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
@@ -207,8 +213,6 @@ export class OpenAiSession implements FormatSession {
   commit(fa: FormatAttempt): void {
     const a = fa as OpenAiAttempt;
     for (const id of a.ids) this.ids.push(id);
-    // The attempt that prefilled the original prompt reports the logical request's cache hits.
-    if (a.spec.replayed.length === 0 && this.cachedTokens === null) this.cachedTokens = a.cached;
   }
 
   /**

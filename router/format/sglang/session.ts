@@ -250,7 +250,8 @@ export class SglangSession implements FormatSession {
     const tok = req.tokenizer ?? null;
     const sp = req.sampling;
     const text: TextRendering | null = tok === null || req.prompt.kind !== 'input_ids' ? null : {
-      detokenizer: new SglangDetokenizer(tok, req.prompt.ids, { skipSpecialTokens: sp.skip_special_tokens !== false, spacesBetweenSpecialTokens: sp.spaces_between_special_tokens !== false }),
+      // SGLang loads its tokenizer with clean_up_tokenization_spaces=False (docs/tokenizer.md).
+      detokenizer: new SglangDetokenizer(tok, req.prompt.ids, { skipSpecialTokens: sp.skip_special_tokens !== false, spacesBetweenSpecialTokens: sp.spaces_between_special_tokens !== false, cleanUpTokenizationSpaces: false }),
       always: req.textPrompt === true,
       noStopTrim: sp.no_stop_trim === true,
     };
@@ -275,7 +276,7 @@ export class SglangSession implements FormatSession {
     const tok = this.req.tokenizer;
     if (!tok) return null;
     const sp = this.req.sampling;
-    const d = new IncrementalDecoder(tok, { skipSpecialTokens: sp.skip_special_tokens !== false });
+    const d = new IncrementalDecoder(tok, { skipSpecialTokens: sp.skip_special_tokens !== false, cleanUpTokenizationSpaces: false });
     const out = this.out.ids.map((id) => d.push([id]));
     if (out.length > 0) out[out.length - 1] += d.flush();
     return out;
