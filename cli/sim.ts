@@ -1,6 +1,9 @@
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { startCluster, type ClusterChange, type SimCluster } from '../sim/cluster.ts';
 import { startControlServer } from '../sim/control.ts';
+import { MIN_VOCAB_SIZE } from '../sim/vocab.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 
 const USAGE = `usage: baton sim [options]
 
@@ -23,6 +26,11 @@ options:
                                (default 1 for sglang, 16 for vllm)
   --model-path NAME            model_path / served_model_name (default baton-sim)
   --weight-version V           weight_version (default "default"); path and version salt the model
+  --tokenizer DIR              a Hugging Face model directory (tokenizer.json, tokenizer_config.json): the
+                               model generates that vocabulary's ordinary ids and ends on its EOS; with
+                               --text, prompts are tokenized and answers decoded by it as SGLang does
+                               (vLLM workers: vocabulary and EOS only)
+  --vocab-size N               vocabulary size without a tokenizer (default 32000, at least 512)
   --control-port C             also serve the cluster control API (kill, restart, faults) on port C
 
 vLLM workers only (--format vllm):
@@ -67,6 +75,8 @@ function flags(argv: string[]) {
       'page-size': { type: 'string' },
       'model-path': { type: 'string' },
       'weight-version': { type: 'string' },
+      tokenizer: { type: 'string' },
+      'vocab-size': { type: 'string' },
       'control-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
@@ -122,7 +132,11 @@ export async function run(argv: string[]): Promise<void> {
     pageSize: intFlag('page-size', v['page-size'], format === 'vllm' ? 16 : 1, 1),
     modelPath: nonEmpty('model-path', v['model-path']),
     weightVersion: nonEmpty('weight-version', v['weight-version']),
+    tokenizer: nonEmpty('tokenizer', v.tokenizer),
+    vocabSize: v['vocab-size'] === undefined ? undefined : intFlag('vocab-size', v['vocab-size'], 32000, MIN_VOCAB_SIZE),
   };
+  if (options.tokenizer !== undefined && options.vocabSize !== undefined) throw new UsageError('--tokenizer sets the vocabulary: give --tokenizer or --vocab-size, not both');
+  if (options.tokenizer !== undefined && !existsSync(join(options.tokenizer, 'tokenizer.json'))) throw new UsageError(`--tokenizer ${options.tokenizer}: no tokenizer.json there`);
   const controlPort = v['control-port'] === undefined ? null : intFlag('control-port', v['control-port'], 0);
   let cluster: SimCluster;
   try {

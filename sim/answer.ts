@@ -10,9 +10,10 @@
 // finish_reason, prompt_tokens, weight_version, num_retractions, the logprob lists
 // (add_logprob_to_meta_info), reasoning_tokens, completion_tokens, cached_tokens, e2e_latency.
 
+import { SglangDetokenizer } from './detokenizer.ts';
 import type { FinishReason, Step, TopEntry } from './model.ts';
 import type { SampleRequest } from './request.ts';
-import type { Vocabulary } from './vocab.ts';
+import { tokenSpelling, type SimTokenizer } from './vocab.ts';
 
 /** The worker's live weight version, already JSON-encoded; read at every render. */
 export interface WeightLabel {
@@ -27,7 +28,7 @@ export interface AnswerOptions {
   /** Add `index` (batch and n > 1 streams). */
   indexed: boolean;
   weights: WeightLabel;
-  vocab: Vocabulary;
+  vocab: SimTokenizer;
 }
 
 export class Answer {
@@ -36,10 +37,11 @@ export class Answer {
   private lps = '';
   private tops = '';
   private idLps = '';
-  private fullText = '';
-  private emittedText = 0;
   private emittedTokens = 0;
-  private textEnd: number | null = null;
+  /** Text mode: SGLang's detokenizer state, the ids it has been sent, and the text it produced (the tokenizer manager's state.text). */
+  private readonly detok: SglangDetokenizer | null;
+  private detokenized = 0;
+  private text = '';
   private inputLps = '[]';
   private inputTops = '[]';
   private inputIdLps = '[]';
@@ -50,6 +52,9 @@ export class Answer {
   constructor(private readonly req: SampleRequest, private readonly o: AnswerOptions) {
     this.head = `"meta_info":{"id":${JSON.stringify(req.rid)},"finish_reason":`;
     this.tail = o.indexed ? `,"index":${req.index}}` : '}';
+    this.detok = o.text
+      ? new SglangDetokenizer(o.vocab, req.promptIds, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens })
+      : null;
   }
 
   get completionTokens(): number {
@@ -78,16 +83,19 @@ export class Answer {
       if (this.req.topLogprobsNum > 0) this.tops += sep + this.entries(step.top);
       if (this.req.tokenIdsLogprob) this.idLps += sep + this.idEntries(step.idsLogprobs, this.req.tokenIdsLogprob);
     }
-    if (this.o.text) this.fullText += this.o.vocab.piece(step.token);
   }
 
-  get text(): string {
-    return this.fullText;
-  }
-
-  /** A stop string matched: the answer text ends where the match starts (unless no_stop_trim). */
-  trimTextAt(end: number): void {
-    this.textEnd = end;
+  /**
+   * Text mode: one scheduler output reaches the detokenizer (the ids since the last one); returns
+   * the text it adds. SGLang sends one per streamed chunk, one every 50 tokens of a unary request,
+   * and one at the end (scheduler_output_processor_mixin.py stream_output_generation).
+   */
+  detokenize(finish: FinishReason | null): string {
+    if (!this.detok) return '';
+    const delta = this.detok.step(this.tokens.slice(this.detokenized), finish, this.req.noStopTrim);
+    this.detokenized = this.tokens.length;
+    this.text += delta;
+    return delta;
   }
 
   /** The JSON object text of a chunk (finish null) or of the final answer. */
@@ -95,10 +103,9 @@ export class Answer {
     const r = this.req;
     let out = '{';
     if (this.o.text) {
-      const end = finish && this.textEnd !== null ? this.textEnd : this.fullText.length;
-      const from = this.o.incremental ? Math.min(this.emittedText, end) : 0;
-      out += `"text":${JSON.stringify(this.fullText.slice(from, end))},`;
-      this.emittedText = end;
+      // tokenizer_manager.py _handle_batch_output: an incremental stream sends the new text, every other answer all of it.
+      const delta = this.detokenize(finish);
+      out += `"text":${JSON.stringify(this.o.incremental ? delta : this.text)},`;
     }
     out += `"output_ids":[${this.ids}],`;
     out += this.head + (finish === null ? 'null' : JSON.stringify(finish));
@@ -132,7 +139,7 @@ export class Answer {
   renderQueuedAbort(finish: FinishReason, e2eLatency: number, stream: boolean): string {
     const r = this.req;
     const ids = stream ? (this.tokens.length > 0 ? String(this.tokens.at(-1)) : '') : this.tokens.join(',');
-    let out = `{"text":${JSON.stringify(this.fullText)},"output_ids":[${ids}],`;
+    let out = `{"text":${JSON.stringify(this.text)},"output_ids":[${ids}],`;
     out += this.head + JSON.stringify(finish);
     out += `,"weight_version":${this.o.weights.versionJson},"e2e_latency":${e2eLatency}`;
     if (r.returnLogprob) {
@@ -145,7 +152,7 @@ export class Answer {
   }
 
   private triple(lp: number | null, id: number): string {
-    const text = this.req.returnTextInLogprobs ? JSON.stringify(this.o.vocab.spelling(id)) : 'null';
+    const text = this.req.returnTextInLogprobs ? JSON.stringify(tokenSpelling(this.o.vocab, id)) : 'null';
     return `[${lp === null ? 'null' : lp},${id},${text}]`;
   }
 

@@ -4,6 +4,8 @@
 // leaves no orphan behind.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Fault } from './faults.ts';
@@ -39,6 +41,14 @@ export interface ClusterOptions {
   modelPath?: string;
   /** weight_version, default "default"; with modelPath it salts the model. */
   weightVersion?: string;
+  /**
+   * A Hugging Face model directory: every worker loads that tokenizer, generates ids of its
+   * vocabulary (non-special, ending on its EOS) and, in SGLang text mode, tokenizes and decodes
+   * with it. vLLM workers take only the vocabulary and EOS. Excludes `vocabSize`.
+   */
+  tokenizer?: string;
+  /** The vocabulary size without a tokenizer (at least 512), default 32000. */
+  vocabSize?: number;
   /** vLLM: --max-model-len (default 32768). */
   maxModelLen?: number;
   /** vLLM: --max-logprobs (default 20). */
@@ -109,6 +119,10 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
 
   const format = opts.format ?? 'sglang';
   if (format !== 'sglang' && format !== 'vllm') throw new Error(`format must be sglang or vllm, got ${String(format)}`);
+  if (opts.tokenizer !== undefined && opts.vocabSize !== undefined) throw new Error('a tokenizer sets the vocabulary: give tokenizer or vocabSize, not both');
+  // Absolute, so that no child's working directory matters; checked here so that a wrong path is one clear error, not N dead children.
+  const tokenizer = opts.tokenizer === undefined ? undefined : resolve(opts.tokenizer);
+  if (tokenizer !== undefined && !existsSync(join(tokenizer, 'tokenizer.json'))) throw new Error(`tokenizer directory ${tokenizer} has no tokenizer.json`);
   const flags = (port: number): string[] => {
     const f = ['--host', host, '--port', String(port)];
     if (format === 'vllm') f.push('--format', 'vllm');
@@ -130,6 +144,8 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
     if (opts.pageSize !== undefined) f.push('--page-size', String(opts.pageSize));
     if (opts.modelPath !== undefined) f.push('--model-path', opts.modelPath);
     if (opts.weightVersion !== undefined) f.push('--weight-version', opts.weightVersion);
+    if (tokenizer !== undefined) f.push('--tokenizer', tokenizer);
+    if (opts.vocabSize !== undefined) f.push('--vocab-size', String(opts.vocabSize));
     return f;
   };
 

@@ -4,6 +4,7 @@
 
 import type { ServerResponse } from 'node:http';
 import { Answer, type WeightLabel } from './answer.ts';
+import { stopPrefixPending, textStopMatch } from './detokenizer.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { Decoder, promptLogprobs, type FinishReason, type ModelConfig } from './model.ts';
 import type { PrefixCache } from './prefix-cache.ts';
@@ -43,6 +44,9 @@ export interface GenerationHost {
   backpressured(call: Call): boolean;
 }
 
+/** scheduler_output_processor_mixin.py DEFAULT_FORCE_STREAM_INTERVAL: a unary request's output reaches the detokenizer every this many tokens. */
+const FORCE_STREAM_INTERVAL = 50;
+
 export class Generation {
   readonly answer: Answer;
   private readonly decoder: Decoder;
@@ -51,7 +55,6 @@ export class Generation {
   private readonly arrived = performance.now();
   private lastToken = 0;
   private prefilled = false;
-  private stopMatchFrom = 0;
   finalBody = '';
   engineAbort: { message: string; status_code: number | null } | null = null;
 
@@ -118,33 +121,31 @@ export class Generation {
       this.finish(finish, due);
       return;
     }
-    if (this.call.stream && this.answer.completionTokens % this.req.streamInterval === 0) {
+    const n = this.answer.completionTokens;
+    if (this.call.stream && n % this.req.streamInterval === 0 && !this.stopPrefixHeld()) {
       this.w.emit(this.call, this, this.answer.render(null, null), false, due);
-    } else due?.();
+    } else {
+      // A unary text request's text still passes through the detokenizer every 50 tokens, which
+      // decides where its windows start (DEFAULT_FORCE_STREAM_INTERVAL).
+      if (!this.call.stream && this.w.settings.text && n % FORCE_STREAM_INTERVAL === 0) this.answer.detokenize(null);
+      due?.();
+    }
     if (this.ended) return;
     const next = () => this.w.whenAwake(() => this.step());
     if (this.w.backpressured(this.call)) this.call.res.once('drain', () => this.schedule(this.w.tokenIntervalMs, next));
     else this.schedule(this.w.tokenIntervalMs, next);
   }
 
-  /** Text mode: stop strings and stop regexes are matched against the answer's text. */
+  /** Text mode: the scheduler's stop strings and stop regexes, on the decoded tail of the output (sim/detokenizer.ts). */
   private stopStringMatch(): FinishReason | null {
-    const r = this.req;
-    if (r.stopStrings.length === 0 && r.stopRegex.length === 0) return null;
-    const text = this.answer.text;
-    let best: { at: number; matched: string } | null = null;
-    for (const stop of r.stopStrings) {
-      const at = text.indexOf(stop, Math.max(0, this.stopMatchFrom - stop.length));
-      if (at >= 0 && (!best || at < best.at)) best = { at, matched: stop };
-    }
-    for (const re of r.stopRegex) {
-      const m = re.exec(text);
-      if (m && (!best || m.index < best.at)) best = { at: m.index, matched: m[0] };
-    }
-    this.stopMatchFrom = text.length;
-    if (!best) return null;
-    if (!r.noStopTrim) this.answer.trimTextAt(best.at);
-    return { type: 'stop', matched: best.matched };
+    const { stops } = this.req;
+    if (stops.strings.length === 0 && stops.regex.length === 0) return null;
+    return textStopMatch(this.w.settings.vocab, this.answer.tokens, stops);
+  }
+
+  /** A stream sends no chunk while its tail may be the start of a stop string (Req.check_match_stop_str_prefix). */
+  private stopPrefixHeld(): boolean {
+    return this.req.stops.strings.length > 0 && stopPrefixPending(this.w.settings.vocab, this.answer.tokens, this.req.stops);
   }
 
   private schedule(ms: number, fn: () => void): void {

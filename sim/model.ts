@@ -18,9 +18,17 @@
 
 export interface ModelConfig {
   vocabSize: number;
+  /** The EOS the model emits. */
   eosTokenId: number;
   /** EOS ranks first in one state out of this many (0 = never). */
   eosEvery: number;
+  /** Every id that ends a request as EOS does (a tokenizer's generation_config may list several). Default: [eosTokenId]. */
+  eosTokenIds?: readonly number[];
+  /**
+   * The ids the model ranks besides EOS: a real tokenizer's non-special tokens (sim/vocab.ts
+   * vocabularyFor). Default: 3 .. vocabSize − 1, the built-in vocabulary's non-special ids.
+   */
+  ordinaryIds?: Int32Array;
 }
 
 export const DEFAULT_MODEL: Readonly<ModelConfig> = Object.freeze({ vocabSize: 32000, eosTokenId: 2, eosEvery: 64 });
@@ -191,8 +199,13 @@ class Ranking implements Distribution {
   }
 
   private pick(j: number): number {
-    const { eosEvery, eosTokenId, vocabSize } = this.cfg;
+    const { eosEvery, eosTokenId, vocabSize, ordinaryIds } = this.cfg;
     if (j === 0 && eosEvery > 0 && derive(this.state, SALT_EOS) % eosEvery === 0) return eosTokenId;
+    if (ordinaryIds) {
+      let k = derive(this.state, tokenSalt(j)) % ordinaryIds.length;
+      while (this.ids.includes(ordinaryIds[k]!)) k = (k + 1) % ordinaryIds.length;
+      return ordinaryIds[k]!;
+    }
     const span = vocabSize - FIRST_ORDINARY_ID;
     let id = FIRST_ORDINARY_ID + (derive(this.state, tokenSalt(j)) % span);
     // Probe past earlier candidates so the list has no duplicates.
@@ -311,6 +324,8 @@ export class Decoder {
   private readonly drawSalt: number;
   private readonly bias: ReadonlyMap<number, number> | null;
   private readonly idsLogprob: readonly number[];
+  /** Extra EOS ids beyond cfg.eosTokenId (null: just that one, the common case). */
+  private readonly otherEos: ReadonlySet<number> | null;
 
   constructor(
     prompt: readonly number[] | number,
@@ -325,6 +340,8 @@ export class Decoder {
     this.drawSalt = p.sampling_seed === undefined ? SALT_DRAW : fmix32((p.sampling_seed ^ SALT_SEED) >>> 0);
     this.bias = biasMap(p.logit_bias);
     this.idsLogprob = p.token_ids_logprob ?? [];
+    const others = (cfg.eosTokenIds ?? []).filter((id) => id !== cfg.eosTokenId);
+    this.otherEos = others.length > 0 ? new Set(others) : null;
     if (p.max_new_tokens <= 0) this.done = { type: 'length', length: Math.max(0, p.max_new_tokens) };
   }
 
@@ -364,14 +381,18 @@ export class Decoder {
     this.state = foldToken(this.state, token);
     if (this.produced >= this.p.max_new_tokens) step.finish = { type: 'length', length: this.p.max_new_tokens };
     else if (this.stopIds.has(token)) step.finish = { type: 'stop', matched: token };
-    else if (token === this.cfg.eosTokenId && !this.p.ignore_eos) step.finish = { type: 'stop', matched: token };
+    else if (this.isEos(token) && !this.p.ignore_eos) step.finish = { type: 'stop', matched: token };
     this.done = step.finish;
     return step;
   }
 
+  private isEos(id: number): boolean {
+    return id === this.cfg.eosTokenId || (this.otherEos !== null && this.otherEos.has(id));
+  }
+
   private allowed(id: number): boolean {
     const early = this.produced < this.minNew;
-    if (id === this.cfg.eosTokenId && early) return false;
+    if (early && this.isEos(id)) return false;
     return !(early && this.stopIds.has(id));
   }
 

@@ -14,8 +14,9 @@
 // (_validate_one_request), then the sampling params (SamplingParams.normalize, then .verify).
 
 import { randomUUID } from 'node:crypto';
+import type { TextStops } from './detokenizer.ts';
 import type { DecodeParams } from './model.ts';
-import type { Vocabulary } from './vocab.ts';
+import type { SimTokenizer } from './vocab.ts';
 
 export class BodyError extends Error {}
 export class RequestError extends Error {}
@@ -23,7 +24,8 @@ export class RequestError extends Error {}
 export interface RequestSettings {
   /** Text mode: text prompts, stop strings and `text` in answers. Otherwise token-only. */
   text: boolean;
-  vocab: Vocabulary;
+  /** The built-in word list or a real tokenizer (sim/vocab.ts). */
+  vocab: SimTokenizer;
   vocabSize: number;
   contextLength: number;
   preferred: Record<string, unknown> | null;
@@ -51,9 +53,12 @@ export interface SampleRequest {
   /** SGLang accepts logprob_start_len > prompt length and then aborts the request in the scheduler. */
   startError: string | null;
   returnTextInLogprobs: boolean;
-  stopStrings: string[];
-  stopRegex: RegExp[];
+  /** stop, stop_regex and stop_str_max_len (text mode). */
+  stops: TextStops;
   noStopTrim: boolean;
+  /** SamplingParams.skip_special_tokens and spaces_between_special_tokens (default true): how `text` is decoded. */
+  skipSpecialTokens: boolean;
+  spacesBetweenSpecialTokens: boolean;
   streamInterval: number;
 }
 
@@ -231,9 +236,10 @@ export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: 
         tokenIdsLogprob: returnLogprob ? tokenIds : null,
         startError,
         returnTextInLogprobs: s.text && textInLogprobs,
-        stopStrings: resolved.stopStrings,
-        stopRegex: resolved.stopRegex,
+        stops: resolved.stops,
         noStopTrim: resolved.noStopTrim,
+        skipSpecialTokens: resolved.skipSpecialTokens,
+        spacesBetweenSpecialTokens: resolved.spacesBetweenSpecialTokens,
         streamInterval: resolved.streamInterval,
       });
     }
@@ -247,6 +253,7 @@ function tokenize(text: string, s: RequestSettings): number[] {
       'The engine initialized with skip_tokenizer_init=True cannot accept text prompts. Please provide input_ids or re-initialize the engine with skip_tokenizer_init=False.',
     );
   }
+  // tokenizer_manager.py _tokenize_texts: self.tokenizer(texts), so HF's default add_special_tokens=True (Llama's BOS).
   return s.vocab.encode(text);
 }
 
@@ -333,7 +340,7 @@ function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: Requ
 
   const stopRegex = stopRegexSources.map((src) => {
     try {
-      return new RegExp(src);
+      return { source: src, re: new RegExp(src) };
     } catch (err) {
       throw new RequestError(`Invalid stop_regex ${JSON.stringify(src)}: ${(err as Error).message}`);
     }
@@ -357,5 +364,22 @@ function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: Requ
   if (minP > 0) decode.min_p = minP;
   if (logitBias) decode.logit_bias = logitBias;
   if (seed !== undefined) decode.sampling_seed = seed;
-  return { decode, stopStrings, stopRegex, noStopTrim: sp.no_stop_trim === true, streamInterval: Math.max(1, Math.floor(streamInterval)) };
+  // SamplingParams.normalize: stop_str_max_len counts tokens, encoded without special tokens.
+  const maxTokens = stopStrings.reduce((n, stop) => Math.max(n, s.vocab.encode(stop, { addSpecialTokens: false }).length), 0);
+  return {
+    decode,
+    stops: { strings: stopStrings, regex: stopRegex, maxTokens },
+    noStopTrim: truthy(sp.no_stop_trim, false),
+    skipSpecialTokens: truthy(sp.skip_special_tokens, true),
+    spacesBetweenSpecialTokens: truthy(sp.spaces_between_special_tokens, true),
+    streamInterval: Math.max(1, Math.floor(streamInterval)),
+  };
+}
+
+/** A sampling param read as Python reads a value in `if x:` (SamplingParams keeps what it is given); absent or null: the default. */
+function truthy(v: unknown, fallback: boolean): boolean {
+  if (v === undefined || v === null) return fallback;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return Boolean(v);
 }

@@ -6,6 +6,7 @@
 import { intFlag, parseFlags, UsageError } from '../cli/args.ts';
 import { startWorker, type WorkerOptions } from './worker.ts';
 import { startVllmWorker, type VllmWorkerOptions } from './vllm/worker.ts';
+import { MIN_VOCAB_SIZE } from './vocab.ts';
 
 export interface ListeningMessage {
   type: 'listening';
@@ -48,7 +49,14 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
     'page-size': { type: 'string' },
     'model-path': { type: 'string' },
     'weight-version': { type: 'string' },
+    tokenizer: { type: 'string' },
+    'vocab-size': { type: 'string' },
   });
+  if (v.tokenizer !== undefined && v['vocab-size'] !== undefined) throw new UsageError('--tokenizer sets the vocabulary: give --tokenizer or --vocab-size, not both');
+  const vocabulary = {
+    tokenizer: nonEmpty('tokenizer', v.tokenizer),
+    vocabSize: v['vocab-size'] === undefined ? undefined : intFlag('vocab-size', v['vocab-size'], 32000, MIN_VOCAB_SIZE),
+  };
   const format = v.format ?? 'sglang';
   if (format !== 'sglang' && format !== 'vllm') throw new UsageError(`--format must be sglang or vllm, got '${format}'`);
   const flagged = (names: readonly string[]) => names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
@@ -68,6 +76,7 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
         pageSize: intFlag('page-size', v['page-size'], 16, 1),
         modelPath: nonEmpty('model-path', v['model-path']),
         weightVersion: nonEmpty('weight-version', v['weight-version']),
+        ...vocabulary,
         maxModelLen: intFlag('max-model-len', v['max-model-len'], 32768, 2),
         maxLogprobs: intFlag('max-logprobs', v['max-logprobs'], 20),
         legacyLogprobs: v['legacy-logprobs'] ?? false,
@@ -106,6 +115,7 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
     pageSize: intFlag('page-size', v['page-size'], 1, 1),
     modelPath: nonEmpty('model-path', v['model-path']),
     weightVersion: nonEmpty('weight-version', v['weight-version']),
+    ...vocabulary,
     inProcess: false,
   };
   return { format, options };
@@ -123,7 +133,8 @@ async function main(): Promise<void> {
   try {
     worker = opts.format === 'vllm' ? await startVllmWorker(opts.options) : await startWorker(opts.options);
   } catch (err) {
-    console.error(`baton sim worker: cannot listen on ${opts.options.host}:${opts.options.port}: ${(err as Error).message}`);
+    // A tokenizer that cannot load fails here too: its message names the file.
+    console.error(`baton sim worker: cannot start on ${opts.options.host}:${opts.options.port}: ${(err as Error).message}`);
     process.exit(1);
   }
   console.log(`listening on ${worker.url}`);

@@ -4,16 +4,17 @@
 // process (worker-main.ts, started by cluster.ts).
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { resolve } from 'node:path';
 import type { Socket } from 'node:net';
 import { FaultSchedule, parseFault, type Fault } from './faults.ts';
 import { Generation, type Call, type GenerationHost } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
 import type { WeightLabel } from './answer.ts';
-import { DEFAULT_MODEL, DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from './model.ts';
+import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from './model.ts';
 import { PrefixCache } from './prefix-cache.ts';
 import { BodyError, RequestError, parseGenerate, type RequestSettings } from './request.ts';
 import { json, objectError, readBody, startStream } from './responses.ts';
-import { Vocabulary } from './vocab.ts';
+import { Vocabulary, vocabularyFor } from './vocab.ts';
 
 export type { Fault, FaultKind } from './faults.ts';
 
@@ -27,8 +28,16 @@ export interface WorkerOptions {
   prefillUsPerToken?: number;
   /** Like SGLang's --incremental-streaming-output. Default false (cumulative chunks). */
   incremental?: boolean;
-  /** Text mode (built-in vocabulary). Default false: token-only, like --skip-tokenizer-init. */
+  /** Text mode (built-in vocabulary, or `tokenizer`'s). Default false: token-only, like --skip-tokenizer-init. */
   text?: boolean;
+  /**
+   * A Hugging Face model directory (tokenizer.json, tokenizer_config.json): the model generates ids
+   * of that vocabulary (its non-special tokens, ending on its EOS), and text mode tokenizes and
+   * decodes with it as SGLang does. Excludes `vocabSize`.
+   */
+  tokenizer?: string;
+  /** The vocabulary size without a tokenizer (ids 3 .. N − 1 ranked, EOS 2; at least 512). Default 32000. */
+  vocabSize?: number;
   /** Like SGLang's --preferred-sampling-params; advertised and merged under each request's. */
   preferredSamplingParams?: Record<string, unknown> | null;
   /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
@@ -138,10 +147,11 @@ class WorkerServer implements GenerationHost {
   port = 0;
 
   constructor(private readonly opts: WorkerOptions) {
-    this.model = { ...DEFAULT_MODEL, eosEvery: opts.eosEvery ?? DEFAULT_MODEL.eosEvery };
+    const vocabulary = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery });
+    this.model = vocabulary.model;
     this.settings = {
       text: opts.text ?? false,
-      vocab: new Vocabulary(this.model),
+      vocab: vocabulary.tokenizer ?? new Vocabulary(this.model),
       vocabSize: this.model.vocabSize,
       contextLength: CONTEXT_LENGTH,
       preferred: opts.preferredSamplingParams ?? null,
@@ -152,7 +162,7 @@ class WorkerServer implements GenerationHost {
     this.cache = new PrefixCache(MAX_TOTAL_TOKENS, this.pageSize);
     this.legacyErrors = opts.legacyErrors ?? false;
     this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
-    this.tokenizerPath = this.modelPath;
+    this.tokenizerPath = opts.tokenizer !== undefined ? resolve(opts.tokenizer) : this.modelPath;
     this.weightVersion = opts.weightVersion ?? DEFAULT_WEIGHT_VERSION;
     this.weights = weightsSalt(this.modelPath, this.weightVersion);
     this.weightLabel = { versionJson: JSON.stringify(this.weightVersion) };

@@ -128,7 +128,7 @@ export function rawStep(state: number, token: number, k: number, cfg: ModelConfi
   if (rank === 0) {
     const floor = step.top[RANKED - 1]![0];
     const u = Math.min(0.999999, Math.max(0, (floor - 1 - logprob) / 8));
-    const tail = cfg.vocabSize - 3 - RANKED;
+    const tail = (cfg.ordinaryIds?.length ?? cfg.vocabSize - 3) - RANKED;
     rank = RANKED + 1 + Math.floor(u * tail);
   }
   return { logprob, rank, top: k < width ? step.top.slice(0, k) : step.top };

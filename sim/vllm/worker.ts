@@ -7,7 +7,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { FaultSchedule, parseFault, VLLM_FAULT_KINDS, type Fault } from '../faults.ts';
-import { DEFAULT_MODEL, DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from '../model.ts';
+import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from '../model.ts';
+import { vocabularyFor } from '../vocab.ts';
 import { PrefixCache } from '../prefix-cache.ts';
 import { BodyError } from '../request.ts';
 import { readBody } from '../responses.ts';
@@ -26,6 +27,10 @@ export interface VllmWorkerOptions {
   prefillUsPerToken?: number;
   /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
   eosEvery?: number;
+  /** A Hugging Face model directory: its vocabulary size, its non-special ids and its EOS (the API stays token-only). */
+  tokenizer?: string;
+  /** The vocabulary size without a tokenizer (at least 512). Default 32000. */
+  vocabSize?: number;
   /** The model path; also the served model name (`id` in /v1/models). Default "baton-sim". */
   modelPath?: string;
   /** The weight-version label (vLLM starts with "default"). Model path and label salt the model. */
@@ -108,7 +113,7 @@ class VllmWorkerServer implements VllmGenerationHost {
   port = 0;
 
   constructor(private readonly opts: VllmWorkerOptions) {
-    this.model = { ...DEFAULT_MODEL, eosEvery: opts.eosEvery ?? DEFAULT_MODEL.eosEvery };
+    this.model = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery }).model;
     this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
     this.maxModelLen = opts.maxModelLen ?? 32768;
     this.settings = {
