@@ -151,6 +151,11 @@ export interface FormatSession {
   finishAborted(headers: Record<string, string>): void;
   /** The request's own refusal (a 4xx, an in-band refusal): to the client as the worker wrote it. */
   passThrough(a: FormatAttempt, failure: Failure): void;
+  /**
+   * The session writes the answer's text itself from token ids (the router has the tokenizer), so
+   * a worker that returns text is as good a continuation target as a token-only one.
+   */
+  readonly rendersOwnText?: boolean;
   /** The text each output token added, where the router has the tokenizer (the dashboard). */
   tokenTexts?(): string[] | null;
 }

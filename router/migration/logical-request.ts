@@ -127,8 +127,8 @@ export class LogicalRequest implements ProgressSource {
       maxReqLen: ctx.pool.maxReqLen(format.workers),
     });
     this.promptIds = req.prompt.kind === 'input_ids' ? req.prompt.ids : [];
-    this.firstPin = req.model ? { modelPath: req.model, weightVersion: null } : null;
     this.out = format.session(req, { id, budget: this.admission.budget, startedAt: this.startedAt }, sink);
+    this.firstPin = req.model ? { modelPath: req.model, weightVersion: null, textOk: this.out.rendersOwnText === true } : null;
   }
 
   attemptIndex(): number {
@@ -278,7 +278,7 @@ export class LogicalRequest implements ProgressSource {
       // The model every continuation must share is attempt 0's; the weights are those of the first
       // attempt that produced tokens (as the worker named them, else as probed): tokens of two
       // sets of weights are not one answer, while a failure before any token binds nothing.
-      this.pin ??= { modelPath: worker.modelPath, weightVersion: null };
+      this.pin ??= { modelPath: worker.modelPath, weightVersion: null, textOk: this.out.rendersOwnText === true };
       if (this.pin.weightVersion === null && reader.tokens > 0) this.pin.weightVersion = reader.weightVersion ?? worker.weightVersion;
       this.out.commit(reader);
 

@@ -32,11 +32,13 @@ const SPARE_INTERVAL_MS = 100;
 export interface ContinuationPin {
   modelPath: string | null;
   weightVersion: string | null;
+  /** The router writes the answer's text itself (it has the tokenizer): workers that return text are fine. */
+  textOk?: boolean;
 }
 
 /** Why a worker cannot continue a request pinned to `pin`, or null when it can. */
 export function pinMismatch(w: Worker, pin: ContinuationPin): string | null {
-  if (w.tokenOnly === false) return `${w.url} returns text (not --skip-tokenizer-init)`;
+  if (w.tokenOnly === false && !pin.textOk) return `${w.url} returns text (not --skip-tokenizer-init) and the router has no tokenizer for it`;
   if (pin.modelPath !== null && w.modelPath !== null && w.modelPath !== pin.modelPath) return `${w.url} serves model ${w.modelPath}, not ${pin.modelPath}`;
   if (pin.weightVersion !== null && w.weightVersion !== null && w.weightVersion !== pin.weightVersion) {
     return `${w.url} serves weight_version ${w.weightVersion}, not ${pin.weightVersion}`;

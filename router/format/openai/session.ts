@@ -155,6 +155,8 @@ export class OpenAiSession implements FormatSession {
   cachedTokens: number | null = null;
   readonly sawText = false;
   readonly canFinishLocally = true;
+  /** The workers' text, if any, is never read: Baton detokenizes. */
+  readonly rendersOwnText = true;
   attemptHeaders: Record<string, string> = {};
   private readonly decoder: IncrementalDecoder;
   private readonly matcher: StopMatcher | null;

@@ -258,6 +258,10 @@ export class SglangSession implements FormatSession {
     this.out = new LogicalOutput({ id: info.id, promptTokens: req.promptLength, budget: info.budget, startedAt: info.startedAt, clientIncremental: false }, text);
   }
 
+  get rendersOwnText(): boolean {
+    return this.out.text !== null;
+  }
+
   /** Every chunk's text is Baton's: no frame goes to the client as the worker wrote it. */
   get textAlways(): boolean {
     return this.out.text?.always === true;
