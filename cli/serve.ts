@@ -16,7 +16,9 @@ const HELP = `usage: baton serve [options]
   --migration-limit N    migrations per request (default 3; 0 = off)
   --policy NAME          routing policy (default least_inflight)
   --token-interval-ms T  simulated workers' time between tokens (default 20)
-  --sim-format F         the simulated workers' wire format: sglang (default), vllm, or mixed
+  --sim-format F         the simulated workers' wire format: sglang (default), vllm, or mixed;
+                         openai: SGLang workers on a real tokenizer (Qwen3's, bundled), the
+                         router's OpenAI front (/v1/chat/completions) and chat traffic
                          (half each, with traffic in both formats)
 
 Open the printed dashboard URL in a browser. Ctrl-C stops the router, the traffic and the
@@ -44,8 +46,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (v.traffic && v['no-traffic']) throw new UsageError('--traffic and --no-traffic contradict each other');
   const simFormatFlag = v['sim-format'];
-  if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed') throw new UsageError(`--sim-format must be sglang, vllm or mixed, got '${simFormatFlag}'`);
-  const simFormat: 'sglang' | 'vllm' | 'mixed' | undefined = simFormatFlag;
+  if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed' && simFormatFlag !== 'openai') throw new UsageError(`--sim-format must be sglang, vllm, mixed or openai, got '${simFormatFlag}'`);
+  const simFormat: 'sglang' | 'vllm' | 'mixed' | 'openai' | undefined = simFormatFlag;
   const opts = {
     ...(v.port !== undefined ? { port: intFlag('port', v.port, 0) } : {}),
     ...(v.host !== undefined ? { host: v.host } : {}),

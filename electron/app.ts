@@ -42,7 +42,7 @@ export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): App
     ...(port !== undefined ? { port: Number(port) } : {}),
     workers,
     ...(sim !== undefined ? { sim: Number(sim) } : {}),
-    ...(simFormat === 'sglang' || simFormat === 'vllm' || simFormat === 'mixed' ? { simFormat } : {}),
+    ...(simFormat === 'sglang' || simFormat === 'vllm' || simFormat === 'mixed' || simFormat === 'openai' ? { simFormat } : {}),
     staticRoot: null,
   };
 }

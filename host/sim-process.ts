@@ -16,7 +16,7 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).
 const START_TIMEOUT_MS = 60_000;
 
 /** The simulated workers' wire format: one for all, or half SGLang and half vLLM. */
-export type SimFormatChoice = 'sglang' | 'vllm' | 'mixed';
+export type SimFormatChoice = 'sglang' | 'vllm' | 'mixed' | 'openai';
 
 /** A simulated cluster's settings as the host asks for them (sim/cluster.ts's, and 'mixed'). */
 export type HostClusterOptions = Omit<ClusterOptions, 'format'> & { format?: SimFormatChoice };

@@ -33,6 +33,28 @@ export function toVllm(body: GeneratedRequest['body']): { token_ids: number[]; s
   return { token_ids: body.input_ids, sampling_params: sp, stream: body.stream };
 }
 
+const WORDS = 'migrate token stream worker router answer exact budget replay model cluster latency prefill decode cache'.split(' ');
+
+/**
+ * The same request as an OpenAI chat completion (the OpenAI front, docs/openai.md): a user
+ * message of about as many words as the prompt had ids, the same budget, temperature and seed.
+ */
+export function toOpenAiChat(body: GeneratedRequest['body']): Record<string, unknown> {
+  const sp = body.sampling_params;
+  const words = body.input_ids.map((id) => WORDS[id % WORDS.length]).join(' ');
+  const out: Record<string, unknown> = {
+    messages: [{ role: 'user', content: `Request: ${words}` }],
+    max_tokens: sp.max_new_tokens,
+    temperature: sp.temperature,
+    stream: body.stream,
+  };
+  if (sp.ignore_eos) out.ignore_eos = true;
+  if (sp.sampling_seed !== undefined) out.seed = sp.sampling_seed;
+  if (sp.frequency_penalty !== undefined) out.frequency_penalty = sp.frequency_penalty;
+  if (body.stream) out.stream_options = { include_usage: true };
+  return out;
+}
+
 export function generateRequest(settings: TrafficSettings, random: () => number): GeneratedRequest {
   const promptLength = uniformInt(random, settings.promptMin, settings.promptMax);
   const input_ids = Array.from({ length: promptLength }, () => uniformInt(random, 1, VOCAB - 1));

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { TrafficSettings, TrafficStatus } from './contract.ts';
 import { DEFAULT_TRAFFIC, mergeTraffic } from './traffic-settings.ts';
-import { generateRequest, toVllm } from './traffic-request.ts';
+import { generateRequest, toOpenAiChat, toVllm } from './traffic-request.ts';
 
 export interface TrafficOptions {
   /** The router's base URL (http://host:port). */
@@ -14,15 +14,18 @@ export interface TrafficOptions {
   tickMs?: number;
   /** How many recent request bodies to keep for "copy as curl" (default 5000). */
   keepBodies?: number;
-  /** The wire formats to send, chosen per request (default SGLang only). */
-  formats?: ('sglang' | 'vllm')[];
+  /** The wire formats to send, chosen per request (default SGLang only); openai: chat completions. */
+  formats?: TrafficFormat[];
 }
+
+export type TrafficFormat = 'sglang' | 'vllm' | 'openai';
 
 export class TrafficGenerator {
   private settings: TrafficSettings;
   private readonly target: string;
   private readonly vllmTarget: string;
-  private readonly formats: ('sglang' | 'vllm')[];
+  private readonly openaiTarget: string;
+  private readonly formats: TrafficFormat[];
   private readonly random: () => number;
   private readonly agent = new Agent({ keepAliveTimeout: 10_000, bodyTimeout: 120_000, headersTimeout: 60_000 });
   private readonly inFlight = new Map<AbortController, Promise<void>>();
@@ -38,6 +41,7 @@ export class TrafficGenerator {
   constructor(opts: TrafficOptions) {
     this.target = new URL('/generate', opts.url).toString();
     this.vllmTarget = new URL('/inference/v1/generate', opts.url).toString();
+    this.openaiTarget = new URL('/v1/chat/completions', opts.url).toString();
     this.formats = opts.formats && opts.formats.length > 0 ? opts.formats : ['sglang'];
     this.settings = mergeTraffic(DEFAULT_TRAFFIC, opts.settings ?? {});
     this.random = opts.random ?? Math.random;
@@ -89,8 +93,9 @@ export class TrafficGenerator {
 
   private launch(): void {
     const generated = generateRequest(this.settings, this.random).body;
-    const vllm = this.formats[Math.floor(this.random() * this.formats.length)] === 'vllm';
-    const body = vllm ? toVllm(generated) : generated;
+    const format = this.formats[Math.floor(this.random() * this.formats.length)]!;
+    const body = format === 'vllm' ? toVllm(generated) : format === 'openai' ? toOpenAiChat(generated) : generated;
+    const target = format === 'vllm' ? this.vllmTarget : format === 'openai' ? this.openaiTarget : this.target;
     const controller = new AbortController();
     this.counters.sent += 1;
     // The id travels as x-request-id (the router takes it when the body has no rid), so the body
@@ -98,7 +103,7 @@ export class TrafficGenerator {
     const id = randomUUID().replace(/-/g, '');
     this.bodies.set(id, body);
     if (this.bodies.size > this.keepBodies) this.bodies.delete(this.bodies.keys().next().value!);
-    const done = this.send(vllm ? this.vllmTarget : this.target, JSON.stringify(body), id, controller.signal)
+    const done = this.send(target, JSON.stringify(body), id, controller.signal)
       .then((ok) => { this.counters[ok ? 'ok' : 'failed'] += 1; })
       .catch(() => { if (!this.stopped) this.counters.failed += 1; })
       .finally(() => { this.inFlight.delete(controller); });
