@@ -1,97 +1,120 @@
 // SGLang's streamed text, computed from token ids: the detokenizer manager's DecodeStatus
 // (python/sglang/srt/managers/detokenizer_manager.py `handle_batch_token_id_out`,
-// `trim_matched_stop`; schedule_batch.py `Req.init_incremental_detokenize`, whose surrogate is the
-// prompt's last INIT_INCREMENTAL_DETOKENIZATION_OFFSET = 5 ids; utils.py `find_printable_text`).
-// The router renders a migrated text answer with it, as the uninterrupted worker would have, and
-// the simulated text-mode worker writes its `text` with it, so both follow SGLang's one algorithm.
-import type { DecodeOptions, Tokenizer } from '../../tokenizer/types.ts';
+// `trim_matched_stop`; schedule_batch.py `Req.init_incremental_detokenize`, whose surrogate is
+// the prompt's last INIT_INCREMENTAL_DETOKENIZATION_OFFSET = 5 ids; utils.py
+// `find_printable_text`). One implementation for both sides: the router renders a migrated text
+// answer with it, as the uninterrupted worker would have, and the simulated text-mode worker
+// (sim/answer.ts) writes its `text` with it. Decoding is HF's without cleanup: SGLang loads
+// tokenizers with clean_up_tokenization_spaces False (hf_transformers_utils.py get_tokenizer).
+import type { DecodeOptions } from '../../tokenizer/types.ts';
 
-const SURROGATE = 5;
-const REPLACEMENT = '\uFFFD';
+/** schedule_batch.py INIT_INCREMENTAL_DETOKENIZATION_OFFSET: prompt ids decoded along as context. */
+const PROMPT_CONTEXT = 5;
 
-/** transformers' TextStreamer._is_chinese_char ranges. */
+/** What the detokenizer needs of a tokenizer (the router's, or the simulator's word list). */
+export interface Decoder {
+  decode(ids: readonly number[], opts?: DecodeOptions): string;
+}
+
+/** A finish reason as far as the text is concerned (SGLang's finish_reason JSON). */
+export interface TextFinish {
+  type: string;
+  /** A stop string or stop token id (absent or null: nothing matched). */
+  matched?: unknown;
+  [key: string]: unknown;
+}
+
+/** transformers' _is_chinese_char (CJK ideographs), as sglang/utils.py copies it. */
 function isCjk(cp: number): boolean {
-  return (cp >= 0x4e00 && cp <= 0x9fff) || (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x20000 && cp <= 0x2a6df)
-    || (cp >= 0x2a700 && cp <= 0x2b73f) || (cp >= 0x2b740 && cp <= 0x2b81f) || (cp >= 0x2b820 && cp <= 0x2ceaf)
-    || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0x2f800 && cp <= 0x2fa1f);
+  return (
+    (cp >= 0x4e00 && cp <= 0x9fff) ||
+    (cp >= 0x3400 && cp <= 0x4dbf) ||
+    (cp >= 0x20000 && cp <= 0x2a6df) ||
+    (cp >= 0x2a700 && cp <= 0x2b73f) ||
+    (cp >= 0x2b740 && cp <= 0x2b81f) ||
+    (cp >= 0x2b820 && cp <= 0x2ceaf) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0x2f800 && cp <= 0x2fa1f)
+  );
 }
 
-/** The last code point of `s` and its length in UTF-16 units. */
-function lastCodePoint(s: string, end = s.length): { cp: number; units: number } {
-  const cp = s.codePointAt(end - 1)!;
-  if (cp >= 0xdc00 && cp <= 0xdfff && end >= 2) {
-    const full = s.codePointAt(end - 2)!;
-    if (full > 0xffff) return { cp: full, units: 2 };
-  }
-  return { cp, units: 1 };
-}
-
-/** SGLang's find_printable_text: the longest prefix made of whole words (or CJK characters). */
+/** sglang/utils.py find_printable_text: the whole words of a held-back text (Python indexes code points). */
 export function findPrintableText(text: string): string {
   if (text.endsWith('\n')) return text;
-  if (text.length === 0) return text;
-  const last = lastCodePoint(text);
-  if (isCjk(last.cp)) return text;
-  const before = text.length - last.units;
-  if (before > 0 && isCjk(lastCodePoint(text, before).cp)) return text.slice(0, before);
+  const last = Array.from(text.slice(-4)).slice(-2);
+  const cp = (s: string | undefined) => (s === undefined ? -1 : s.codePointAt(0)!);
+  if (last.length > 0 && isCjk(cp(last.at(-1)))) return text;
+  if (last.length > 1 && isCjk(cp(last.at(-2)))) return text.slice(0, text.length - last.at(-1)!.length);
   return text.slice(0, text.lastIndexOf(' ') + 1);
 }
 
-/** How a request finished, as far as its text is concerned. */
-export interface TextFinish {
-  /** finish_reason.matched: a stop string, a stop token id, or none. */
-  matched: string | number | null;
-  noStopTrim: boolean;
+/** Python's s[len(prefix):], `prefix` usually but not always a prefix of `s` (Python counts code points). */
+function sliceAfter(s: string, prefix: string): string {
+  if (s.startsWith(prefix)) return s.slice(prefix.length);
+  return Array.from(s).slice(Array.from(prefix).length).join('');
 }
 
-export function trimMatchedStop(text: string, finish: TextFinish): string {
-  if (finish.noStopTrim || typeof finish.matched !== 'string' || finish.matched === '') return text;
-  const pos = text.indexOf(finish.matched);
-  return pos === -1 ? text : text.slice(0, pos);
-}
-
-/** One request's DecodeStatus: token ids in, SGLang's cumulative output text out. */
+/** One request's DecodeStatus in SGLang's detokenizer manager. */
 export class SglangDetokenizer {
-  private readonly decodeIds: number[];
+  /** decode_ids: up to 5 prompt ids, then every output id sent so far. */
+  private readonly ids: number[];
+  private decodedText = '';
   private surrOffset = 0;
   private readOffset: number;
-  private decodedText = '';
-  /** The output text after the last step (what the client holds, cumulatively). */
-  text = '';
+  /** The output_str last sent (SGLang keeps its length, sent_offset): the answer's text so far. */
+  private sent = '';
 
   constructor(
-    private readonly tok: Tokenizer,
+    private readonly tok: Decoder,
     promptIds: readonly number[],
-    private readonly opts: DecodeOptions,
+    private readonly opts: { skipSpecialTokens: boolean; spacesBetweenSpecialTokens: boolean },
   ) {
-    this.decodeIds = promptIds.slice(Math.max(0, promptIds.length - SURROGATE));
-    this.readOffset = this.decodeIds.length;
+    // Req.init_incremental_detokenize: read_offset at the prompt's end, surr_offset up to 5 before.
+    const context = Math.min(PROMPT_CONTEXT, promptIds.length);
+    this.ids = promptIds.slice(promptIds.length - context);
+    this.readOffset = context;
+  }
+
+  /** The text the client holds so far (cumulative). */
+  get text(): string {
+    return this.sent;
+  }
+
+  private decode(ids: readonly number[]): string {
+    return this.tok.decode(ids, { ...this.opts, cleanUpTokenizationSpaces: false });
   }
 
   /**
-   * One scheduler output: the new ids of this step, and the finish when it is the last. Returns the
-   * cumulative text (SGLang's output_str): everything decided so far, held back where a character
-   * or a word may still change.
+   * One scheduler output for this request: the output ids since the last one and its finish
+   * reason (null while it runs). Returns the text SGLang adds to the request's answer.
    */
-  step(ids: readonly number[], finish: TextFinish | null): string {
-    for (const id of ids) this.decodeIds.push(id);
-    let readIds = this.decodeIds.slice(this.surrOffset);
-    // trim_matched_stop on ids: a matched stop token is not part of the text.
-    if (finish && !finish.noStopTrim && typeof finish.matched === 'number' && readIds.length > 0) readIds = readIds.slice(0, -1);
-    const surrText = this.tok.decode(this.decodeIds.slice(this.surrOffset, this.readOffset), this.opts);
-    const readText = this.tok.decode(readIds, this.opts);
-    let newText = readText.slice(surrText.length);
+  step(newIds: readonly number[], finish: TextFinish | null, noStopTrim: boolean): string {
+    for (const id of newIds) this.ids.push(id);
+    const matched = finish?.matched;
+    const trim = finish !== null && !noStopTrim && finish.type === 'stop' && matched !== undefined && matched !== null;
+    let readIds = this.ids.slice(this.surrOffset);
+    // trim_matched_stop: a stop token (or EOS) is cut from the ids before decoding.
+    if (trim && typeof matched === 'number' && readIds.length > 0) readIds = readIds.slice(0, -1);
+    const surrText = this.decode(this.ids.slice(this.surrOffset, this.readOffset));
+    const readText = this.decode(readIds);
+    let newText = sliceAfter(readText, surrText);
     if (finish === null) {
-      if (newText.length > 0 && !newText.endsWith(REPLACEMENT)) {
+      if (newText.length > 0 && !newText.endsWith('\uFFFD')) {
         this.decodedText += newText;
         this.surrOffset = this.readOffset;
-        this.readOffset = this.decodeIds.length;
+        this.readOffset = this.ids.length;
         newText = '';
-      } else {
-        newText = findPrintableText(newText);
-      }
+      } else newText = findPrintableText(newText);
     }
-    this.text = finish ? trimMatchedStop(this.decodedText + newText, finish) : this.decodedText + newText;
-    return this.text;
+    let out = this.decodedText + newText;
+    // trim_matched_stop: a stop string is cut where it first occurs in the whole text.
+    if (trim && typeof matched === 'string') {
+      const at = out.indexOf(matched);
+      if (at >= 0) out = out.slice(0, at);
+    }
+    // Incrementally send text: output_str[sent_offset:], then sent_offset = len(output_str).
+    const delta = sliceAfter(out, this.sent);
+    this.sent = out;
+    return delta;
   }
 }

@@ -250,8 +250,7 @@ export class SglangSession implements FormatSession {
     const tok = req.tokenizer ?? null;
     const sp = req.sampling;
     const text: TextRendering | null = tok === null || req.prompt.kind !== 'input_ids' ? null : {
-      // SGLang loads its tokenizer with clean_up_tokenization_spaces=False (docs/tokenizer.md).
-      detokenizer: new SglangDetokenizer(tok, req.prompt.ids, { skipSpecialTokens: sp.skip_special_tokens !== false, spacesBetweenSpecialTokens: sp.spaces_between_special_tokens !== false, cleanUpTokenizationSpaces: false }),
+      detokenizer: new SglangDetokenizer(tok, req.prompt.ids, { skipSpecialTokens: sp.skip_special_tokens !== false, spacesBetweenSpecialTokens: sp.spaces_between_special_tokens !== false }),
       always: req.textPrompt === true,
       noStopTrim: sp.no_stop_trim === true,
     };

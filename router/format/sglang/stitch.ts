@@ -137,17 +137,23 @@ export class LogicalOutput {
     return this.text !== null && (this.text.always || a.replayed > 0);
   }
 
-  /** Feed the detokenizer up to the end of `a` (or of the committed output); the text so far. */
+  /**
+   * Feed the detokenizer up to the end of `a` (or of the committed output), one step per token as
+   * SGLang's default stream_interval does; the text so far (the finish's, when given).
+   */
   private renderedText(a: AttemptOutput | null, finish: JsonObject | null): string {
     const r = this.text!;
     const committed = this.ids.length;
     const total = committed + (a ? a.ids.length : 0);
-    const end: TextFinish | null = finish ? { matched: typeof finish.matched === 'string' || typeof finish.matched === 'number' ? finish.matched : null, noStopTrim: r.noStopTrim } : null;
-    if (this.fed >= total) return end ? r.detokenizer.step([], end) : r.detokenizer.text;
+    const end: TextFinish | null = finish ? { type: typeof finish.type === 'string' ? finish.type : '', matched: finish.matched } : null;
+    if (this.fed >= total) {
+      if (end) r.detokenizer.step([], end, r.noStopTrim);
+      return r.detokenizer.text;
+    }
     while (this.fed < total) {
       const k = this.fed++;
       const id = k < committed ? this.ids[k]! : a!.ids[k - committed]!;
-      r.detokenizer.step([id], this.fed === total ? end : null);
+      r.detokenizer.step([id], this.fed === total ? end : null, r.noStopTrim);
     }
     return r.detokenizer.text;
   }
