@@ -158,3 +158,22 @@ it('completions with a stop string after the migration point: text, finish_reaso
   expect(m.size).toBe(8);
   expect(after).toBe(8);
 });
+
+it('bad input gets OpenAI error bodies the SDK understands; GET /v1/models lists the served model', async () => {
+  const s = sides[0]!;
+  const models = await s.client.models.list();
+  expect(models.data.map((m) => m.id)).toEqual([MODEL]);
+  const fail = async (p: Promise<unknown>) => p.then(() => { throw new Error('expected an error'); }, (err: unknown) => err as InstanceType<typeof OpenAI.APIError>);
+  const unknown = await fail(s.client.chat.completions.create({ model: 'gpt-9', messages: [{ role: 'user', content: 'x' }] }));
+  expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
+  expect(unknown.message).toContain('The model `gpt-9` does not exist.');
+  const noMessages = await fail(s.client.chat.completions.create({ model: MODEL } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+  expect(noMessages).toBeInstanceOf(OpenAI.BadRequestError);
+  expect(noMessages.message).toContain('messages: Field required');
+  const long = await fail(s.client.completions.create({ model: MODEL, prompt: 'word '.repeat(100), max_tokens: 40_000 }));
+  expect(long).toBeInstanceOf(OpenAI.BadRequestError);
+  expect(long.message).toMatch(/maximum context length is \d+ tokens/);
+  const garbled = await fetch(`${s.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"messages": [' });
+  expect(garbled.status).toBe(400);
+  expect(((await garbled.json()) as { error: { message: string } }).error.message).toMatch(/not JSON/);
+});
