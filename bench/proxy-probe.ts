@@ -10,6 +10,8 @@
 // The channels are subscribed only while W4 runs: a subscriber on the per-chunk channel costs
 // a little on every chunk, and the other workloads measure Baton's CPU.
 import diagnosticsChannel from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { parseUpstreamRid } from '../router/migration/rid.ts';
 
 /** One continuation, on the router's clock (µs). */
@@ -26,8 +28,10 @@ export interface GapRecord {
   firstChunkUs: number | null;
 }
 
-export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' };
+export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' } | { type: 'profile'; on: boolean; file?: string };
 export type ProbeReply = { type: 'probe-records'; records: GapRecord[] };
+/** `profile` off: where the CPU profile was written (null: no profile was running, or it failed). */
+export type ProfileReply = { type: 'profile'; file: string | null; error?: string };
 
 /** Memory after a full GC (when the process runs with --expose-gc), bytes. */
 export interface MemReply {
@@ -129,10 +133,52 @@ const CHANNELS: [string, (msg: unknown) => void][] = [
   ['undici:request:bodyChunkReceived', onChunk],
 ];
 
+// A CPU profile of a stretch of the process's life (bench/pair.ts --profile): the V8 sampling
+// profiler that `node --cpu-prof` runs, started and stopped on command, so that the profile holds
+// the measured runs and not the start-up and warm-up. Written as a .cpuprofile (Chrome DevTools,
+// bench/profile-top.ts).
+let profiler: Session | null = null;
+
+function profile(on: boolean, file: string | undefined): void {
+  if (on) {
+    if (profiler) return;
+    profiler = new Session();
+    profiler.connect();
+    profiler.post('Profiler.enable');
+    // 100 µs, a tenth of --cpu-prof's default interval: a W1 request is ~300-500 µs of CPU.
+    profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+    profiler.post('Profiler.start');
+    return;
+  }
+  const s = profiler;
+  profiler = null;
+  if (!s) {
+    process.send!({ type: 'profile', file: null } satisfies ProfileReply);
+    return;
+  }
+  s.post('Profiler.stop', (err, res) => {
+    let reply: ProfileReply;
+    try {
+      if (err) throw err;
+      if (!file) throw new Error('no file given');
+      writeFileSync(file, JSON.stringify(res.profile));
+      reply = { type: 'profile', file };
+    } catch (e) {
+      reply = { type: 'profile', file: null, error: (e as Error).message };
+    }
+    s.disconnect();
+    process.send!(reply);
+  });
+}
+
 if (process.send) {
   process.on('message', (msg: ProbeCommand) => {
     if (msg?.type === 'mem') {
       process.send!(memReply());
+      return;
+    }
+    if (msg?.type === 'profile') {
+      profile(msg.on, msg.file);
       return;
     }
     if (msg?.type !== 'probe') return;
