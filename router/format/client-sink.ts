@@ -71,18 +71,6 @@ export class ClientSink {
     return this.res.write(data);
   }
 
-  /** Three pieces of one frame in one write to the socket (corked: a single writev, no copy). */
-  writeParts(a: Buffer, b: Buffer, c: Buffer): boolean {
-    if (this.gone || this.ended) return true;
-    if (!this.started) this.start();
-    this.res.cork();
-    this.res.write(a);
-    this.res.write(b);
-    const ok = this.res.write(c);
-    this.res.uncork();
-    return ok;
-  }
-
   writeChunk(chunk: unknown): boolean {
     return this.writeRaw(sseFrame(JSON.stringify(chunk)));
   }

@@ -51,10 +51,6 @@ class AttemptState implements AttemptHost {
     if (!this.sink.writeRaw(data)) this.backpressure();
   }
 
-  writeParts(a: Buffer, b: Buffer, c: Buffer): void {
-    if (!this.sink.writeParts(a, b, c)) this.backpressure();
-  }
-
   /** A full client socket pauses the upstream call, so a slow client costs bounded memory. */
   private backpressure(): void {
     this.call.pause();

@@ -5,7 +5,8 @@
 // The per-token path lives here, so it does as little as it can:
 // - `classifyFrame` decides running / finished / error / [DONE] by scanning bytes;
 // - attempt 0 on a cumulative worker keeps only a reference to the last frame (parsed once, when
-//   the attempt ends) and forwards each frame's bytes with only meta_info.id swapped;
+//   the attempt ends) and forwards each frame's bytes with only meta_info.id swapped, in place
+//   (`clientFrame`: no new buffer per frame);
 // - attempt 0 on an incremental worker without logprobs or text reads each frame's new ids with
 //   a byte scan (`scanOutputIds`);
 // - continuations parse every frame: their counters and lists must be rebased.
@@ -14,7 +15,7 @@ import type { ClientSink } from '../client-sink.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, WorkerView } from '../types.ts';
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import type { GenerateRequest } from './request.ts';
-import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from './sse.ts';
+import { FrameKind, classifyFrame, frameBytes, framePayload, lastScan, matchAt, scanCompletionTokens, scanOutputIds } from './sse.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf } from './stitch.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
 import { isObject } from '../json.ts';
@@ -106,9 +107,9 @@ export class SglangAttempt implements FormatAttempt {
   }
 
   /**
-   * A frame forwarded as the worker wrote it, with the upstream rid in meta_info.id replaced by
-   * the client's id: the one rewrite an untouched frame needs. The rid's bytes are unique (a
-   * 16-hex nonce), and meta_info.id is written before finish_reason, early in the frame.
+   * A frame as the worker wrote it, with the upstream rid in meta_info.id replaced by the client's
+   * id: the one rewrite an untouched frame needs. A copy, for the paths that run once a request
+   * (a unary answer, a refusal); the per-frame path uses `clientFrame`.
    */
   swapId(frame: Buffer): Buffer {
     const k = frame.indexOf(this.ridJson);
@@ -117,18 +118,38 @@ export class SglangAttempt implements FormatAttempt {
   }
 
   /**
-   * Forward a frame as the worker wrote it but for meta_info.id. A small frame is spliced into one
-   * buffer: three writes cost more than the copy (each is a chunk of its own on the client's
-   * connection; measured: W1 1.5× the baseline's CPU with three writes per frame). A large one
-   * (cumulative chunks grow with the output) goes out as three corked writes, one writev, so its
-   * bytes are not copied once more.
+   * The frame at [start, end) of `buf` with meta_info.id swapped to the client's id, rewritten in
+   * place: the bytes before the rid move right by the difference in length (the upstream rid is
+   * the escaped id plus 20 characters, so the client's id almost always fits) and the id is
+   * written where the rid ended, so the frame ends where it did and is forwarded as one view of
+   * the read it came in, with no new buffer. `buf` is the router's own (a socket read, or the
+   * splitter's join of a frame that spanned reads); nothing reads the bytes before `start + d`
+   * again. The rid's bytes are unique (a 16-hex nonce), and SGLang writes meta_info.id right
+   * before finish_reason, where classifyFrame stopped (`lastScan`); elsewhere it is searched for.
+   * An id whose JSON is longer than the rid's is spliced into a new buffer.
    */
-  private forward(frame: Buffer): void {
-    const k = frame.indexOf(this.ridJson);
-    if (k < 0) return this.host.write(frame);
-    const tail = k + this.ridJson.length;
-    if (frame.length < 2048) this.host.write(Buffer.concat([frame.subarray(0, k), this.session.idJson, frame.subarray(tail)], frame.length - this.ridJson.length + this.session.idJson.length));
-    else this.host.writeParts(frame.subarray(0, k), this.session.idJson, frame.subarray(tail));
+  clientFrame(buf: Buffer, start: number, end: number): Buffer {
+    const rid = this.ridJson;
+    const id = this.session.idJson;
+    // `"id":"<rid>","finish_reason":` — the comma, then the rid's closing quote.
+    const f = lastScan.finishAt;
+    let k = f - 1 - rid.length;
+    if (!(k >= start && f < end && buf[f - 1] === 0x2c && matchAt(buf, k, rid))) {
+      k = buf.indexOf(rid, start);
+      if (k < 0 || k + rid.length > end) return frameBytes(buf, start, end);
+    }
+    const d = rid.length - id.length;
+    if (d < 0) return Buffer.concat([buf.subarray(start, k), id, buf.subarray(k + rid.length, end)], end - start - d);
+    if (d > 0) buf.copyWithin(start + d, start, k);
+    id.copy(buf, k + d);
+    return buf.subarray(start + d, end);
+  }
+
+  /** Forward a frame as the worker wrote it but for meta_info.id; returns the bytes sent. */
+  private forward(buf: Buffer, start: number, end: number): Buffer {
+    const frame = this.clientFrame(buf, start, end);
+    this.host.write(frame);
+    return frame;
   }
 
   private fail(failure: Failure): void {
@@ -159,15 +180,14 @@ export class SglangAttempt implements FormatAttempt {
         return;
       }
       if (this.frames++ === 0) this.host.firstFrame();
-      // One view of the frame serves both: kept as the last raw frame and forwarded.
-      const raw = frameBytes(buf, start, end);
-      this.lastRaw = raw;
-      if (this.forwardRaw) this.forward(raw);
+      // One view of the frame serves both: forwarded, and kept as the last raw frame (with the
+      // client's id once forwarded: parsed when the attempt ends, its id is not read).
+      this.lastRaw = this.forwardRaw ? this.forward(buf, start, end) : frameBytes(buf, start, end);
       return;
     }
     if (kind === FrameKind.Running && this.scanIds && this.frames > 0 && scanOutputIds(buf, start, end, this.output.ids)) {
       this.frames++;
-      this.forward(frameBytes(buf, start, end));
+      this.forward(buf, start, end);
       return;
     }
     this.onParsedFrame(buf, start, end);
@@ -218,12 +238,12 @@ export class SglangAttempt implements FormatAttempt {
     const session = this.session;
     if (finish) {
       this.ended = true;
-      session.deliverFinal(this, chunk, frameBytes(buf, start, end), this.forwardRaw, this.headers);
+      session.deliverFinal(this, chunk, buf, start, end, this.forwardRaw, this.headers);
       this.host.finished();
       return;
     }
     if (!session.sink.streaming) return;
-    if (this.forwardRaw) this.forward(frameBytes(buf, start, end));
+    if (this.forwardRaw) this.forward(buf, start, end);
     else this.host.write(sseFrameOf(session.out.render(chunk, this.output, false)));
   }
 }
@@ -282,16 +302,17 @@ export class SglangSession implements FormatSession {
   }
 
   /** The finishing chunk to a streaming client, or the whole answer to a unary one. */
-  deliverFinal(a: SglangAttempt, chunk: JsonObject, raw: Buffer, forwardRaw: boolean, headers: Record<string, string>): void {
+  deliverFinal(a: SglangAttempt, chunk: JsonObject, buf: Buffer, start: number, end: number, forwardRaw: boolean, headers: Record<string, string>): void {
     const sink = this.sink;
     if (sink.streaming) {
-      if (forwardRaw) sink.writeRaw(a.swapId(raw));
+      if (forwardRaw) sink.writeRaw(a.clientFrame(buf, start, end));
       else sink.writeChunk(this.out.render(chunk, a.output, false));
       sink.endStream();
       return;
     }
     // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
     if (a.spec.index === 0 && a.output.incremental === false) {
+      const raw = frameBytes(buf, start, end);
       const p = raw.indexOf('{');
       sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);
     } else {

@@ -66,7 +66,7 @@ const DONE = Buffer.from('[DONE]');
  * checks cost more than comparing these few bytes (it runs three times per token), and which
  * throws when the range runs past the buffer (a short frame at the end of a read).
  */
-function matchAt(buf: Buffer, i: number, pattern: Buffer): boolean {
+export function matchAt(buf: Buffer, i: number, pattern: Buffer): boolean {
   if (i < 0 || i + pattern.length > buf.length) return false;
   for (let j = 0; j < pattern.length; j++) if (buf[i + j] !== pattern[j]) return false;
   return true;
@@ -84,12 +84,22 @@ function skipSpaces(buf: Buffer, i: number, end: number): number {
 }
 
 /**
+ * Where the last `classifyFrame` call found `"finish_reason":` (-1: not found). SGLang writes
+ * meta_info.id right before it, so the id swap of a forwarded frame (session.ts) checks there
+ * first instead of searching the frame again. A field of a module object rather than a second
+ * return value, so that the per-frame path allocates nothing; a reader verifies the bytes it
+ * expects there, so a stale value costs only the search it would have made anyway.
+ */
+export const lastScan = { finishAt: -1 };
+
+/**
  * Classify a frame by scanning bytes, without JSON.parse. SGLang writes `output_ids` (short
  * numbers) and then `meta_info`, whose second key is `finish_reason`, before the long logprob
  * lists; a forward search finds it after a few hundred bytes. The raw sequence
  * `"finish_reason":` cannot occur inside a JSON string (its quotes would be escaped).
  */
 export function classifyFrame(buf: Buffer, start: number, end: number): FrameKind {
+  lastScan.finishAt = -1;
   const p = payloadStart(buf, start);
   if (p < 0) return FrameKind.Ignored;
   if (buf[p] === 0x5b /* [ */) {
@@ -99,6 +109,7 @@ export function classifyFrame(buf: Buffer, start: number, end: number): FrameKin
   if (matchAt(buf, first, ERROR_KEY)) return FrameKind.Error;
   const k = buf.indexOf(FINISH_KEY, p);
   if (k < 0 || k >= end) return FrameKind.Unknown;
+  lastScan.finishAt = k;
   const v = skipSpaces(buf, k + FINISH_KEY.length, end);
   return buf[v] === 0x6e /* n(ull) */ ? FrameKind.Running : FrameKind.Finished;
 }
