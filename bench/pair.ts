@@ -138,6 +138,7 @@ async function main(): Promise<void> {
     for (const t of targets) send(t.target.proc!, { type: 'profile', on: true });
   }
   const perRun: number[][] = targets.map(() => []);
+  const pooled = targets.map(() => ({ cpuUs: 0, ok: 0 }));
   for (let r = 0; r < runs; r++) {
     // Rotate which target gets each run's first request.
     const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
@@ -145,7 +146,11 @@ async function main(): Promise<void> {
     const res = await run(order, runMs, `pair-${r}`);
     const us = order.map((t, i) => {
       const c = res.byUrl?.[i];
-      return c && c.ok > 0 ? (treeCpuMicros(t.target.proc!.pid) - cpu0[i]!) / c.ok : NaN;
+      const cpu = treeCpuMicros(t.target.proc!.pid) - cpu0[i]!;
+      const p = pooled[targets.indexOf(t)]!;
+      p.cpuUs += cpu;
+      p.ok += c?.ok ?? 0;
+      return c && c.ok > 0 ? cpu / c.ok : NaN;
     });
     const byTarget = targets.map((t) => us[order.indexOf(t)]!);
     byTarget.forEach((x, i) => perRun[i]!.push(x));
@@ -157,8 +162,9 @@ async function main(): Promise<void> {
   console.log(`${base.name}, ${runs} paired runs of ${runMs} ms, ${perTarget} streams per target${v.pin ? ', proxies pinned to CPU 1' : ''}:`);
   for (let i = 0; i < targets.length; i++) {
     const m = median(perRun[i]!);
-    const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)})`;
-    console.log(`  ${targets[i]!.label.padEnd(16)} median ${m?.toFixed(0)} µs/req${vs}`);
+    const pooledUs = (p: { cpuUs: number; ok: number }) => p.cpuUs / p.ok;
+    const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)}, pooled ${(pooledUs(pooled[0]!) / pooledUs(pooled[i]!)).toFixed(3)})`;
+    console.log(`  ${targets[i]!.label.padEnd(16)} median ${m?.toFixed(0)} µs/req, pooled ${pooledUs(pooled[i]!).toFixed(0)} (${pooled[i]!.ok} requests)${vs}`);
   }
   if (profDir) {
     for (const t of targets) {
