@@ -57,14 +57,16 @@ interface UndiciRequest {
 const RID_KEYS = [Buffer.from('"rid":"'), Buffer.from('"request_id":"')];
 
 /**
- * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton's
- * bodies are compact JSON and its rids plain ASCII (router/migration/rid.ts), so the key and its
- * value appear exactly as written here; a vLLM abort's `request_ids` list does not match.
+ * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton
+ * writes its keys compact and its rids plain ASCII (router/migration/rid.ts), so the key and its
+ * value appear exactly as written here; a vLLM abort's `request_ids` list does not match. The
+ * last occurrence: attempt 0's SGLang body is the client's bytes with Baton's rid appended (the
+ * worker, like any JSON reader, keeps the last of duplicate keys), after any rid of the client's.
  */
 export function ridOf(body: unknown): string | null {
   if (!Buffer.isBuffer(body)) return typeof body === 'string' ? ridOf(Buffer.from(body)) : null;
   for (const key of RID_KEYS) {
-    const k = body.indexOf(key);
+    const k = body.lastIndexOf(key);
     if (k < 0) continue;
     const end = body.indexOf(0x22, k + key.length);
     return end < 0 ? null : body.toString('utf8', k + key.length, end);

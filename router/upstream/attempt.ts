@@ -39,7 +39,7 @@ export class UpstreamCall implements Watched {
     readonly worker: Worker,
     /** The worker's generate path (the format's). */
     private readonly path: string,
-    private readonly body: string,
+    private readonly body: string | Buffer,
     private readonly onFrame: FrameSink,
     private readonly stalls: StallWatch,
   ) {

@@ -225,6 +225,8 @@ describe('W4 migration gap', () => {
   it('finds the rid in an upstream body and the attempt a continuation follows', () => {
     expect(ridOf(Buffer.from('{"rid":"W4-1-7~m1","input_ids":[1]}'))).toBe('W4-1-7~m1');
     expect(ridOf('{"input_ids":[1]}')).toBeNull();
+    // Attempt 0's body: the client's bytes (with the client's own rid) and Baton's rid appended.
+    expect(ridOf(Buffer.from('{"rid":"W4-1-7","input_ids":[1],"stream":true,"rid":"W4-1-7~m0","stream":true}'))).toBe('W4-1-7~m0');
     const r0 = upstreamRid('r', 0);
     const r1 = upstreamRid('r', 1);
     const r3 = upstreamRid('r', 3);
