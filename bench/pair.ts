@@ -33,7 +33,9 @@ import { summarizeProfile, formatTop } from './profile-top.ts';
 
 const USAGE = `usage: node --import tsx bench/pair.ts [options]
 
-  --ref REV            another Baton build beside this checkout's (repeatable; 6f100f1, HEAD, ...)
+  --ref REV            another Baton build beside this checkout's (repeatable; 6f100f1, HEAD, ...);
+                       REV+--flag=value+...: with router flags of its own; '.': this checkout
+                       (e.g. --ref .+--spare-connections=0)
   --bare               the bare undici proxy too (bench/bare-proxy.ts)
   --workload W         W1 (default), W2, W1-vllm, W2-vllm
   --runs N             measured paired runs (default 8)
@@ -105,10 +107,17 @@ async function main(): Promise<void> {
   const targets: Named[] = [];
   const flags = v['baton-flag'];
   targets.push({ label: 'baton', target: await startBaton(group, urls, { flags }) });
-  for (const rev of v.ref) {
-    const r = prepareRef(rev);
+  for (const spec of v.ref) {
+    // REV, or REV+--flag+--flag=value: that build with flags of its own; `.` is this checkout.
+    const [rev, ...own] = spec.split('+');
+    const label = (name: string) => (own.length > 0 ? `${name} ${own.join(' ')}` : name);
+    if (rev === '.') {
+      targets.push({ label: label('baton'), target: await startBaton(group, urls, { flags: [...flags, ...own] }) });
+      continue;
+    }
+    const r = prepareRef(rev!);
     refs.push(r);
-    targets.push({ label: `baton@${r.sha.slice(0, 7)}`, target: await startBaton(group, urls, { bin: r.bin, flags }) });
+    targets.push({ label: label(`baton@${r.sha.slice(0, 7)}`), target: await startBaton(group, urls, { bin: r.bin, flags: [...flags, ...own] }) });
   }
   if (v.bare) targets.push({ label: 'bare', target: await startBare(group, urls) });
   say(`${base.name}: ${targets.map((t) => `${t.label} (pid ${t.target.proc!.pid})`).join(', ')}; workers ${cluster.workers().map((w) => w.pid).join(', ')}`);
@@ -168,7 +177,7 @@ async function main(): Promise<void> {
   }
   if (profDir) {
     for (const t of targets) {
-      const file = join(profDir, `${base.name}-${t.label.replace('@', '-')}.cpuprofile`);
+      const file = join(profDir, `${base.name}-${t.label.replace(/[^A-Za-z0-9._-]+/g, '-')}.cpuprofile`);
       send(t.target.proc!, { type: 'profile', on: false, file });
       const reply = await waitForMessage(t.target.proc!, (m) => ((m as ProfileReply)?.type === 'profile' ? (m as ProfileReply) : undefined), 60_000);
       if (!reply.file) {
