@@ -29,7 +29,7 @@ import { median } from './report.ts';
 import { prepareRef, type RefBuild } from './ref-build.ts';
 import { startBare, startBaton, type Target } from './targets.ts';
 import { workloads, type Workload, type WorkloadName } from './workloads.ts';
-import { summarizeProfile, formatTop } from './profile-top.ts';
+import { formatHeapTop, formatTop, summarizeHeapProfile, summarizeProfile } from './profile-top.ts';
 
 const USAGE = `usage: node --import tsx bench/pair.ts [options]
 
@@ -45,7 +45,9 @@ const USAGE = `usage: node --import tsx bench/pair.ts [options]
   --streams N          concurrent streams per target (default: the workload's, W1 64)
   --pin                the proxies on CPU 1, workers and load generator on CPU 0 (taskset)
   --profile DIR        CPU profiles of the measured runs, one per Node target, and their top
+  --heap-profile       with --profile: sampled allocations instead (.heapprofile, garbage included)
   --baton-flag F       a flag for every Baton router (repeatable; e.g. --baton-flag=--spare-connections=0)
+  --node-flag F        a Node flag for every Baton router (repeatable; e.g. --node-flag=--max-semi-space-size=32)
   -h, --help`;
 
 const { values: v } = parseArgs({
@@ -60,7 +62,9 @@ const { values: v } = parseArgs({
     streams: { type: 'string' },
     pin: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'heap-profile': { type: 'boolean', default: false },
     'baton-flag': { type: 'string', multiple: true, default: [] },
+    'node-flag': { type: 'string', multiple: true, default: [] },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -106,18 +110,19 @@ async function main(): Promise<void> {
 
   const targets: Named[] = [];
   const flags = v['baton-flag'];
-  targets.push({ label: 'baton', target: await startBaton(group, urls, { flags }) });
+  const nodeFlags = v['node-flag'];
+  targets.push({ label: 'baton', target: await startBaton(group, urls, { flags, nodeFlags }) });
   for (const spec of v.ref) {
     // REV, or REV+--flag+--flag=value: that build with flags of its own; `.` is this checkout.
     const [rev, ...own] = spec.split('+');
     const label = (name: string) => (own.length > 0 ? `${name} ${own.join(' ')}` : name);
     if (rev === '.') {
-      targets.push({ label: label('baton'), target: await startBaton(group, urls, { flags: [...flags, ...own] }) });
+      targets.push({ label: label('baton'), target: await startBaton(group, urls, { flags: [...flags, ...own], nodeFlags }) });
       continue;
     }
     const r = prepareRef(rev!);
     refs.push(r);
-    targets.push({ label: label(`baton@${r.sha.slice(0, 7)}`), target: await startBaton(group, urls, { bin: r.bin, flags: [...flags, ...own] }) });
+    targets.push({ label: label(`baton@${r.sha.slice(0, 7)}`), target: await startBaton(group, urls, { bin: r.bin, flags: [...flags, ...own], nodeFlags }) });
   }
   if (v.bare) targets.push({ label: 'bare', target: await startBare(group, urls) });
   say(`${base.name}: ${targets.map((t) => `${t.label} (pid ${t.target.proc!.pid})`).join(', ')}; workers ${cluster.workers().map((w) => w.pid).join(', ')}`);
@@ -144,7 +149,7 @@ async function main(): Promise<void> {
   const profDir = v.profile ? resolve(v.profile) : null;
   if (profDir) {
     mkdirSync(profDir, { recursive: true });
-    for (const t of targets) send(t.target.proc!, { type: 'profile', on: true });
+    for (const t of targets) send(t.target.proc!, { type: 'profile', on: true, heap: v['heap-profile'] });
   }
   const perRun: number[][] = targets.map(() => []);
   const pooled = targets.map(() => ({ cpuUs: 0, ok: 0 }));
@@ -177,7 +182,7 @@ async function main(): Promise<void> {
   }
   if (profDir) {
     for (const t of targets) {
-      const file = join(profDir, `${base.name}-${t.label.replace(/[^A-Za-z0-9._-]+/g, '-')}.cpuprofile`);
+      const file = join(profDir, `${base.name}-${t.label.replace(/[^A-Za-z0-9._-]+/g, '-')}.${v['heap-profile'] ? 'heapprofile' : 'cpuprofile'}`);
       send(t.target.proc!, { type: 'profile', on: false, file });
       const reply = await waitForMessage(t.target.proc!, (m) => ((m as ProfileReply)?.type === 'profile' ? (m as ProfileReply) : undefined), 60_000);
       if (!reply.file) {
@@ -185,7 +190,7 @@ async function main(): Promise<void> {
         continue;
       }
       console.log(`\n${t.label}: ${reply.file}`);
-      console.log(formatTop(summarizeProfile(reply.file), 25));
+      console.log(v['heap-profile'] ? formatHeapTop(summarizeHeapProfile(reply.file), 30) : formatTop(summarizeProfile(reply.file), 25));
     }
   }
 }

@@ -115,11 +115,56 @@ export function inclusiveMatching(s: ProfileSummary, re: RegExp, n = 30): string
   return hits.map((f) => `  ${((f.totalUs / s.busyUs) * 100).toFixed(1).padStart(5)} % incl  ${((f.selfUs / s.busyUs) * 100).toFixed(1).padStart(5)} % self  ${f.key}`).join('\n');
 }
 
+interface HeapNode {
+  callFrame: CallFrame;
+  selfSize: number;
+  children: HeapNode[];
+}
+
+export interface HeapSummary {
+  totalBytes: number;
+  functions: { key: string; selfBytes: number; totalBytes: number }[];
+}
+
+/** A sampling heap profile (.heapprofile): bytes allocated per function, self and inclusive. */
+export function summarizeHeapProfile(file: string): HeapSummary {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode };
+  const key = (f: CallFrame) => `${f.functionName || '(anonymous)'} ${f.url ? `${shortUrl(f.url)}:${f.lineNumber + 1}` : '(native)'}`;
+  const self = new Map<string, number>();
+  const total = new Map<string, number>();
+  let all = 0;
+  const walk = (n: HeapNode, stack: string[]): number => {
+    const k = key(n.callFrame);
+    let t = n.selfSize;
+    self.set(k, (self.get(k) ?? 0) + n.selfSize);
+    all += n.selfSize;
+    for (const c of n.children) t += walk(c, [...stack, k]);
+    if (!stack.includes(k)) total.set(k, (total.get(k) ?? 0) + t);
+    return t;
+  };
+  walk(p.head, []);
+  return {
+    totalBytes: all,
+    functions: [...self.keys()].map((k) => ({ key: k, selfBytes: self.get(k)!, totalBytes: total.get(k) ?? 0 })).sort((a, b) => b.selfBytes - a.selfBytes),
+  };
+}
+
+export function formatHeapTop(s: HeapSummary, n = 30): string {
+  const pct = (b: number) => `${((b / s.totalBytes) * 100).toFixed(1).padStart(5)} %`;
+  const lines = [`${(s.totalBytes / 2 ** 20).toFixed(1)} MiB allocated (sampled); top ${n} functions by bytes allocated (self, inclusive):`];
+  for (const f of s.functions.slice(0, n)) lines.push(`  ${pct(f.selfBytes)} ${pct(f.totalBytes)}  ${f.key}`);
+  return lines.join('\n');
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const [file, n, match] = process.argv.slice(2);
   if (!file) {
     console.log('usage: node --import tsx bench/profile-top.ts FILE.cpuprofile [N] [REGEX for an inclusive listing]');
     process.exit(1);
+  }
+  if (file.endsWith('.heapprofile')) {
+    console.log(formatHeapTop(summarizeHeapProfile(file), Number(n ?? 30)));
+    process.exit(0);
   }
   const s = summarizeProfile(file);
   console.log(formatTop(s, Number(n ?? 25)));

@@ -28,7 +28,7 @@ export interface GapRecord {
   firstChunkUs: number | null;
 }
 
-export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' } | { type: 'profile'; on: boolean; file?: string };
+export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' } | { type: 'profile'; on: boolean; file?: string; heap?: boolean };
 export type ProbeReply = { type: 'probe-records'; records: GapRecord[] };
 /** `profile` off: where the CPU profile was written (null: no profile was running, or it failed). */
 export type ProfileReply = { type: 'profile'; file: string | null; error?: string };
@@ -141,11 +141,21 @@ const CHANNELS: [string, (msg: unknown) => void][] = [
 // bench/profile-top.ts).
 let profiler: Session | null = null;
 
-function profile(on: boolean, file: string | undefined): void {
+let heapProfile = false;
+
+function profile(on: boolean, file: string | undefined, heap: boolean): void {
   if (on) {
     if (profiler) return;
     profiler = new Session();
     profiler.connect();
+    heapProfile = heap;
+    if (heap) {
+      // Allocations, sampled every 16 KiB on average, counting what the GC has collected since:
+      // where the garbage comes from, not only what is still alive.
+      profiler.post('HeapProfiler.enable');
+      profiler.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      return;
+    }
     profiler.post('Profiler.enable');
     // 100 µs, a tenth of --cpu-prof's default interval: a W1 request is ~300-500 µs of CPU.
     profiler.post('Profiler.setSamplingInterval', { interval: 100 });
@@ -158,12 +168,12 @@ function profile(on: boolean, file: string | undefined): void {
     process.send!({ type: 'profile', file: null } satisfies ProfileReply);
     return;
   }
-  s.post('Profiler.stop', (err, res) => {
+  s.post(heapProfile ? 'HeapProfiler.stopSampling' : 'Profiler.stop', (err, res) => {
     let reply: ProfileReply;
     try {
       if (err) throw err;
       if (!file) throw new Error('no file given');
-      writeFileSync(file, JSON.stringify(res.profile));
+      writeFileSync(file, JSON.stringify((res as { profile: unknown }).profile));
       reply = { type: 'profile', file };
     } catch (e) {
       reply = { type: 'profile', file: null, error: (e as Error).message };
@@ -180,7 +190,7 @@ if (process.send) {
       return;
     }
     if (msg?.type === 'profile') {
-      profile(msg.on, msg.file);
+      profile(msg.on, msg.file, msg.heap === true);
       return;
     }
     if (msg?.type !== 'probe') return;
