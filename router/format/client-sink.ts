@@ -26,6 +26,7 @@ export class ClientSink {
   /** The client went away before the answer ended. */
   gone = false;
   private drainWaiters: (() => void)[] = [];
+  private drainListened = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -41,7 +42,6 @@ export class ClientSink {
       }
       this.flushDrainWaiters();
     });
-    res.on('drain', () => this.flushDrainWaiters());
   }
 
   private flushDrainWaiters(): void {
@@ -76,6 +76,11 @@ export class ClientSink {
   }
 
   onDrain(fn: () => void): void {
+    // Listened for only once a write has filled the socket (most streams never do).
+    if (!this.drainListened) {
+      this.drainListened = true;
+      this.res.on('drain', () => this.flushDrainWaiters());
+    }
     this.drainWaiters.push(fn);
   }
 
