@@ -66,7 +66,7 @@ describe('attempt 0: the client id swapped into forwarded frames', () => {
       fc.property(
         fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('a', 'W1-baton-1-1-7', '"\n\t\u0001\u0002\u0003\u0004\u0005\u0006\u0007\u0008', 'é✓😀')),
         fc.boolean(),
-        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 14 }), // past 9: the counters change width, and the tail with them
         fc.array(fc.nat(), { maxLength: 6 }),
         (id, idFirst, tokens, cuts) => {
           const { sent, want } = run(id, idFirst, tokens, cuts);

@@ -15,7 +15,7 @@ import type { ClientSink } from '../client-sink.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, WorkerView } from '../types.ts';
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import type { GenerateRequest } from './request.ts';
-import { FrameKind, classifyFrame, frameBytes, framePayload, lastScan, matchAt, scanCompletionTokens, scanOutputIds } from './sse.ts';
+import { FrameKind, classifyFrame, frameBytes, framePayload, lastScan, matchAt, runningAt, scanCompletionTokens, scanOutputIds } from './sse.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf } from './stitch.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
 import { isObject } from '../json.ts';
@@ -42,6 +42,8 @@ export class SglangAttempt implements FormatAttempt {
   private ended = false;
   /** `"<upstream rid>"` as the worker writes it in meta_info.id (rid.ts: plain ASCII). */
   private readonly ridJson: Buffer;
+  /** How far from its end the last running frame had its rid (0: not known): see handleFrame. */
+  private tail = 0;
 
   constructor(
     private readonly session: SglangSession,
@@ -168,7 +170,19 @@ export class SglangAttempt implements FormatAttempt {
   }
 
   private handleFrame(buf: Buffer, start: number, end: number): void {
-    const kind = classifyFrame(buf, start, end);
+    // The running frames of one attempt end alike: `"<rid>","finish_reason":null,` then counters
+    // that keep their width for many tokens. A frame that ends as the last one did has its rid
+    // and finish_reason at the same distance from its end: checked there, not searched for.
+    let kind: FrameKind;
+    const k = end - this.tail;
+    if (this.tail > 0 && k > start && runningAt(buf, start, k, this.ridJson)) {
+      kind = FrameKind.Running;
+      lastScan.finishAt = k + this.ridJson.length + 1;
+    } else {
+      kind = classifyFrame(buf, start, end);
+      // Where this frame's rid would start, if SGLang wrote it right before finish_reason.
+      if (kind === FrameKind.Running && lastScan.finishAt > start) this.tail = end - (lastScan.finishAt - 1 - this.ridJson.length);
+    }
     if (kind === FrameKind.Ignored) return;
     if (kind === FrameKind.Done) {
       this.fail({ kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502, evidence: '[DONE] before a chunk with a finish_reason' });

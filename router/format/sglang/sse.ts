@@ -114,6 +114,21 @@ export function classifyFrame(buf: Buffer, start: number, end: number): FrameKin
   return buf[v] === 0x6e /* n(ull) */ ? FrameKind.Running : FrameKind.Finished;
 }
 
+const RUNNING_AFTER_ID = Buffer.from(',"finish_reason":null');
+
+/**
+ * Whether the frame at [start, ...) is a running chunk whose meta_info.id, `rid` (its JSON), sits
+ * at `k` and is followed by `"finish_reason":null`: the classification of classifyFrame without
+ * its search, for a frame whose end looks like the last one's (session.ts). A data frame of a JSON
+ * object that is not an in-band error, as classifyFrame checks.
+ */
+export function runningAt(buf: Buffer, start: number, k: number, rid: Buffer): boolean {
+  const p = payloadStart(buf, start);
+  if (p < 0 || p >= k || buf[p] !== 0x7b /* { */) return false;
+  if (matchAt(buf, skipSpaces(buf, p + 1, k), ERROR_KEY)) return false;
+  return matchAt(buf, k, rid) && matchAt(buf, k + rid.length, RUNNING_AFTER_ID);
+}
+
 /**
  * The bytes of one frame as a Buffer: the read itself when the frame is all of it (the common
  * case when tokens come one per read), so that forwarding allocates nothing.
