@@ -34,8 +34,8 @@ import { formatHeapTop, formatTop, summarizeHeapProfile, summarizeProfile } from
 const USAGE = `usage: node --import tsx bench/pair.ts [options]
 
   --ref REV            another Baton build beside this checkout's (repeatable; 6f100f1, HEAD, ...);
-                       REV+--flag=value+...: with router flags of its own; '.': this checkout
-                       (e.g. --ref .+--spare-connections=0)
+                       REV+--flag=value+...: with router flags of its own, REV+node:--flag with
+                       Node flags of its own; '.': this checkout (e.g. --ref .+--spare-connections=0)
   --bare               the bare undici proxy too (bench/bare-proxy.ts)
   --workload W         W1 (default), W2, W1-vllm, W2-vllm
   --runs N             measured paired runs (default 8)
@@ -114,15 +114,18 @@ async function main(): Promise<void> {
   targets.push({ label: 'baton', target: await startBaton(group, urls, { flags, nodeFlags }) });
   for (const spec of v.ref) {
     // REV, or REV+--flag+--flag=value: that build with flags of its own; `.` is this checkout.
-    const [rev, ...own] = spec.split('+');
-    const label = (name: string) => (own.length > 0 ? `${name} ${own.join(' ')}` : name);
+    // REV+node:--flag: a Node flag of its own.
+    const [rev, ...extra] = spec.split('+');
+    const own = extra.filter((f) => !f.startsWith('node:'));
+    const ownNode = extra.filter((f) => f.startsWith('node:')).map((f) => f.slice('node:'.length));
+    const label = (name: string) => (extra.length > 0 ? `${name} ${extra.join(' ')}` : name);
     if (rev === '.') {
-      targets.push({ label: label('baton'), target: await startBaton(group, urls, { flags: [...flags, ...own], nodeFlags }) });
+      targets.push({ label: label('baton'), target: await startBaton(group, urls, { flags: [...flags, ...own], nodeFlags: [...nodeFlags, ...ownNode] }) });
       continue;
     }
     const r = prepareRef(rev!);
     refs.push(r);
-    targets.push({ label: label(`baton@${r.sha.slice(0, 7)}`), target: await startBaton(group, urls, { bin: r.bin, flags: [...flags, ...own], nodeFlags }) });
+    targets.push({ label: label(`baton@${r.sha.slice(0, 7)}`), target: await startBaton(group, urls, { bin: r.bin, flags: [...flags, ...own], nodeFlags: [...nodeFlags, ...ownNode] }) });
   }
   if (v.bare) targets.push({ label: 'bare', target: await startBare(group, urls) });
   say(`${base.name}: ${targets.map((t) => `${t.label} (pid ${t.target.proc!.pid})`).join(', ')}; workers ${cluster.workers().map((w) => w.pid).join(', ')}`);

@@ -53,7 +53,7 @@ describe('runningAt', () => {
         const rid = 'r~m0~0123456789abcdef';
         // meta_info's `id` first and `finish_reason` second, as SGLang writes them.
         const meta = { ...c.meta_info, id: rid };
-        const chunk = error ? { error: { message: 'x' }, meta_info: { id: rid, finish_reason: null } } : { output_ids: c.output_ids, meta_info: { id: rid, finish_reason: meta.finish_reason, ...meta } };
+        const chunk = error ? { error: { message: 'x' }, meta_info: { id: rid, finish_reason: null } } : { output_ids: c.output_ids, meta_info: Object.assign({ id: rid, finish_reason: meta.finish_reason }, meta) };
         const buf = Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`);
         const ridJson = Buffer.from(JSON.stringify(rid));
         const k = buf.indexOf(ridJson);
