@@ -10,6 +10,8 @@
 // The channels are subscribed only while W4 runs: a subscriber on the per-chunk channel costs
 // a little on every chunk, and the other workloads measure Baton's CPU.
 import diagnosticsChannel from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { parseUpstreamRid } from '../router/migration/rid.ts';
 
 /** One continuation, on the router's clock (µs). */
@@ -26,8 +28,10 @@ export interface GapRecord {
   firstChunkUs: number | null;
 }
 
-export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' };
+export type ProbeCommand = { type: 'probe'; on: boolean } | { type: 'mem' } | { type: 'profile'; on: boolean; file?: string; heap?: boolean };
 export type ProbeReply = { type: 'probe-records'; records: GapRecord[] };
+/** `profile` off: where the CPU profile was written (null: no profile was running, or it failed). */
+export type ProfileReply = { type: 'profile'; file: string | null; error?: string };
 
 /** Memory after a full GC (when the process runs with --expose-gc), bytes. */
 export interface MemReply {
@@ -53,14 +57,16 @@ interface UndiciRequest {
 const RID_KEYS = [Buffer.from('"rid":"'), Buffer.from('"request_id":"')];
 
 /**
- * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton's
- * bodies are compact JSON and its rids plain ASCII (router/migration/rid.ts), so the key and its
- * value appear exactly as written here; a vLLM abort's `request_ids` list does not match.
+ * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton
+ * writes its keys compact and its rids plain ASCII (router/migration/rid.ts), so the key and its
+ * value appear exactly as written here; a vLLM abort's `request_ids` list does not match. The
+ * last occurrence: attempt 0's SGLang body is the client's bytes with Baton's rid appended (the
+ * worker, like any JSON reader, keeps the last of duplicate keys), after any rid of the client's.
  */
 export function ridOf(body: unknown): string | null {
   if (!Buffer.isBuffer(body)) return typeof body === 'string' ? ridOf(Buffer.from(body)) : null;
   for (const key of RID_KEYS) {
-    const k = body.indexOf(key);
+    const k = body.lastIndexOf(key);
     if (k < 0) continue;
     const end = body.indexOf(0x22, k + key.length);
     return end < 0 ? null : body.toString('utf8', k + key.length, end);
@@ -129,10 +135,62 @@ const CHANNELS: [string, (msg: unknown) => void][] = [
   ['undici:request:bodyChunkReceived', onChunk],
 ];
 
+// A CPU profile of a stretch of the process's life (bench/pair.ts --profile): the V8 sampling
+// profiler that `node --cpu-prof` runs, started and stopped on command, so that the profile holds
+// the measured runs and not the start-up and warm-up. Written as a .cpuprofile (Chrome DevTools,
+// bench/profile-top.ts).
+let profiler: Session | null = null;
+
+let heapProfile = false;
+
+function profile(on: boolean, file: string | undefined, heap: boolean): void {
+  if (on) {
+    if (profiler) return;
+    profiler = new Session();
+    profiler.connect();
+    heapProfile = heap;
+    if (heap) {
+      // Allocations, sampled every 16 KiB on average, counting what the GC has collected since:
+      // where the garbage comes from, not only what is still alive.
+      profiler.post('HeapProfiler.enable');
+      profiler.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      return;
+    }
+    profiler.post('Profiler.enable');
+    // 100 µs, a tenth of --cpu-prof's default interval: a W1 request is ~300-500 µs of CPU.
+    profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+    profiler.post('Profiler.start');
+    return;
+  }
+  const s = profiler;
+  profiler = null;
+  if (!s) {
+    process.send!({ type: 'profile', file: null } satisfies ProfileReply);
+    return;
+  }
+  s.post(heapProfile ? 'HeapProfiler.stopSampling' : 'Profiler.stop', (err, res) => {
+    let reply: ProfileReply;
+    try {
+      if (err) throw err;
+      if (!file) throw new Error('no file given');
+      writeFileSync(file, JSON.stringify((res as { profile: unknown }).profile));
+      reply = { type: 'profile', file };
+    } catch (e) {
+      reply = { type: 'profile', file: null, error: (e as Error).message };
+    }
+    s.disconnect();
+    process.send!(reply);
+  });
+}
+
 if (process.send) {
   process.on('message', (msg: ProbeCommand) => {
     if (msg?.type === 'mem') {
       process.send!(memReply());
+      return;
+    }
+    if (msg?.type === 'profile') {
+      profile(msg.on, msg.file, msg.heap === true);
       return;
     }
     if (msg?.type !== 'probe') return;

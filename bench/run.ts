@@ -9,13 +9,13 @@ import { Histogram } from './histogram.ts';
 import type { LoadgenCommand, RecordsResult, RequestRecord, RunCommand, RunResult } from './loadgen.ts';
 import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-probe.ts';
 import { findNginx } from './nginx.ts';
-import { describeMachine, pinProcess, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
+import { describeMachine, pinProcess, processTree, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
 import { migrationGap, requestIdOf, traceGaps, type BuildPair, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
 import { alternateBuilds, direct, isBatonRef, ridTag, startBare, startBaton, startBatonOtel, startNginx, targetLabel, type Target, type TargetName } from './targets.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
 import { prepareRef, type RefBuild } from './ref-build.ts';
-import { VLLM_WORKLOADS, workloads, type BaseWorkloadName, type WireFormat, type Workload, type WorkloadName } from './workloads.ts';
+import { VLLM_WORKLOADS, workloads, type BaseWorkloadName, type Layout, type PinnedName, type WireFormat, type Workload, type WorkloadName } from './workloads.ts';
 
 export interface BenchOptions {
   quick: boolean;
@@ -55,6 +55,30 @@ export interface BenchOptions {
   compareRounds: number;
   compareWarmupMs: number;
   nginxPath: string | undefined;
+  /**
+   * Where the processes run: `shared` (every process on every CPU), `pinned` (the proxy under test
+   * on CPU 1, the rest on the others: the `-pinned` workloads), or both, shared first.
+   */
+  layouts: Layout[];
+  /** Rounds of W1 and W2 (either format) on the pinned layout; W3's pinned rounds are `w3Rounds`. */
+  pinnedRounds: number;
+}
+
+/** The CPUs of the pinned layout, as taskset takes them. */
+export interface Pinning {
+  proxy: string;
+  others: string;
+  all: string;
+}
+
+/**
+ * The pinned layout on this machine: the proxy under test on CPU 1, every other process of the
+ * run on the rest; null (with why) where it cannot be had.
+ */
+export function pinningFor(cpus: number, tasksetWorks: boolean): Pinning | { missing: string } {
+  if (cpus < 2) return { missing: `one CPU only` };
+  if (!tasksetWorks) return { missing: 'taskset is not available' };
+  return { proxy: '1', others: cpus > 2 ? `0,2-${cpus - 1}` : '0', all: `0-${cpus - 1}` };
 }
 
 export interface BenchOutput {
@@ -67,6 +91,8 @@ export interface BenchOutput {
   /** `--compare-ref`: paired runs of Baton and each other build (one load, requests alternating). */
   buildPairs: BuildPair[];
   nginxPresent: boolean;
+  /** The pinned layout was asked for but could not run: why. */
+  pinnedMissing?: string;
 }
 
 type Log = (line: string) => void;
@@ -101,6 +127,9 @@ class LoadClient {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Warm-up of a pinned phase whose targets already served the same workload (shared layout). */
+const PINNED_REWARM_MS = 1500;
+
 export class BenchRun {
   private readonly group = new ProcessGroup();
   private readonly clusters = new Set<SimCluster>();
@@ -113,6 +142,8 @@ export class BenchRun {
   private otlp: OtlpReceiver | null = null;
   /** Other builds of Baton (`--compare-ref`), worktrees removed by cleanup. */
   private readonly refs: RefBuild[] = [];
+  /** The pinned layout's CPUs; null when it is not run. */
+  private pins: Pinning | null = null;
 
   constructor(
     private readonly o: BenchOptions,
@@ -167,6 +198,21 @@ export class BenchRun {
     const lg = new LoadClient(lgProc);
     this.say(`load generator: separate process (pid ${lgProc.pid}), undici dispatch, one connection per concurrent stream`);
 
+    let pinnedMissing: string | undefined;
+    if (o.layouts.includes('pinned')) {
+      const cpus = osCpus().length;
+      const p = pinningFor(cpus, cpus >= 2 && pinProcess(process.pid, `0-${cpus - 1}`));
+      if ('missing' in p) {
+        pinnedMissing = p.missing;
+        this.say(`pinned layout: not run (${p.missing})`);
+      } else {
+        this.pins = p;
+        this.say(`pinned layout: the proxy under test on CPU ${p.proxy}; the workers, the load generator, this process and the idle proxies on CPU ${p.others}`);
+      }
+    }
+    const shared = o.layouts.includes('shared');
+    const pinned = this.pins !== null;
+
     const W = workloads({ streams: o.w3Streams, w3IntervalMs: o.w3IntervalMs });
     const gaps: MigrationGap[] = [];
     const memory: MemoryRun[] = [];
@@ -200,7 +246,10 @@ export class BenchRun {
         const targets = await this.startTargets(names, urls, nginx?.path, 4096);
         // Two builds compared need the JIT settled and a median over rounds (--compare-ref's own defaults).
         const compare = this.refs.length > 0;
-        await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), compare ? o.compareRounds : o.rounds, o.durationMs, 0, compare ? o.compareWarmupMs : o.warmupMs);
+        if (shared) await this.interleave(lg, cluster, targets, cumulative.map((w) => W[w]), compare ? o.compareRounds : o.rounds, o.durationMs, 0, compare ? o.compareWarmupMs : o.warmupMs);
+        // The pinned layout: this checkout's targets only (not the tracing pair, not other builds).
+        const solo = targets.filter((t) => t.name === 'direct' || t.name === 'bare' || t.name === 'nginx' || t.name === 'baton');
+        if (pinned) await this.interleave(lg, cluster, solo, cumulative.map((w) => W[`${w}-pinned` as PinnedName]), o.pinnedRounds, o.durationMs, 0, shared ? PINNED_REWARM_MS : o.warmupMs, 'pinned', targets);
         await Promise.all(targets.map((t) => t.stop()));
         await this.otlp?.close();
         this.otlp = null;
@@ -222,7 +271,8 @@ export class BenchRun {
       const urls = cluster.workers().map((w) => w.url);
       if (vCumulative.length > 0) {
         const targets = await this.startTargets(targetsRun, urls, nginx?.path, 4096);
-        await this.interleave(lg, cluster, targets, vCumulative.map((w) => W[w]), o.rounds, o.durationMs, 0);
+        if (shared) await this.interleave(lg, cluster, targets, vCumulative.map((w) => W[w]), o.rounds, o.durationMs, 0);
+        if (pinned) await this.interleave(lg, cluster, targets, vCumulative.map((w) => W[`${w}-pinned` as PinnedName]), o.pinnedRounds, o.durationMs, 0, shared ? PINNED_REWARM_MS : o.warmupMs, 'pinned');
         await Promise.all(targets.map((t) => t.stop()));
       }
       if (o.workloads.includes('W4')) {
@@ -241,7 +291,10 @@ export class BenchRun {
       // Streams open over a few seconds, not at once: W3 measures streaming, not a connection storm
       // (a burst of thousands of connects overflows a busy Node server's accept queue of 511).
       const rampMs = Math.min(3000, o.w3DurationMs / 3);
-      await this.interleave(lg, cluster, targets, [W.W3], o.w3Rounds, o.w3DurationMs, rampMs);
+      if (shared) await this.interleave(lg, cluster, targets, [W.W3], o.w3Rounds, o.w3DurationMs, rampMs);
+      // W3's latency verdict comes from the pinned layout: on the shared one, 2,000 streams fill
+      // both CPUs and every target, direct included, measures the scheduler.
+      if (pinned) await this.interleave(lg, cluster, targets, [W['W3-pinned']], o.w3Rounds, o.w3DurationMs, rampMs, o.warmupMs, 'pinned');
       for (const t of targets) {
         await this.warmW3(lg, t, W.W3, rampMs);
         const m = await this.memoryRun(lg, t, W.W3, rampMs);
@@ -270,12 +323,13 @@ export class BenchRun {
         'load generator': 'separate process, undici',
         'nginx worker_processes': 1,
         formats: o.formats.join(' + '),
+        layouts: [shared ? 'shared' : null, pinned ? `pinned (proxy on CPU ${this.pins!.proxy}, the rest on CPU ${this.pins!.others}; ${o.pinnedRounds} rounds of W1 W2, ${o.w3Rounds} of W3)` : null, pinnedMissing ? `pinned not run: ${pinnedMissing}` : null].filter(Boolean).join(', '),
         ...(this.refs.length > 0 ? { 'other Baton builds (SGLang W1 W2)': this.refs.map((r) => `${r.name.slice('baton@'.length)} (${r.rev})`).join(', ') } : {}),
       },
       workloadTitles: Object.fromEntries(Object.values(W).map((w) => [w.name, w.title])) as Record<WorkloadName, string>,
       compareRefs: this.refs.map((r) => ({ target: r.name, rev: r.rev, sha: r.sha })),
     };
-    return { info, samples: this.samples, gaps, memory, buildPairs: this.buildPairs, nginxPresent: nginx !== null };
+    return { info, samples: this.samples, gaps, memory, buildPairs: this.buildPairs, nginxPresent: nginx !== null, pinnedMissing };
   }
 
   private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean, format: WireFormat): Promise<SimCluster> {
@@ -310,12 +364,44 @@ export class BenchRun {
     return out;
   }
 
-  /** Warm every target up, then rounds of every workload × target, the target order rotating. */
-  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], rounds: number, durationMs: number, rampMs: number, warmupMs = this.o.warmupMs): Promise<void> {
+  /**
+   * Warm every target up, then rounds of every workload × target, the target order rotating. On
+   * the pinned layout each target's runs (its warm-up too) have CPU 1 to themselves.
+   */
+  private async interleave(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], rounds: number, durationMs: number, rampMs: number, warmupMs = this.o.warmupMs, layout: Layout = 'shared', bystanders: Target[] = []): Promise<void> {
+    // Proxies that take no part in these rounds (idle) are kept off the proxy's CPU too.
+    const everyone = [...targets, ...bystanders.filter((b) => !targets.includes(b))];
+    const place = (t: Target) => (layout === 'pinned' ? this.pinFor(t, everyone, cluster, lg) : undefined);
+    try {
+      await this.rounds(lg, cluster, targets, ws, rounds, durationMs, rampMs, warmupMs, place);
+    } finally {
+      if (layout === 'pinned') this.unpin(everyone, cluster, lg);
+    }
+  }
+
+  /** The pinned layout for a run of `t`: `t` on the proxy's CPU, every other process on the others. */
+  private pinFor(t: Target, all: Target[], cluster: SimCluster, lg: LoadClient): void {
+    const p = this.pins!;
+    const rest = [...cluster.workers().filter((w) => w.alive && w.pid).map((w) => w.pid), lg.proc.pid, process.pid];
+    for (const x of all) if (x !== t && x.proc) rest.push(...processTree(x.proc.pid));
+    for (const pid of rest) pinProcess(pid, p.others);
+    if (t.proc) for (const pid of processTree(t.proc.pid)) pinProcess(pid, p.proxy);
+  }
+
+  /** Every process of the run back on every CPU. */
+  private unpin(all: Target[], cluster: SimCluster, lg: LoadClient): void {
+    const p = this.pins!;
+    const pids = [...cluster.workers().filter((w) => w.alive && w.pid).map((w) => w.pid), lg.proc.pid, process.pid];
+    for (const x of all) if (x.proc) pids.push(...processTree(x.proc.pid));
+    for (const pid of pids) pinProcess(pid, p.all);
+  }
+
+  private async rounds(lg: LoadClient, cluster: SimCluster, targets: Target[], ws: Workload[], rounds: number, durationMs: number, rampMs: number, warmupMs: number, place: (t: Target) => void): Promise<void> {
     for (const w of ws) {
       // Warm-up: the JIT and the connection pools of every target.
       for (const t of targets) {
-        if (w.name === 'W3') await this.warmW3(lg, t, w, rampMs);
+        place(t);
+        if (w.name === 'W3' || w.name === 'W3-pinned') await this.warmW3(lg, t, w, rampMs);
         else await lg.run({ urls: t.urls, workload: w, durationMs: warmupMs, rampMs: 0, ridPrefix: `warm-${ridTag(t.name)}`, record: false });
       }
     }
@@ -335,10 +421,11 @@ export class BenchRun {
         }
         const order = alternateBuilds(rotation.map((_, i) => rotation[(i + round - 1) % rotation.length]!), round);
         for (const t of order) {
+          place(t);
           // W3: open (again) every stream's connection just before the run: kept-alive
           // connections idle through the other targets' runs expire (65 s here), and thousands
           // of connects at once would make the run measure the accept queue instead.
-          if (w.name === 'W3') await this.warmW3(lg, t, w, rampMs);
+          if (w.name === 'W3' || w.name === 'W3-pinned') await this.warmW3(lg, t, w, rampMs);
           const s = await this.measure(lg, cluster, t, w, round, durationMs, rampMs);
           this.samples.push(s);
           this.progress(s, rounds);

@@ -84,9 +84,9 @@ export async function startBare(group: ProcessGroup, workers: string[]): Promise
 }
 
 /** `bin`: another build's bin/baton.js (`--compare-ref`); this checkout's by default. */
-export async function startBaton(group: ProcessGroup, workers: string[], opts: { flags?: string[]; env?: NodeJS.ProcessEnv; bin?: string } = {}): Promise<Target> {
+export async function startBaton(group: ProcessGroup, workers: string[], opts: { flags?: string[]; env?: NodeJS.ProcessEnv; bin?: string; nodeFlags?: string[] } = {}): Promise<Target> {
   const args = ['router', '--port', '0', ...workers.flatMap((w) => ['--worker', w]), ...(opts.flags ?? [])];
-  const proc = group.spawnNode('baton router', opts.bin ?? BATON_BIN, args, { ...PROBE, env: opts.env, stdout: true });
+  const proc = group.spawnNode('baton router', opts.bin ?? BATON_BIN, args, { ...PROBE, nodeFlags: [...PROBE.nodeFlags, ...(opts.nodeFlags ?? [])], env: opts.env, stdout: true });
   const url = await waitForLine(proc, (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1]);
   return { name: 'baton', urls: [url], proc, stop: () => group.stop(proc) };
 }

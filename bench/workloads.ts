@@ -9,18 +9,40 @@ export type WireFormat = 'sglang' | 'vllm';
 /** The workloads as `--only` names them; each runs in one or both formats. */
 export type BaseWorkloadName = 'W1' | 'W2' | 'W3' | 'W4';
 /** SGLang's workloads keep their names; vLLM's are suffixed (there is no vLLM W3). */
-export type WorkloadName = BaseWorkloadName | 'W1-vllm' | 'W2-vllm' | 'W4-vllm';
+export type SharedName = BaseWorkloadName | 'W1-vllm' | 'W2-vllm' | 'W4-vllm';
+/**
+ * The same workloads on the pinned layout (`-pinned`): the proxy under test alone on CPU 1, the
+ * workers, the load generator and the bench on CPU 0. W4 has its own two parts instead.
+ */
+export type PinnedName = 'W1-pinned' | 'W2-pinned' | 'W3-pinned' | 'W1-vllm-pinned' | 'W2-vllm-pinned';
+export type WorkloadName = SharedName | PinnedName;
+
+/**
+ * Where the processes of a run are: `shared`, every process on every CPU (the scheduler's
+ * choice); `pinned`, the proxy under test on a CPU of its own (as deployed, where the workers run
+ * on GPU hosts of their own) and everything else on the other.
+ */
+export type Layout = 'shared' | 'pinned';
+
+export function layoutOf(name: WorkloadName): Layout {
+  return name.endsWith('-pinned') ? 'pinned' : 'shared';
+}
+
+/** The pinned layout's variant of a workload: the same requests, its own name. */
+export function pinnedOf(w: Workload): Workload {
+  return { ...w, name: `${w.name}-pinned` as PinnedName, title: `${w.title}, proxy pinned` };
+}
 
 export const VLLM_WORKLOADS: Partial<Record<BaseWorkloadName, WorkloadName>> = { W1: 'W1-vllm', W2: 'W2-vllm', W4: 'W4-vllm' };
 
 /** The workload's wire format, from its name. */
 export function formatOf(name: WorkloadName): WireFormat {
-  return name.endsWith('-vllm') ? 'vllm' : 'sglang';
+  return name.includes('-vllm') ? 'vllm' : 'sglang';
 }
 
-/** The workload as `--only` names it (W1-vllm → W1). */
+/** The workload as `--only` names it (W1-vllm → W1, W2-pinned → W2). */
 export function baseOf(name: WorkloadName): BaseWorkloadName {
-  return name.replace(/-vllm$/, '') as BaseWorkloadName;
+  return name.replace(/-pinned$/, '').replace(/-vllm$/, '') as BaseWorkloadName;
 }
 
 export interface Workload {
@@ -46,6 +68,12 @@ export interface WorkloadSizes {
 }
 
 export function workloads(sizes: WorkloadSizes): Record<WorkloadName, Workload> {
+  const shared = sharedWorkloads(sizes);
+  const pinned = (['W1', 'W2', 'W3', 'W1-vllm', 'W2-vllm'] as const).map((n) => pinnedOf(shared[n]));
+  return { ...shared, ...(Object.fromEntries(pinned.map((w) => [w.name, w])) as Record<PinnedName, Workload>) };
+}
+
+function sharedWorkloads(sizes: WorkloadSizes): Record<SharedName, Workload> {
   return {
     W1: { name: 'W1', title: 'short', promptTokens: 64, newTokens: 32, concurrency: 64, logprobs: false, incremental: false, tokenIntervalMs: 0, format: 'sglang' },
     W2: { name: 'W2', title: 'logprob-heavy', promptTokens: 512, newTokens: 256, concurrency: 16, logprobs: true, incremental: false, tokenIntervalMs: 0, format: 'sglang' },

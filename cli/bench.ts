@@ -3,10 +3,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { BenchRun, type BenchOptions } from '../bench/run.ts';
-import { buildComparisons, checks, markdown, ratios, spliceIntoDoc, summarize } from '../bench/report.ts';
+import { buildComparisons, checks, markdown, ratios, spliceIntoDoc, summarize, verdictLines } from '../bench/report.ts';
 import { parseRefs } from '../bench/ref-build.ts';
 import type { TargetName } from '../bench/targets.ts';
-import type { BaseWorkloadName, WireFormat } from '../bench/workloads.ts';
+import type { BaseWorkloadName, Layout, WireFormat } from '../bench/workloads.ts';
 
 const USAGE = `usage: baton bench [options]
 
@@ -35,6 +35,12 @@ options:
   --targets LIST           comma-separated subset of direct,bare,nginx,baton
   --only LIST              comma-separated subset of W1,W2,W3,W4
   --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
+  --layout L               shared, pinned or both (default both): shared, every process on every
+                           CPU; pinned, the proxy under test alone on CPU 1 and the workers, the
+                           load generator and the bench on CPU 0 (taskset), rows W1-pinned,
+                           W2-pinned, W3-pinned (and vLLM's); W4 has its own two parts
+  --pinned-rounds N        rounds of W1 and W2 on the pinned layout (default 2; quick 1); W3's
+                           pinned rounds are --w3-rounds
   --compare-ref REVS       other Baton builds, comma-separated git revisions (e.g. 6f100f1,HEAD),
                            each a target beside this checkout's Baton in SGLang's W1 and W2: a
                            temporary git worktree under the temp dir, node_modules linked to this
@@ -48,6 +54,7 @@ options:
 const TARGETS: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
 const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
+const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
 function listFlag<T extends string>(name: string, value: string | undefined, allowed: T[]): T[] {
   if (value === undefined) return allowed;
@@ -77,6 +84,8 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     only: { type: 'string' },
     format: { type: 'string' },
     'compare-ref': { type: 'string' },
+    layout: { type: 'string' },
+    'pinned-rounds': { type: 'string' },
     nginx: { type: 'string' },
     docs: { type: 'boolean' },
     'no-docs': { type: 'boolean' },
@@ -87,6 +96,8 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
   if (v.docs && v['no-docs']) throw new UsageError('--docs and --no-docs contradict each other');
   const streams = intFlag('streams', v.streams, quick ? 400 : 2000, 1);
   const formats = FORMATS[v.format ?? 'both'];
+  const layouts = LAYOUTS[v.layout ?? 'both'];
+  if (!layouts) throw new UsageError(`--layout takes shared, pinned or both, got '${v.layout}'`);
   if (!formats) throw new UsageError(`--format takes sglang, vllm or both, got '${v.format}'`);
   let compareRefs: string[];
   try {
@@ -123,6 +134,8 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     compareRounds: v.rounds !== undefined ? rounds : Math.max(rounds, 3),
     compareWarmupMs: v['warmup-ms'] !== undefined ? warmupMs : Math.max(warmupMs, 6000),
     nginxPath: v.nginx,
+    layouts,
+    pinnedRounds: intFlag('pinned-rounds', v['pinned-rounds'], quick ? 1 : 2, 1),
     docs: v.docs ?? (v['no-docs'] ? false : !quick),
   };
 }
@@ -158,13 +171,17 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs);
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing);
+  const verdicts = checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), checks: checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs) };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), checks: verdicts };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
+  // One line per target, last, so that a quick run ends with what it found.
+  console.log(verdictLines(verdicts).join('\n'));
+  console.log('');
   console.log(`results: ${jsonPath}`);
   if (opts.docs) {
     let doc = '';

@@ -38,6 +38,24 @@ export type { RouterConfig } from './config.ts';
 
 const REQUEST_ID_HEADERS = ['x-request-id', 'x-correlation-id', 'x-trace-id', 'request-id'];
 
+/** Request targets whose URL pathname is the target itself: segments of these characters only (no dots, no %, no query). */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9_-]+)+$/;
+
+/** A request in flight, as the registry holds it (a class: no closure made per request, see request.ts). */
+class Entry implements InFlight {
+  worker: InFlight['worker'] = null;
+  lr: LogicalRequest | null = null;
+  constructor(
+    readonly id: string,
+    readonly kind: InFlight['kind'],
+    readonly rids: readonly string[],
+  ) {}
+
+  abort(): void {
+    this.lr?.abort();
+  }
+}
+
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
@@ -148,7 +166,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       } catch (err) {
         return malformedBody(res, [jsonInvalid(text, err as Error)]);
       }
-      parsed = parseGenerateRequest(json, { lossyNumbers: hasLossyNumber(text) });
+      parsed = parseGenerateRequest(json, { lossyNumbers: hasLossyNumber(text), raw });
       if (!models.empty) parsed = withTokenizer(parsed, hasLossyNumber(text));
     } catch (err) {
       if (err instanceof MalformedBody) return malformedBody(res, err.errors);
@@ -203,7 +221,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   async function serve(format: WireFormat, req: IncomingMessage, res: ServerResponse, r: { parsed: FormatRequest; text: string; id: string; idHeaders: Record<string, string>; passthrough: boolean; rids: string[] }): Promise<void> {
     const { parsed, id, idHeaders } = r;
     let lr: LogicalRequest | null = null;
-    const entry: InFlight = { id, kind: r.passthrough ? 'passthrough' : 'logical', rids: r.rids, worker: null, abort: () => lr?.abort() };
+    const entry = new Entry(id, r.passthrough ? 'passthrough' : 'logical', r.rids);
     const duplicate = registry.add(entry);
     if (duplicate !== null) {
       req.resume();
@@ -217,6 +235,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       }
       const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors);
       lr = new LogicalRequest(loop, format, parsed, id, sink, trace);
+      entry.lr = lr;
       await lr.run();
     } finally {
       registry.delete(entry);
@@ -443,10 +462,15 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let pathname: string;
-    try {
-      pathname = new URL(req.url ?? '/', 'http://x').pathname;
-    } catch {
-      return httpError(res, 400, 'bad request target');
+    const requestTarget = req.url ?? '/';
+    // A plain path (`/generate`) is its own pathname; anything else is parsed as a URL would be.
+    if (PLAIN_PATH.test(requestTarget)) pathname = requestTarget;
+    else {
+      try {
+        pathname = new URL(requestTarget, 'http://x').pathname;
+      } catch {
+        return httpError(res, 400, 'bad request target');
+      }
     }
     // Starlette's answers, as SGLang gives them for every path and method it does not serve.
     const m = routes.match(req.method ?? 'GET', pathname);

@@ -22,13 +22,101 @@ export interface SpareStats {
 
 const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
+/**
+ * A histogram whose observations are counted into its buckets by a plain loop, and handed to
+ * prom-client only when scraped: the same family, help, buckets and exposition as prom-client's
+ * own Histogram (a test compares them), without prom-client's per-observation label hashing and
+ * allocation on the per-request path. For histograms without labels.
+ */
+export class BucketedHistogram extends Histogram {
+  private readonly bounds: readonly number[];
+  /** Observations per bucket: counts[i] for bounds[i]; the last slot is above every bound. */
+  private readonly counts: number[];
+  private sum = 0;
+  private n = 0;
+
+  constructor(config: { name: string; help: string; buckets: number[]; registers: Registry[] }) {
+    super(config);
+    this.bounds = [...config.buckets].sort((a, b) => a - b);
+    this.counts = new Array<number>(this.bounds.length + 1).fill(0);
+  }
+
+  /** As prom-client's observe (a value in the first bucket whose bound is at or above it); a value that is not finite is not counted. */
+  observeValue(v: number): void {
+    if (!Number.isFinite(v)) return;
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && v > bounds[i]!) i++;
+    this.counts[i]!++;
+    this.sum += v;
+    this.n++;
+  }
+
+  /** Scrape time: the counts in prom-client's own form, for its exposition. */
+  collect(): void {
+    const bucketValues: Record<number, number> = {};
+    for (let i = 0; i < this.bounds.length; i++) bucketValues[this.bounds[i]!] = this.counts[i]!;
+    (this as unknown as { hashMap: Record<string, unknown> }).hashMap = { '': { labels: {}, bucketValues, sum: this.sum, count: this.n } };
+  }
+}
+
+/**
+ * Counts by two label values, kept as plain numbers, in the order each pair was first counted
+ * (the order prom-client gives its series).
+ */
+export class PairTally {
+  private readonly byFirst = new Map<string, Map<string, { a: string; b: string; n: number }>>();
+  readonly cells: { a: string; b: string; n: number }[] = [];
+
+  add(a: string, b: string, n = 1): void {
+    let byB = this.byFirst.get(a);
+    if (!byB) this.byFirst.set(a, (byB = new Map()));
+    let cell = byB.get(b);
+    if (!cell) {
+      byB.set(b, (cell = { a, b, n: 0 }));
+      this.cells.push(cell);
+    }
+    cell.n += n;
+  }
+}
+
 export class RouterMetrics {
   readonly registry = new Registry();
   private sources: ScrapeSources | null = null;
 
-  readonly requests = new Counter({ name: 'baton_requests_total', help: 'Logical requests that ended, by outcome (finished, failed, cancelled) and client format (sglang, vllm, openai)', labelNames: ['outcome', 'format'], registers: [this.registry] });
-  readonly attempts = new Counter({ name: 'baton_attempts_total', help: 'Upstream attempts that ended, by worker and attempt outcome', labelNames: ['worker', 'outcome'], registers: [this.registry] });
-  readonly attemptsStarted = new Counter({ name: 'baton_attempts_started_total', help: 'Upstream attempts started', registers: [this.registry] });
+  /**
+   * What the per-request path counts: plain numbers, copied into the prom-client families below
+   * when they are scraped (their `collect`), so that a request bumps a field instead of hashing
+   * label sets and allocating in prom-client. Names, labels and values are the families'.
+   */
+  readonly count = {
+    /** baton_requests_total by outcome and format. */
+    requests: new PairTally(),
+    /** baton_attempts_total by worker and outcome. */
+    attempts: new PairTally(),
+    attemptsStarted: 0,
+    tokens: 0,
+    promptTokens: 0,
+    cachedPromptTokens: 0,
+    recomputedTokens: 0,
+    inFlight: 0,
+  };
+
+  readonly requests: Counter = new Counter({
+    name: 'baton_requests_total', help: 'Logical requests that ended, by outcome (finished, failed, cancelled) and client format (sglang, vllm, openai)', labelNames: ['outcome', 'format'], registers: [this.registry],
+    collect: () => {
+      this.requests.reset();
+      for (const c of this.count.requests.cells) this.requests.inc({ outcome: c.a, format: c.b }, c.n);
+    },
+  });
+  readonly attempts: Counter = new Counter({
+    name: 'baton_attempts_total', help: 'Upstream attempts that ended, by worker and attempt outcome', labelNames: ['worker', 'outcome'], registers: [this.registry],
+    collect: () => {
+      this.attempts.reset();
+      for (const c of this.count.attempts.cells) this.attempts.inc({ worker: c.a, outcome: c.b }, c.n);
+    },
+  });
+  readonly attemptsStarted = this.plainCounter('baton_attempts_started_total', 'Upstream attempts started', () => this.count.attemptsStarted);
   readonly migrations = new Counter({ name: 'baton_migrations_total', help: 'Migrations (continuations started on another worker), by migration_type: new_request (no token yet) or ongoing_request', labelNames: ['migration_type'], registers: [this.registry] });
   readonly migrationDuration = new Histogram({
     name: 'baton_migration_duration_seconds',
@@ -40,24 +128,27 @@ export class RouterMetrics {
   readonly notAdmitted = new Counter({ name: 'baton_migration_refused_total', help: 'Requests refused migration at admission, by reason (served on one attempt)', labelNames: ['reason'], registers: [this.registry] });
   readonly maxSeqLenExceeded = new Counter({ name: 'baton_migration_max_seq_len_exceeded_total', help: 'Migrations not made because prompt + replayed tokens exceeded --migration-max-seq-len', registers: [this.registry] });
   readonly migrationExhausted = new Counter({ name: 'baton_migration_exhausted_total', help: 'Requests that failed with their migration limit spent or no worker left to continue on', registers: [this.registry] });
-  readonly tokens = new Counter({ name: 'baton_tokens_streamed_total', help: 'Output tokens delivered to clients (completion tokens of ended logical requests)', registers: [this.registry] });
-  readonly ttft = new Histogram({
+  readonly tokens = this.plainCounter('baton_tokens_streamed_total', 'Output tokens delivered to clients (completion tokens of ended logical requests)', () => this.count.tokens);
+  readonly ttft = new BucketedHistogram({
     name: 'baton_time_to_first_token_seconds', help: 'Time from arrival to the first output token of logical requests',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [this.registry],
   });
-  readonly interToken = new Histogram({
+  readonly interToken = new BucketedHistogram({
     name: 'baton_inter_token_latency_seconds', help: 'Mean time between output tokens, one observation per attempt with 2 or more tokens',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [this.registry],
   });
-  readonly inFlight = new Gauge({ name: 'baton_requests_in_flight', help: 'Logical requests in flight', registers: [this.registry] });
+  readonly inFlight: Gauge = new Gauge({
+    name: 'baton_requests_in_flight', help: 'Logical requests in flight', registers: [this.registry],
+    collect: () => this.inFlight.set(this.count.inFlight),
+  });
   // Worker gauges are read from the pool at scrape time: a circuit turns half-open by the clock,
   // with no event to say so, and a removed worker's series must disappear, not linger.
   readonly workerHealthy = this.workerGauge('baton_worker_healthy', '1 when the worker may take new attempts (health "healthy"), else 0', (w) => (w.health === 'healthy' ? 1 : 0));
   readonly workerCircuit = this.workerGauge('baton_worker_circuit_state', 'Circuit breaker state: 0 closed, 1 half-open, 2 open', (w) => CIRCUIT_VALUE[w.circuit]);
   readonly workerInFlight = this.workerGauge('baton_worker_in_flight', 'Attempts in flight on the worker', (w) => w.in_flight);
-  readonly cachedPromptTokens = new Counter({ name: 'baton_prompt_tokens_cached_total', help: 'Prompt tokens of logical requests that the first worker reported cached', registers: [this.registry] });
-  readonly recomputedTokens = new Counter({ name: 'baton_prompt_tokens_recomputed_total', help: 'Tokens prefilled again because of migration: prompt + replayed tokens sent to continuations, less what their workers reported cached', registers: [this.registry] });
-  readonly promptTokens = new Counter({ name: 'baton_prompt_tokens_total', help: 'Prompt tokens of logical requests', registers: [this.registry] });
+  readonly cachedPromptTokens = this.plainCounter('baton_prompt_tokens_cached_total', 'Prompt tokens of logical requests that the first worker reported cached', () => this.count.cachedPromptTokens);
+  readonly recomputedTokens = this.plainCounter('baton_prompt_tokens_recomputed_total', 'Tokens prefilled again because of migration: prompt + replayed tokens sent to continuations, less what their workers reported cached', () => this.count.recomputedTokens);
+  readonly promptTokens = this.plainCounter('baton_prompt_tokens_total', 'Prompt tokens of logical requests', () => this.count.promptTokens);
   readonly traceFileErrors: Counter = new Counter({
     name: 'baton_trace_file_errors_total', help: 'Trace rows that could not be appended to --trace-file', registers: [this.registry],
     collect: () => {
@@ -93,7 +184,7 @@ export class RouterMetrics {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
     // Series with known label values exist from the start at 0, so that rate() and absent()
     // see the first failure or migration as a change rather than as a series appearing.
-    for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm', 'openai']) this.requests.inc({ outcome, format }, 0);
+    for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm', 'openai']) this.count.requests.add(outcome, format, 0);
     for (const migration_type of ['new_request', 'ongoing_request']) this.migrations.inc({ migration_type }, 0);
     for (const outcome of ['success', 'failure', 'cancelled']) this.migrationDuration.zero({ outcome });
   }
@@ -104,6 +195,18 @@ export class RouterMetrics {
    */
   async exposition(): Promise<string> {
     return (await this.registry.metrics()).replace(/ Nan$/gm, ' NaN');
+  }
+
+  /** A counter without labels whose value is `value()` at scrape time. */
+  private plainCounter(name: string, help: string, value: () => number): Counter {
+    const counter: Counter = new Counter({
+      name, help, registers: [this.registry],
+      collect: () => {
+        counter.reset();
+        counter.inc(value());
+      },
+    });
+    return counter;
   }
 
   /** Read the pool and the trace store at each scrape. */

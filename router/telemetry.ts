@@ -80,7 +80,7 @@ export class Telemetry {
 
   requestAdmitted(src: ProgressSource, e: AdmittedFacts): void {
     this.inFlight.add(src);
-    this.metrics.inFlight.inc();
+    this.metrics.count.inFlight++;
     if (!e.admitted && e.reason) this.metrics.notAdmitted.inc({ reason: e.reason });
     const traceId = this.tracing === null ? null : this.tracing.admitted(src);
     if (this.bus.active) this.bus.emit({ type: 'request_admitted', t: Date.now(), ...e, trace_id: traceId });
@@ -92,13 +92,13 @@ export class Telemetry {
    * `traceparent`, so the worker's own trace joins the attempt's), or null: none.
    */
   attemptStarted(e: Omit<Extract<BatonEvent, { type: 'attempt_started' }>, 'type' | 't'>): Record<string, string> | null {
-    this.metrics.attemptsStarted.inc();
+    this.metrics.count.attemptsStarted++;
     if (this.bus.active) this.bus.emit({ type: 'attempt_started', t: Date.now(), ...e });
     return this.tracing === null ? null : this.tracing.attemptStarted(e);
   }
 
   firstToken(requestId: string, attempt: number, ttftMs: number, logicalTtftMs: number | null): void {
-    if (logicalTtftMs !== null) this.metrics.ttft.observe(logicalTtftMs / 1000);
+    if (logicalTtftMs !== null) this.metrics.ttft.observeValue(logicalTtftMs / 1000);
     if (this.tracing !== null) this.tracing.firstToken(requestId, attempt);
     if (this.bus.active) this.bus.emit({ type: 'first_token', t: Date.now(), request_id: requestId, attempt, ttft_ms: ttftMs });
   }
@@ -107,17 +107,17 @@ export class Telemetry {
     const row = input as AttemptRow;
     row.trace_id = this.tracing === null ? null : this.tracing.attemptEnded(row, this.inFlight);
     this.traces.add(row);
-    this.metrics.attempts.inc({ worker: row.worker, outcome: row.outcome });
+    this.metrics.count.attempts.add(row.worker, row.outcome);
     // Migration's prefill cost, known once the continuation's worker has said what it had cached.
     // A continuation that failed before its first chunk reported nothing and is not counted.
     if (row.attempt > 0 && row.ttft_ms !== null) {
-      this.metrics.recomputedTokens.inc(Math.max(0, row.prompt_tokens_sent - (row.cached_tokens ?? 0)));
+      this.metrics.count.recomputedTokens += Math.max(0, row.prompt_tokens_sent - (row.cached_tokens ?? 0));
     }
     // Finished attempts only: a failed one's end includes the time it took to notice the failure
     // (up to the inter-token timeout), which is not a gap between tokens.
     if (row.outcome === 'finished' && row.tokens > 1 && row.ttft_ms !== null) {
       const decodeMs = row.ended_at - row.started_at - row.ttft_ms;
-      if (decodeMs >= 0) this.metrics.interToken.observe(decodeMs / 1000 / (row.tokens - 1));
+      if (decodeMs >= 0) this.metrics.interToken.observeValue(decodeMs / 1000 / (row.tokens - 1));
     }
     if (this.bus.active) this.bus.emit({ type: 'attempt_ended', t: row.ended_at, row });
   }
@@ -138,14 +138,14 @@ export class Telemetry {
     row.trace_id = this.tracing === null ? null : this.tracing.requestFinished(src, row);
     if (output) this.outputs.add(output, row.migrations > 0 || row.outcome === 'failed');
     this.inFlight.delete(src);
-    this.metrics.inFlight.dec();
+    const count = this.metrics.count;
+    count.inFlight--;
     this.traces.add(row);
-    this.metrics.requests.inc({ outcome: row.outcome, format: row.format });
-    this.metrics.tokens.inc(row.completion_tokens);
-    this.metrics.promptTokens.inc(row.prompt_tokens);
-    // A worker's report may be anything; a counter refuses a negative step, and a throw here would
-    // cut this request's telemetry short (no request_finished event) after its row was written.
-    if (row.cached_tokens !== null && row.cached_tokens > 0) this.metrics.cachedPromptTokens.inc(row.cached_tokens);
+    count.requests.add(row.outcome, row.format);
+    count.tokens += row.completion_tokens;
+    count.promptTokens += row.prompt_tokens;
+    // A worker's report may be anything: only a positive count adds (a counter never goes down).
+    if (typeof row.cached_tokens === 'number' && row.cached_tokens > 0 && Number.isFinite(row.cached_tokens)) count.cachedPromptTokens += row.cached_tokens;
     if (exhausted) this.metrics.migrationExhausted.inc();
     if (firstFailureAt !== null && row.migrations > 0) {
       const outcome = row.outcome === 'finished' ? 'success' : row.outcome === 'cancelled' ? 'cancelled' : 'failure';

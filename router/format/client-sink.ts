@@ -26,6 +26,7 @@ export class ClientSink {
   /** The client went away before the answer ended. */
   gone = false;
   private drainWaiters: (() => void)[] = [];
+  private drainListened = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -41,7 +42,6 @@ export class ClientSink {
       }
       this.flushDrainWaiters();
     });
-    res.on('drain', () => this.flushDrainWaiters());
   }
 
   private flushDrainWaiters(): void {
@@ -71,23 +71,16 @@ export class ClientSink {
     return this.res.write(data);
   }
 
-  /** Three pieces of one frame in one write to the socket (corked: a single writev, no copy). */
-  writeParts(a: Buffer, b: Buffer, c: Buffer): boolean {
-    if (this.gone || this.ended) return true;
-    if (!this.started) this.start();
-    this.res.cork();
-    this.res.write(a);
-    this.res.write(b);
-    const ok = this.res.write(c);
-    this.res.uncork();
-    return ok;
-  }
-
   writeChunk(chunk: unknown): boolean {
     return this.writeRaw(sseFrame(JSON.stringify(chunk)));
   }
 
   onDrain(fn: () => void): void {
+    // Listened for only once a write has filled the socket (most streams never do).
+    if (!this.drainListened) {
+      this.drainListened = true;
+      this.res.on('drain', () => this.flushDrainWaiters());
+    }
     this.drainWaiters.push(fn);
   }
 

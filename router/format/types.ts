@@ -82,8 +82,6 @@ export interface WorkerView {
 export interface AttemptHost {
   /** Bytes for a streaming client; the loop pauses the upstream when the client is slow. */
   write(data: Buffer | string): void;
-  /** Three pieces of one frame, written as one (no copy). */
-  writeParts(a: Buffer, b: Buffer, c: Buffer): void;
   /**
    * The attempt's first whole frame arrived, naming the weights it runs on (null: not read).
    * False: the loop refused it (other weights than the request started on) and failed the
@@ -189,7 +187,7 @@ export interface WireFormat {
    * the client's own budget fields. `minNewTokens`: the request's effective minimum (client's or
    * advertised), which a continuation must send reduced even where the client sent none.
    */
-  attemptBody(req: FormatRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string;
+  attemptBody(req: FormatRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string | Buffer;
   /** The worker's abort call for one upstream rid. */
   abortRequest(rid: string): { path: string; body: string };
   /** The stitching and rendering of one logical request, answering through `sink`. */

@@ -10,6 +10,7 @@ import { isLoopback } from '../config.ts';
  * text/plain and forms are what a web page may POST cross-site without a CORS preflight.
  */
 export function isJsonContentType(header: string | undefined): boolean {
+  if (header === 'application/json') return true; // what nearly every client sends
   if (header === undefined || header.trim() === '') return true;
   const type = header.split(';')[0]!.trim().toLowerCase();
   if (!type.startsWith('application/')) return false;
@@ -28,6 +29,8 @@ export const MAX_JSON_DEPTH = 512;
  * walk of the parsed value, so the check itself cannot recurse.
  */
 export function jsonDepthExceeds(text: string, max: number): boolean {
+  // Deeper than `max` takes more than `max` opening brackets.
+  if (text.length <= max) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -74,9 +77,12 @@ export function hasLossyNumber(text: string): boolean {
       }
       break;
     }
-    const token = text.slice(i, j);
+    const from = i;
     i = j - 1;
-    if (integer ? token.length > 15 && !Number.isSafeInteger(Number(token)) : !Number.isFinite(Number(token))) return true;
+    // An integer of 15 characters or fewer is exact: no need to read it (nor to slice it out).
+    if (integer && j - from <= 15) continue;
+    const value = Number(text.slice(from, j));
+    if (integer ? !Number.isSafeInteger(value) : !Number.isFinite(value)) return true;
   }
   return false;
 }

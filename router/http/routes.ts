@@ -9,15 +9,34 @@ interface Route {
   admin: boolean;
 }
 
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 export class Routes {
   private readonly routes: Route[] = [];
+  /**
+   * Paths without parameters, by path then method, each with its match ready: a request to
+   * /generate finds its route with two map lookups and allocates nothing.
+   */
+  private readonly exact = new Map<string, Map<string, { route: Route; params: Record<string, string> }>>();
 
   add(method: string, path: string, handler: RouteHandler, admin: boolean): void {
-    this.routes.push({ method: method.toUpperCase(), parts: path.split('/').slice(1), handler, admin });
+    const route = { method: method.toUpperCase(), parts: path.split('/').slice(1), handler, admin };
+    this.routes.push(route);
+    if (route.parts.some((p) => p.startsWith(':'))) return;
+    // A route with parameters added before, for this method, would match this path first.
+    const shadowed = this.routes.some((r) => r !== route && r.method === route.method && r.parts.length === route.parts.length
+      && r.parts.every((p, i) => (p.startsWith(':') ? route.parts[i] !== '' : p === route.parts[i])));
+    if (shadowed) return;
+    let byMethod = this.exact.get(path);
+    if (!byMethod) this.exact.set(path, (byMethod = new Map()));
+    // The first route added for a path and method wins, as in the scan below.
+    if (!byMethod.has(route.method)) byMethod.set(route.method, Object.freeze({ route, params: NO_PARAMS }));
   }
 
   /** The route for a path: `allowed` lists the methods when the path exists but not the method. */
   match(method: string, pathname: string): { route: Route; params: Record<string, string> } | { allowed: string[] } | null {
+    const hit = this.exact.get(pathname)?.get(method);
+    if (hit) return hit;
     // Exact segments, as Starlette matches them: `/generate/` and `//generate` are other paths.
     const parts = pathname.split('/').slice(1);
     const allowed: string[] = [];

@@ -33,6 +33,12 @@ export interface AdmissionRules<R extends FormatRequest = FormatRequest> {
  * explicit null in the request means "the default", so the default shows through.
  */
 export function effectiveSampling(req: FormatRequest, defaults: Readonly<Record<string, unknown>>): JsonObject {
+  // No advertised default (the common case): the request's own params, read, never written.
+  for (const _ in defaults) return merged(req, defaults);
+  return req.sampling;
+}
+
+function merged(req: FormatRequest, defaults: Readonly<Record<string, unknown>>): JsonObject {
   const out: JsonObject = { ...(defaults as JsonObject) };
   for (const [k, v] of Object.entries(req.sampling)) if (v !== null || !(k in out)) out[k] = v;
   return out;
@@ -54,25 +60,32 @@ export function admit<R extends FormatRequest>(req: R, ctx: AdmissionContext, ru
   }
   const minRaw = sp[rules.minKey];
   const minNewTokens = typeof minRaw === 'number' && Number.isSafeInteger(minRaw) && minRaw > 0 ? minRaw : 0;
-  const refuse = (reason: string): Admission => ({ admitted: false, reason, budget, budgetFromDefault, minNewTokens });
+  const reason = refusalOf(req, ctx, rules, sp, budget);
+  if (reason !== null) return { admitted: false, reason, budget, budgetFromDefault, minNewTokens };
+  return { admitted: true, reason: null, budget: budget!, budgetFromDefault, minNewTokens };
+}
 
-  if (ctx.migrationLimit <= 0) return refuse('migration_disabled');
-  if (req.prompt.kind === 'batch') return refuse('batch');
-  if (req.prompt.kind === 'text') return refuse('text_prompt');
-  if (req.prompt.kind === 'input_embeds') return refuse('input_embeds');
-  if (req.unparsed) return refuse('unparsed_field');
-  if (req.samples > 1) return refuse('n_gt_1');
+/** Why a request may not migrate, in the order of migration.md, or null. */
+function refusalOf<R extends FormatRequest>(req: R, ctx: AdmissionContext, rules: AdmissionRules<R>, sp: JsonObject, budget: number | null): string | null {
+  if (ctx.migrationLimit <= 0) return 'migration_disabled';
+  if (req.prompt.kind === 'batch') return 'batch';
+  if (req.prompt.kind === 'text') return 'text_prompt';
+  if (req.prompt.kind === 'input_embeds') return 'input_embeds';
+  if (req.unparsed) return 'unparsed_field';
+  if (req.samples > 1) return 'n_gt_1';
   // A default the workers disagree on matters only where the client did not set the key itself.
-  for (const k of rules.statefulKeys) {
-    if (ctx.disputedDefaults.has(k) && (req.sampling[k] === undefined || req.sampling[k] === null)) return refuse(`worker_defaults_disagree_${k}`);
+  if (ctx.disputedDefaults.size > 0) {
+    for (const k of rules.statefulKeys) {
+      if (ctx.disputedDefaults.has(k) && (req.sampling[k] === undefined || req.sampling[k] === null)) return `worker_defaults_disagree_${k}`;
+    }
   }
   const own = rules.refusal(req, sp);
-  if (own !== null) return refuse(own);
+  if (own !== null) return own;
 
   // Budget: explicit, or a default every worker advertises alike.
-  if (req.maxNewTokens === null) return refuse('unbounded_budget');
-  if (budget === null) return refuse('unresolved_budget');
+  if (req.maxNewTokens === null) return 'unbounded_budget';
+  if (budget === null) return 'unresolved_budget';
 
-  if (ctx.migrationMaxSeqLen !== null && (req.promptLength ?? 0) > ctx.migrationMaxSeqLen) return refuse('max_seq_len');
-  return { admitted: true, reason: null, budget, budgetFromDefault, minNewTokens };
+  if (ctx.migrationMaxSeqLen !== null && (req.promptLength ?? 0) > ctx.migrationMaxSeqLen) return 'max_seq_len';
+  return null;
 }

@@ -15,6 +15,8 @@ import type { Worker } from '../pool/worker.ts';
 import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 export interface MigrationSettings {
   migrationLimit: number;
   migrationMaxSeqLen: number | null;
@@ -49,10 +51,6 @@ class AttemptState implements AttemptHost {
 
   write(data: Buffer | string): void {
     if (!this.sink.writeRaw(data)) this.backpressure();
-  }
-
-  writeParts(a: Buffer, b: Buffer, c: Buffer): void {
-    if (!this.sink.writeParts(a, b, c)) this.backpressure();
   }
 
   /** A full client socket pauses the upstream call, so a slow client costs bounded memory. */
@@ -378,7 +376,8 @@ export class LogicalRequest implements ProgressSource {
     const promptSent = (this.req.promptLength ?? 0) + replayed;
     const a = new AttemptState(this, index, rid, worker, replayed, budgetBefore, promptSent, this.sink);
     // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.
-    a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.countHeaders());
+    // The counts travel only with a unary answer (a stream's headers are long gone by its end).
+    a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
     a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
     this.current = a;
     worker.inFlight++;

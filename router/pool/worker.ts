@@ -87,8 +87,11 @@ export class Worker {
    * min(context_len - 1, max_total_num_tokens - 1)`), or null when not advertised.
    */
   maxReqLen(): number | null {
-    const bounds = [this.contextLength, this.maxTotalTokens].filter((n): n is number => n !== null).map((n) => n - 1);
-    return bounds.length === 0 ? null : Math.min(...bounds);
+    // Asked for every request (admission): no arrays.
+    const c = this.contextLength;
+    const t = this.maxTotalTokens;
+    if (c === null) return t === null ? null : t - 1;
+    return t === null ? c - 1 : Math.min(c, t) - 1;
   }
 
   /** May take new attempts now. */

@@ -33,14 +33,13 @@ export interface InFlight {
 }
 
 export class RequestRegistry {
-  private readonly byId = new Map<string, Set<InFlight>>();
+  /** Every request in flight (several may share a logical id: ids from headers claim nothing). */
+  private readonly entries = new Set<InFlight>();
   /** Claimed rid → its request (claims are unique: a second claim is the duplicate). */
   private readonly claims = new Map<string, InFlight>();
 
   get size(): number {
-    let n = 0;
-    for (const s of this.byId.values()) n += s.size;
-    return n;
+    return this.entries.size;
   }
 
   /** The first of `rids` already claimed by a request in flight, or null. */
@@ -51,30 +50,27 @@ export class RequestRegistry {
 
   /** Register a request; returns a duplicate rid instead (and registers nothing) when it has one. */
   add(entry: InFlight): string | null {
-    const dup = this.duplicateOf(entry.rids);
-    if (dup !== null) return dup;
-    let set = this.byId.get(entry.id);
-    if (!set) this.byId.set(entry.id, (set = new Set()));
-    set.add(entry);
-    for (const r of entry.rids) this.claims.set(r, entry);
+    if (entry.rids.length > 0) {
+      const dup = this.duplicateOf(entry.rids);
+      if (dup !== null) return dup;
+      for (const r of entry.rids) this.claims.set(r, entry);
+    }
+    this.entries.add(entry);
     return null;
   }
 
   /** The request ended (finished, failed, cancelled, aborted): forget it and free its rids. */
   delete(entry: InFlight): void {
-    const set = this.byId.get(entry.id);
-    if (set?.delete(entry) && set.size === 0) this.byId.delete(entry.id);
+    this.entries.delete(entry);
     for (const r of entry.rids) if (this.claims.get(r) === entry) this.claims.delete(r);
   }
 
   has(entry: InFlight): boolean {
-    return this.byId.get(entry.id)?.has(entry) ?? false;
+    return this.entries.has(entry);
   }
 
   all(): InFlight[] {
-    const out: InFlight[] = [];
-    for (const s of this.byId.values()) out.push(...s);
-    return out;
+    return [...this.entries];
   }
 
   /**

@@ -1,5 +1,7 @@
 // The output token ids of the most recent finished requests, for the dashboard's request view
 // (token ids with the migration points marked). Bounded by count: a debugging aid, not a store.
+// A ring of the last `capacity` added and a map by request id: adding one is two map operations,
+// with no iterator to find the oldest.
 export interface RequestOutput {
   request_id: string;
   output_ids: number[];
@@ -14,14 +16,22 @@ export interface RequestOutput {
 
 export class RecentOutputs {
   private readonly map = new Map<string, RequestOutput>();
+  /** The outputs in the order they were added, a ring: the oldest is overwritten (and forgotten). */
+  private readonly ring: (RequestOutput | undefined)[];
+  private next = 0;
 
-  constructor(private readonly capacity: number) {}
+  constructor(private readonly capacity: number) {
+    this.ring = new Array(Math.max(0, capacity));
+  }
 
   add(out: RequestOutput): void {
     if (this.capacity <= 0) return;
-    this.map.delete(out.request_id);
+    const old = this.ring[this.next];
+    // A request id seen again points at its newest output; the older one is forgotten with its slot.
+    if (old !== undefined && this.map.get(old.request_id) === old) this.map.delete(old.request_id);
+    this.ring[this.next] = out;
+    this.next = this.next + 1 === this.capacity ? 0 : this.next + 1;
     this.map.set(out.request_id, out);
-    if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value!);
   }
 
   get(id: string): RequestOutput | undefined {

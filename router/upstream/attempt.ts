@@ -13,6 +13,9 @@ export type AttemptResult =
   | { kind: 'failed'; failure: Failure }
   | { kind: 'cancelled' };
 
+/** Every attempt's request headers (undici reads them, never writes them). */
+const UPSTREAM_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': 'application/json', accept: 'text/event-stream' });
+
 /** Cap on an error body kept to pass a worker's 4xx answer through. */
 const ERROR_BODY_CAP = 64 * 1024;
 
@@ -39,7 +42,7 @@ export class UpstreamCall implements Watched {
     readonly worker: Worker,
     /** The worker's generate path (the format's). */
     private readonly path: string,
-    private readonly body: string,
+    private readonly body: string | Buffer,
     private readonly onFrame: FrameSink,
     private readonly stalls: StallWatch,
   ) {
@@ -53,12 +56,11 @@ export class UpstreamCall implements Watched {
   start(continuation = false, extraHeaders: Record<string, string> | null = null): void {
     this.stalls.add(this);
     const handoff = continuation ? this.worker.handoff : null;
-    const headers = { 'content-type': 'application/json', accept: 'text/event-stream' };
     (handoff ?? this.worker.pool).dispatch(
       {
         path: this.path,
         method: 'POST',
-        headers: extraHeaders ? { ...headers, ...extraHeaders } : headers,
+        headers: extraHeaders ? { ...UPSTREAM_HEADERS, ...extraHeaders } : UPSTREAM_HEADERS,
         body: this.body,
         blocking: true,
         reset: handoff !== null,

@@ -4,14 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { Histogram, bucketOf, bucketValue, percentileOf } from '../../bench/histogram.ts';
 import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
-import { buildComparisons, checks, figuresOf, gapLabel, markdown, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, type RunInfo, type Sample } from '../../bench/report.ts';
+import { buildComparisons, checks, figuresOf, gapLabel, markdown, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, verdictLines, type RunInfo, type Sample } from '../../bench/report.ts';
+import { pinningFor } from '../../bench/run.ts';
 import { lastCompletionTokens } from '../../bench/loadgen.ts';
 import { attemptKey, previousAttemptKey, ridOf } from '../../bench/proxy-probe.ts';
 import { parseRefs, refTargetName } from '../../bench/ref-build.ts';
 import { alternateBuilds, isBatonRef, ridTag, targetLabel, type TargetName } from '../../bench/targets.ts';
 import { optionsFromArgv } from '../../cli/bench.ts';
 import { upstreamRid } from '../../router/migration/rid.ts';
-import { baseOf, formatOf, generatePath, promptIds, requestBody, VLLM_WORKLOADS, workloads } from '../../bench/workloads.ts';
+import { baseOf, formatOf, generatePath, layoutOf, promptIds, requestBody, VLLM_WORKLOADS, workloads } from '../../bench/workloads.ts';
 
 describe('histogram', () => {
   it('reports every percentile within 1 % above the exact nearest-rank value', () => {
@@ -145,19 +146,54 @@ describe('figures and ratios', () => {
     expect(median([])).toBeNull();
   });
 
-  it('does not judge W3 latency when direct calls alone miss the token interval (the box is saturated)', () => {
+  it('judges W3 latency on the pinned layout, not when direct calls alone miss the token interval (saturated)', () => {
     const at = (ms: number) => {
       const h = new Histogram();
       h.add(ms * 1000);
       return h.toJSON();
     };
-    const w3 = (target: Sample['target'], gapMs: number) => sample({ workload: 'W3', target, tokenIntervalMs: 100, proxyCpuUs: target === 'direct' ? null : 1, gap: at(gapMs) });
-    const judge = (samples: Sample[]) => checks(summarize(samples), [], true, samples).find((c) => c.workload === 'W3' && c.what.includes('latency'))!;
-    const judged = judge([w3('direct', 120), w3('baton', 125)]);
+    const w3 = (workload: 'W3' | 'W3-pinned', target: Sample['target'], gapMs: number) => sample({ workload, target, tokenIntervalMs: 100, concurrency: 2000, proxyCpuUs: target === 'direct' ? null : 1, gap: at(gapMs) });
+    const judge = (samples: Sample[], pinnedMissing?: string) => checks(summarize(samples), [], true, samples, [], [], pinnedMissing).find((c) => c.what.includes('inter-chunk'))!;
+    const judged = judge([w3('W3', 'direct', 300), w3('W3', 'baton', 400), w3('W3-pinned', 'direct', 120), w3('W3-pinned', 'baton', 125)]);
     expect(judged.met).toBe(true);
-    const saturated = judge([w3('direct', 400), w3('baton', 300)]);
+    expect(judged.workload).toBe('W3-pinned');
+    expect(judged.value).toMatch(/^5\.\d+ ms at 2000 streams$/);
+    const saturated = judge([w3('W3-pinned', 'direct', 400), w3('W3-pinned', 'baton', 300)]);
     expect(saturated.met).toBeNull();
     expect(saturated.value).toContain('saturated');
+    // Without the pinned layout the shared figure is shown, not judged.
+    const shared = judge([w3('W3', 'direct', 120), w3('W3', 'baton', 125)], 'one CPU only');
+    expect(shared.met).toBeNull();
+    expect(shared.value).toMatch(/pinned layout not run: one CPU only; shared layout: 5\.\d+ ms, not judged/);
+  });
+
+  it('judges W2 throughput against nginx on the pinned layout, W1 and W2 CPU on the shared one, one verdict line each', () => {
+    const w = (workload: Sample['workload'], target: Sample['target'], tokens: number, cpu: number) => sample({ workload, target, tokens, proxyCpuUs: target === 'direct' ? null : cpu });
+    const samples = [
+      w('W1', 'bare', 1000, 10_000), w('W1', 'nginx', 1000, 6_000), w('W1', 'baton', 1000, 11_000),
+      w('W2', 'bare', 1000, 10_000), w('W2', 'nginx', 2000, 2_000), w('W2', 'baton', 1000, 9_000),
+      w('W2-pinned', 'bare', 1000, 10_000), w('W2-pinned', 'nginx', 1000, 2_000), w('W2-pinned', 'baton', 950, 9_000),
+    ];
+    const cs = checks(summarize(samples), [], true, samples);
+    const by = (what: string) => cs.find((c) => c.what.startsWith(what))!;
+    expect(by('CPU per request, Baton / bare proxy').value).toBe('1.10×');
+    expect(by('CPU per request, Baton / bare proxy').met).toBe(true);
+    expect(by('CPU per request, Baton / nginx').met).toBe(false); // 1.83 > 1.8
+    const tp = by('throughput');
+    expect(tp.workload).toBe('W2-pinned');
+    expect(tp.value).toBe('0.95×');
+    expect(tp.met).toBe(true);
+    const lines = verdictLines(cs);
+    expect(lines).toHaveLength(cs.length);
+    expect(lines.find((l) => l.includes('throughput'))).toMatch(/^verdict: met +W2-pinned +throughput \(tokens\/s\), Baton \/ nginx, pinned layout: 0\.95× \(target ≥ 0\.9×\)$/);
+    expect(lines.find((l) => l.includes('Baton / nginx, shared'))).toMatch(/^verdict: MISSED/);
+  });
+
+  it('places the pinned layout: the proxy on CPU 1, the rest on the others', () => {
+    expect(pinningFor(2, true)).toEqual({ proxy: '1', others: '0', all: '0-1' });
+    expect(pinningFor(8, true)).toEqual({ proxy: '1', others: '0,2-7', all: '0-7' });
+    expect(pinningFor(1, true)).toEqual({ missing: 'one CPU only' });
+    expect(pinningFor(4, false)).toEqual({ missing: 'taskset is not available' });
   });
 
   it('ratio is null when either side is missing or zero', () => {
@@ -168,7 +204,7 @@ describe('figures and ratios', () => {
   });
 
   it('targets without nginx are reported as not judged, not as met', () => {
-    const fs = summarize([sample({ target: 'bare', proxyCpuUs: 10_000 }), sample({ target: 'baton', proxyCpuUs: 12_000 })]);
+    const fs = summarize([sample({ target: 'bare', proxyCpuUs: 10_000 }), sample({ target: 'baton', proxyCpuUs: 11_000 })]);
     const cs = checks(fs, [], false);
     expect(cs.find((c) => c.what.includes('bare') && c.workload === 'W1')!.met).toBe(true);
     const vsNginx = cs.find((c) => c.what.includes('nginx') && c.workload === 'W1')!;
@@ -225,6 +261,8 @@ describe('W4 migration gap', () => {
   it('finds the rid in an upstream body and the attempt a continuation follows', () => {
     expect(ridOf(Buffer.from('{"rid":"W4-1-7~m1","input_ids":[1]}'))).toBe('W4-1-7~m1');
     expect(ridOf('{"input_ids":[1]}')).toBeNull();
+    // Attempt 0's body: the client's bytes (with the client's own rid) and Baton's rid appended.
+    expect(ridOf(Buffer.from('{"rid":"W4-1-7","input_ids":[1],"stream":true,"rid":"W4-1-7~m0","stream":true}'))).toBe('W4-1-7~m0');
     const r0 = upstreamRid('r', 0);
     const r1 = upstreamRid('r', 1);
     const r3 = upstreamRid('r', 3);
@@ -313,6 +351,19 @@ describe('vLLM workloads (issue 12)', () => {
     }
     expect(generatePath(W['W1-vllm'])).toBe('/inference/v1/generate');
     expect(generatePath(W.W1)).toBe('/generate');
+  });
+
+  it('have pinned-layout variants of W1, W2, W3 (and vLLM\'s W1, W2): the same requests under their own names', () => {
+    for (const name of ['W1-pinned', 'W2-pinned', 'W3-pinned', 'W1-vllm-pinned', 'W2-vllm-pinned'] as const) {
+      const p = W[name];
+      const s = W[name.replace(/-pinned$/, '') as 'W1'];
+      expect(p.name).toBe(name);
+      expect(layoutOf(p.name)).toBe('pinned');
+      expect(layoutOf(s.name)).toBe('shared');
+      expect(formatOf(p.name)).toBe(s.format);
+      expect(baseOf(p.name)).toBe(baseOf(s.name));
+      expect({ ...p, name: s.name, title: s.title }).toEqual(s);
+    }
   });
 
   it('builds vLLM\'s request: request_id, token_ids, an explicit max_tokens with ignore_eos, a stream that ends with usage', () => {
@@ -478,5 +529,13 @@ describe('other Baton builds side by side (--compare-ref)', () => {
     expect(optionsFromArgv(['--quick', '--compare-ref', '6f100f1', '--rounds', '2', '--warmup-ms', '1000'])).toMatchObject({ compareRounds: 2, compareWarmupMs: 1000 });
     expect(() => optionsFromArgv(['--compare-ref', '6f100f1', '--targets', 'direct,bare'])).toThrow(/baton/);
     expect(() => optionsFromArgv(['--compare-ref', '6f100f1', '--format', 'vllm'])).toThrow(/sglang/);
+  });
+
+  it('the CLI: --layout and --pinned-rounds', () => {
+    expect(optionsFromArgv(['--quick'])).toMatchObject({ layouts: ['shared', 'pinned'], pinnedRounds: 1 });
+    expect(optionsFromArgv([])).toMatchObject({ layouts: ['shared', 'pinned'], pinnedRounds: 2 });
+    expect(optionsFromArgv(['--layout', 'pinned', '--pinned-rounds', '3'])).toMatchObject({ layouts: ['pinned'], pinnedRounds: 3 });
+    expect(optionsFromArgv(['--layout', 'shared'])!.layouts).toEqual(['shared']);
+    expect(() => optionsFromArgv(['--layout', 'taskset'])).toThrow(/--layout/);
   });
 });

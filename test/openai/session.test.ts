@@ -69,7 +69,7 @@ function serve(ids: number[], cuts: number[], sizes: number[], stops: string[], 
   let k = 0;
   for (let i = 0; i + 1 < bounds.length; i++) {
     let ended = false;
-    const host: AttemptHost = { write: (d) => void sink.writeRaw(d), writeParts: () => {}, accept: () => true, firstFrame: () => {}, finished: () => void (ended = true), stopped: () => void (ended = true), failed: () => void (ended = true) };
+    const host: AttemptHost = { write: (d) => void sink.writeRaw(d), accept: () => true, firstFrame: () => {}, finished: () => void (ended = true), stopped: () => void (ended = true), failed: () => void (ended = true) };
     const a = s.attempt({ index: i, rid: `r~m${i}`, replayed: ids.slice(0, bounds[i]), remaining: null, minTokens: 0 }, { url: 'w', incremental: true, modelPath: null }, host, false, {});
     let at = bounds[i]!;
     while (at < bounds[i + 1]! && !ended) {

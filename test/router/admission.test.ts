@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { admit as admitWith, type AdmissionContext } from '../../router/migration/admission.ts';
 import { remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
-import { buildContinuation } from '../../router/format/sglang/continuation.ts';
+import { upstreamRid } from '../../router/migration/rid.ts';
+import { attemptBody, buildContinuation, spliceFirstAttempt } from '../../router/format/sglang/continuation.ts';
 import { SGLANG_ADMISSION } from '../../router/format/sglang/admission.ts';
 import { MalformedBody, parseGenerateRequest } from '../../router/format/sglang/request.ts';
 
@@ -97,6 +98,43 @@ describe('continuation', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("attempt 0's body: the client's bytes with rid and stream appended", () => {
+  const ws = fc.constantFrom('', ' ', '\n', ' \r\n\t ');
+  const value = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.array(fc.nat(50), { maxLength: 4 }));
+  const rid = upstreamRid('client-id', 0);
+
+  it('reads (last duplicate key wins, as in Python json and JSON.parse) as the client body with rid and stream:true', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('rid', 'stream', 'input_ids', 'text', 'sampling_params', 'x', 'é'), value), { maxLength: 8 }),
+        ws, ws, ws,
+        (pairs, before, inner, after) => {
+          const members = pairs.map(([k, v]) => `${JSON.stringify(k)}${inner}:${inner}${JSON.stringify(v)}`);
+          const text = `${before}{${inner}${members.join(`${inner},${inner}`)}${inner}}${after}`;
+          const raw = Buffer.from(text);
+          const out = spliceFirstAttempt(raw, rid)!;
+          expect(out).not.toBeNull();
+          expect(JSON.parse(out.toString('utf8'))).toEqual({ ...JSON.parse(text), rid, stream: true });
+          // The client's bytes go out as they were: only the tail is new.
+          expect(out.subarray(0, raw.lastIndexOf('}')).equals(raw.subarray(0, raw.lastIndexOf('}')))).toBe(true);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('keeps the spelling of numbers that re-serialising would change; falls back to JSON without the bytes', () => {
+    const text = '{"rid":"mine","input_ids":[1,2],"sampling_params":{"temperature":1.0,"top_p":1e0},"stream":false}';
+    const req = parseGenerateRequest(JSON.parse(text), { raw: Buffer.from(text) });
+    const spec = { index: 0, rid, replayed: [], remaining: null, minTokens: 0 };
+    expect(attemptBody(req, [1, 2], spec, 0).toString()).toBe(`${text.slice(0, -1)},"rid":"${rid}","stream":true}`);
+    const plain = parseGenerateRequest(JSON.parse(text));
+    expect(JSON.parse(attemptBody(plain, [1, 2], spec, 0).toString())).toEqual({ ...JSON.parse(text), rid, stream: true });
+    expect(spliceFirstAttempt(Buffer.from('{}'), rid)!.toString()).toBe(`{"rid":"${rid}","stream":true}`);
+    expect(spliceFirstAttempt(Buffer.from('[1]'), rid)).toBeNull();
   });
 });
 

@@ -3,7 +3,7 @@
 // byte scan agrees with a JSON parse on what a frame is.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { FrameKind, SseSplitter, classifyFrame, framePayload, scanCompletionTokens, scanOutputIds } from '../../router/format/sglang/sse.ts';
+import { FrameKind, SseSplitter, classifyFrame, framePayload, runningAt, scanCompletionTokens, scanOutputIds } from '../../router/format/sglang/sse.ts';
 
 const chunkArb = fc.record({
   output_ids: fc.array(fc.nat(32000), { maxLength: 8 }),
@@ -40,6 +40,27 @@ describe('SseSplitter', () => {
         for (const part of splitAt(bytes, cuts)) s.push(part, (b, st, en) => got.push(b.toString('utf8', st, en)));
         const want = [...frames, ...(cutLast ? [] : ['data: [DONE]\n\n'])];
         expect(got).toEqual(want);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('runningAt', () => {
+  it('says Running only where classifyFrame does, for the rid right before finish_reason', () => {
+    fc.assert(
+      fc.property(chunkArb, fc.boolean(), fc.nat(40), (c, error, shift) => {
+        const rid = 'r~m0~0123456789abcdef';
+        // meta_info's `id` first and `finish_reason` second, as SGLang writes them.
+        const meta = { ...c.meta_info, id: rid };
+        const chunk = error ? { error: { message: 'x' }, meta_info: { id: rid, finish_reason: null } } : { output_ids: c.output_ids, meta_info: Object.assign({ id: rid, finish_reason: meta.finish_reason }, meta) };
+        const buf = Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`);
+        const ridJson = Buffer.from(JSON.stringify(rid));
+        const k = buf.indexOf(ridJson);
+        expect(runningAt(buf, 0, k, ridJson)).toBe(classifyFrame(buf, 0, buf.length) === FrameKind.Running);
+        // Anywhere else it is never taken for a running frame's rid.
+        const other = (k + 1 + shift) % buf.length;
+        if (other !== k) expect(runningAt(buf, 0, other, ridJson)).toBe(false);
       }),
       { numRuns: 500 },
     );

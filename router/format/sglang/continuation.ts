@@ -1,6 +1,6 @@
 // Building SGLang's upstream request of an attempt. Attempt 0 is the client's body, made to
 // stream (the router assembles unary answers itself so that a unary request can migrate
-// mid-generation). A continuation appends the replayed tokens to the prompt and asks for the
+// mid-generation), under the attempt's rid: the client's bytes with both keys appended. A continuation appends the replayed tokens to the prompt and asks for the
 // saturating remainder of the budget; every other field is the client's, untouched.
 import { remainingBudget, remainingMinTokens } from '../../migration/continuation.ts';
 import type { AttemptSpec, JsonObject } from '../types.ts';
@@ -52,7 +52,32 @@ function continuationBody(req: GenerateRequest, promptIds: readonly number[], sp
   return body;
 }
 
+const isJsonSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/**
+ * Attempt 0's body from the client's own bytes: `"rid"` and `"stream":true` appended as the
+ * object's last keys. SGLang reads a body with Python's json (FastAPI), which keeps the LAST of
+ * duplicate keys, as JSON.parse does: a rid or stream the client sent is overridden exactly as
+ * the spread in buildFirstAttempt overrides it, every other field reaches the worker as the
+ * client wrote it (numbers in their own spelling too), and the body is neither re-serialised nor
+ * encoded again. Null when the bytes do not end with the object's `}` (not what was parsed).
+ */
+export function spliceFirstAttempt(raw: Buffer, rid: string): Buffer | null {
+  let end = raw.length - 1;
+  while (end >= 0 && isJsonSpace(raw[end])) end--;
+  if (end < 0 || raw[end] !== 0x7d /* } */) return null;
+  let last = end - 1;
+  while (last >= 0 && isJsonSpace(raw[last])) last--;
+  // `{}`: nothing to separate from. (No value ends with `{`, so this is the object's own.)
+  const tail = `${raw[last] === 0x7b ? '' : ','}"rid":${JSON.stringify(rid)},"stream":true}`;
+  const out = Buffer.allocUnsafe(end + Buffer.byteLength(tail));
+  raw.copy(out, 0, 0, end);
+  out.write(tail, end);
+  return out;
+}
+
 /** Attempt k's body: the client's for attempt 0 (or a request that may not migrate), else a continuation. */
-export function attemptBody(req: GenerateRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string {
-  return JSON.stringify(spec.remaining === null ? buildFirstAttempt(req, spec.rid) : continuationBody(req, promptIds, spec, minNewTokens > 0));
+export function attemptBody(req: GenerateRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string | Buffer {
+  if (spec.remaining === null) return (req.raw && spliceFirstAttempt(req.raw, spec.rid)) ?? JSON.stringify(buildFirstAttempt(req, spec.rid));
+  return JSON.stringify(continuationBody(req, promptIds, spec, minNewTokens > 0));
 }

@@ -32,6 +32,12 @@ export interface GenerateRequest extends FormatRequest {
   tokenizer?: Tokenizer | null;
   /** The client sent `text`, which Baton tokenized: every chunk's `text` is Baton's. */
   textPrompt?: boolean;
+  /**
+   * The body's bytes as the client sent them, when the router has them: attempt 0's body is
+   * these bytes with the rid and stream appended (continuation.ts), not a re-serialisation.
+   * Null when the router changed the body (a text prompt it tokenized).
+   */
+  raw: Buffer | null;
 }
 
 /** A body FastAPI's validation would refuse: the router answers SGLang's 400 with these errors. */
@@ -82,30 +88,39 @@ const stringError = (loc: (string | number)[], v: unknown): PydanticError => ({ 
 const listError = (loc: (string | number)[], v: unknown): PydanticError => ({ type: 'list_type', loc, msg: 'Input should be a valid list', input: v });
 const dictError = (loc: (string | number)[], v: unknown): PydanticError => ({ type: 'dict_type', loc, msg: 'Input should be a valid dictionary', input: v });
 
-/** A list of items judged one by one: the worst verdict, and the first bad item's error. */
-function listVerdict(v: unknown, loc: (string | number)[], item: (x: unknown) => Verdict, itemError: (l: (string | number)[], x: unknown) => PydanticError): { verdict: Verdict; error: PydanticError } {
-  if (!Array.isArray(v)) return { verdict: 'bad', error: listError(loc, v) };
-  let verdict: Verdict = 'ok';
-  for (let i = 0; i < v.length; i++) {
-    const r = item(v[i]);
-    if (r === 'bad') return { verdict: 'bad', error: itemError([...loc, i], v[i]) };
-    if (r === 'coercible') verdict = 'coercible';
-  }
-  return { verdict, error: listError(loc, v) };
-}
-
+/**
+ * A field's type as pydantic judges it: the verdict, and the error pydantic reports when the
+ * verdict is 'bad'. Two functions, so that a field that passes (every field of nearly every
+ * request) builds no error object: the error is made only when a body is refused.
+ */
 interface Member {
   name: string;
-  check: (v: unknown, loc: (string | number)[]) => { verdict: Verdict; error: PydanticError };
+  verdict: (v: unknown) => Verdict;
+  error: (v: unknown, loc: (string | number)[]) => PydanticError;
 }
 
-const BOOL: Member = { name: 'bool', check: (v, loc) => ({ verdict: boolVerdict(v), error: boolError(loc, v) }) };
-const INT: Member = { name: 'int', check: (v, loc) => ({ verdict: intVerdict(v), error: intError(loc, v) }) };
-const STR: Member = { name: 'str', check: (v, loc) => ({ verdict: typeof v === 'string' ? 'ok' : 'bad', error: stringError(loc, v) }) };
-const DICT: Member = { name: 'dict[str,any]', check: (v, loc) => ({ verdict: isObject(v) ? 'ok' : 'bad', error: dictError(loc, v) }) };
+const BOOL: Member = { name: 'bool', verdict: boolVerdict, error: (v, loc) => boolError(loc, v) };
+const INT: Member = { name: 'int', verdict: intVerdict, error: (v, loc) => intError(loc, v) };
+const STR: Member = { name: 'str', verdict: (v) => (typeof v === 'string' ? 'ok' : 'bad'), error: (v, loc) => stringError(loc, v) };
+const DICT: Member = { name: 'dict[str,any]', verdict: (v) => (isObject(v) ? 'ok' : 'bad'), error: (v, loc) => dictError(loc, v) };
+
+/** A list of items judged one by one: the worst verdict; the error is the first bad item's. */
 const listOf = (m: Member): Member => ({
   name: `list[${m.name}]`,
-  check: (v, loc) => listVerdict(v, loc, (x) => m.check(x, loc).verdict, (l, x) => m.check(x, l).error),
+  verdict: (v) => {
+    if (!Array.isArray(v)) return 'bad';
+    let verdict: Verdict = 'ok';
+    for (let i = 0; i < v.length; i++) {
+      const r = m.verdict(v[i]);
+      if (r === 'bad') return 'bad';
+      if (r === 'coercible') verdict = 'coercible';
+    }
+    return verdict;
+  },
+  error: (v, loc) => {
+    if (Array.isArray(v)) for (let i = 0; i < v.length; i++) if (m.verdict(v[i]) === 'bad') return m.error(v[i], [...loc, i]);
+    return listError(loc, v);
+  },
 });
 const INT_LIST = listOf(INT);
 
@@ -119,49 +134,62 @@ function unionField(body: JsonObject, key: string, members: Member[], errors: Py
   if (v === undefined) return 'ok';
   if (v === null) {
     if (optional) return 'ok';
-    errors.push(members[0]!.check(v, ['body', key]).error);
+    errors.push(members[0]!.error(v, ['body', key]));
     return 'bad';
   }
-  const results = members.map((m) => m.check(v, members.length > 1 ? ['body', key, m.name] : ['body', key]));
-  if (results.some((r) => r.verdict === 'ok')) return 'ok';
-  if (results.some((r) => r.verdict === 'coercible')) return 'coercible';
-  for (const r of results) errors.push(r.error);
+  let best: Verdict = 'bad';
+  for (const m of members) {
+    const r = m.verdict(v);
+    if (r === 'ok') return 'ok';
+    if (r === 'coercible') best = 'coercible';
+  }
+  if (best === 'coercible') return 'coercible';
+  for (const m of members) errors.push(m.error(v, members.length > 1 ? ['body', key, m.name] : ['body', key]));
   return 'bad';
 }
 
 // --- sampling values admission and continuation read ---------------------------------------
 
+// Per-request code here makes no named closures (a `const f = () => ...` inside a function): the
+// router runs through tsx, whose esbuild transform keeps function names, and each one costs a
+// defineProperty call (~0.3 µs) every time it is created. Helpers are module functions instead.
+
+/** A sampling value as a finite number, undefined when absent or null, 'bad' otherwise. */
+function num(sp: JsonObject, key: string): number | undefined | 'bad' {
+  const v = sp[key];
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'number' && Number.isFinite(v) ? v : 'bad';
+}
+
+const SAMPLING_RANGES: [string, (x: number) => boolean][] = [
+  ['temperature', (x) => x >= 0],
+  ['top_p', (x) => x > 0 && x <= 1],
+  ['min_p', (x) => x >= 0 && x <= 1],
+  ['frequency_penalty', (x) => x >= -2 && x <= 2],
+  ['presence_penalty', (x) => x >= -2 && x <= 2],
+  ['repetition_penalty', (x) => x > 0 && x <= 2],
+];
+
 /** Why a sampling_params object holds a value the router cannot use, or null. */
 function samplingProblem(sp: JsonObject): string | null {
-  const num = (key: string): number | undefined | 'bad' => {
-    const v = sp[key];
-    if (v === undefined || v === null) return undefined;
-    return typeof v === 'number' && Number.isFinite(v) ? v : 'bad';
-  };
-  const checks: [string, (x: number) => boolean][] = [
-    ['temperature', (x) => x >= 0],
-    ['top_p', (x) => x > 0 && x <= 1],
-    ['min_p', (x) => x >= 0 && x <= 1],
-    ['frequency_penalty', (x) => x >= -2 && x <= 2],
-    ['presence_penalty', (x) => x >= -2 && x <= 2],
-    ['repetition_penalty', (x) => x > 0 && x <= 2],
-  ];
-  for (const [key, ok] of checks) {
-    const v = num(key);
+  for (const [key, ok] of SAMPLING_RANGES) {
+    const v = num(sp, key);
     if (v === 'bad' || (v !== undefined && !ok(v))) return `sampling_params.${key} is ${JSON.stringify(sp[key])}`;
   }
-  const temperature = num('temperature');
-  const topK = num('top_k');
+  const temperature = num(sp, 'temperature');
+  const topK = num(sp, 'top_k');
   // Greedy sampling sets top_k itself before the check (sampling_params.py), so any top_k goes.
   const greedy = typeof temperature === 'number' && temperature < SAMPLING_EPS;
   if (topK === 'bad' || (topK !== undefined && !Number.isInteger(topK)) || (topK !== undefined && !greedy && !(topK >= 1 || topK === -1))) {
     return `sampling_params.top_k is ${JSON.stringify(sp.top_k)}`;
   }
-  const n = num('n');
+  const n = num(sp, 'n');
   if (n === 'bad' || (n !== undefined && !(Number.isSafeInteger(n) && n >= 1))) return `sampling_params.n is ${JSON.stringify(sp.n)}`;
   const seed = sp.sampling_seed;
   if (seed !== undefined && seed !== null && !(typeof seed === 'number' && Number.isSafeInteger(seed))) return `sampling_params.sampling_seed is ${JSON.stringify(seed)}`;
-  if (GRAMMARS.filter((g) => sp[g] !== undefined && sp[g] !== null).length > 1) return 'more than one of regex, json_schema, ebnf, structural_tag';
+  let grammars = 0;
+  for (const g of GRAMMARS) if (sp[g] !== undefined && sp[g] !== null) grammars++;
+  if (grammars > 1) return 'more than one of regex, json_schema, ebnf, structural_tag';
   return null;
 }
 
@@ -187,33 +215,60 @@ const isTokenId = (v: unknown): v is number => typeof v === 'number' && Number.i
  * tokenizer_manager.py takes input_ids before text): `text` with `input_ids` is served from the
  * ids. Returns the prompt, or why the router cannot use it (SGLang answers those itself).
  */
+function unusable(problem: string): { prompt: Prompt; problem: string | null } {
+  return { prompt: { kind: 'text' }, problem };
+}
+
 function promptOf(body: JsonObject): { prompt: Prompt; problem: string | null } {
-  const has = (k: string) => body[k] !== undefined && body[k] !== null;
   const text = body.text;
   const ids = body.input_ids;
   const embeds = body.input_embeds;
-  const unusable = (problem: string) => ({ prompt: { kind: 'text' } as Prompt, problem });
-  if (!has('text') && !has('input_ids') && !has('input_embeds')) return unusable('no text, input_ids or input_embeds');
-  if (has('text') && has('input_ids') && has('input_embeds')) return unusable('text, input_ids and input_embeds together');
-  if (has('input_ids')) {
+  const hasText = text !== undefined && text !== null;
+  const hasIds = ids !== undefined && ids !== null;
+  const hasEmbeds = embeds !== undefined && embeds !== null;
+  if (!hasText && !hasIds && !hasEmbeds) return unusable('no text, input_ids or input_embeds');
+  if (hasText && hasIds && hasEmbeds) return unusable('text, input_ids and input_embeds together');
+  if (hasIds) {
     const list = ids as Json[];
     if (list.length === 0) return unusable('input_ids is empty');
     const batchIds = Array.isArray(list[0]);
-    if (has('text') && (typeof text === 'string') === batchIds) return unusable('text and input_ids differ in batch shape');
+    if (hasText && (typeof text === 'string') === batchIds) return unusable('text and input_ids differ in batch shape');
     if (batchIds) return { prompt: { kind: 'batch' }, problem: null };
     // Ids the router cannot replay exactly (or that would make every worker fail in turn: a
     // negative id is never a token) are the worker's to refuse, on one worker.
     if (!list.every(isTokenId)) return unusable('input_ids holds a value that is not a token id');
     return { prompt: { kind: 'input_ids', ids: list as number[] }, problem: null };
   }
-  if (has('text')) return { prompt: typeof text === 'string' ? { kind: 'text' } : { kind: 'batch' }, problem: null };
+  if (hasText) return { prompt: typeof text === 'string' ? { kind: 'text' } : { kind: 'batch' }, problem: null };
   if (!Array.isArray(embeds) || embeds.length === 0 || !Array.isArray(embeds[0])) return unusable('input_embeds is not a list of lists');
   return { prompt: Array.isArray((embeds[0] as Json[])[0]) ? { kind: 'batch' } : { kind: 'input_embeds' }, problem: null };
+}
+
+/** The fields the router reads, their types as GenerateReqInput declares them, and whether None is allowed. */
+const FIELDS: [string, Member[], boolean][] = [
+  ['rid', [STR, listOf(STR)], true],
+  ['text', [listOf(STR), STR], true],
+  ['input_ids', [listOf(INT_LIST), INT_LIST], true],
+  ['sampling_params', [listOf(DICT), DICT], true],
+  ['return_logprob', [listOf(BOOL), BOOL], true],
+  ['logprob_start_len', [INT_LIST, INT], true],
+  ['top_logprobs_num', [INT_LIST, INT], true],
+  // `stream: bool = False`: not Optional, so an explicit null is refused too.
+  ['stream', [BOOL], false],
+];
+
+/** A single request's field that is a list (only a batch's may be). */
+function single(body: JsonObject, key: string, prompt: Prompt, problems: string[]): Json | undefined {
+  const v = body[key];
+  if (Array.isArray(v) && prompt.kind !== 'batch') problems.push(`${key} is a list for a single prompt`);
+  return v;
 }
 
 export interface ParseOptions {
   /** The body holds a number JSON.parse cannot keep exactly (an integer beyond 2^53, 1e999). */
   lossyNumbers?: boolean;
+  /** The bytes `raw` was parsed from (the client's body), kept for attempt 0 (GenerateRequest.raw). */
+  raw?: Buffer;
 }
 
 /**
@@ -226,24 +281,15 @@ export function parseGenerateRequest(raw: unknown, opts: ParseOptions = {}): Gen
   }
   const body = raw;
   const errors: PydanticError[] = [];
-  const verdicts: [string, Verdict][] = [
-    ['rid', unionField(body, 'rid', [STR, listOf(STR)], errors)],
-    ['text', unionField(body, 'text', [listOf(STR), STR], errors)],
-    ['input_ids', unionField(body, 'input_ids', [listOf(INT_LIST), INT_LIST], errors)],
-    ['sampling_params', unionField(body, 'sampling_params', [listOf(DICT), DICT], errors)],
-    ['return_logprob', unionField(body, 'return_logprob', [listOf(BOOL), BOOL], errors)],
-    ['logprob_start_len', unionField(body, 'logprob_start_len', [INT_LIST, INT], errors)],
-    ['top_logprobs_num', unionField(body, 'top_logprobs_num', [INT_LIST, INT], errors)],
-    // `stream: bool = False`: not Optional, so an explicit null is refused too.
-    ['stream', unionField(body, 'stream', [BOOL], errors, false)],
-  ];
+  const problems: string[] = [];
+  for (const [key, members, optional] of FIELDS) {
+    if (unionField(body, key, members, errors, optional) === 'coercible') problems.push(`${key} is ${JSON.stringify(body[key])}, which only pydantic's coercion could read`);
+  }
   if (errors.length > 0) throw new MalformedBody(errors);
 
-  const problems: string[] = [];
-  for (const [key, v] of verdicts) if (v === 'coercible') problems.push(`${key} is ${JSON.stringify(body[key])}, which only pydantic's coercion could read`);
   if (opts.lossyNumbers) problems.push('the body holds a number that would not survive re-serialisation');
 
-  const { prompt, problem: promptProblem } = problems.some((p) => p.startsWith('input_ids') || p.startsWith('text')) ? { prompt: { kind: 'text' } as Prompt, problem: null } : promptOf(body);
+  const { prompt, problem: promptProblem } = problems.length > 0 && problems.some((p) => p.startsWith('input_ids') || p.startsWith('text')) ? { prompt: { kind: 'text' } as Prompt, problem: null } : promptOf(body);
   if (promptProblem) problems.push(promptProblem);
 
   const spRaw = body.sampling_params;
@@ -259,15 +305,10 @@ export function parseGenerateRequest(raw: unknown, opts: ParseOptions = {}): Gen
     problems.push('sampling_params is a list for a single prompt');
   }
 
-  const single = (key: string) => {
-    const v = body[key];
-    if (Array.isArray(v) && prompt.kind !== 'batch') problems.push(`${key} is a list for a single prompt`);
-    return v;
-  };
-  const rid = single('rid');
-  const returnLogprob = single('return_logprob') === true;
-  const startLen = single('logprob_start_len');
-  const topNum = single('top_logprobs_num');
+  const rid = single(body, 'rid', prompt, problems);
+  const returnLogprob = single(body, 'return_logprob', prompt, problems) === true;
+  const startLen = single(body, 'logprob_start_len', prompt, problems);
+  const topNum = single(body, 'top_logprobs_num', prompt, problems);
 
   return {
     body,
@@ -283,6 +324,7 @@ export function parseGenerateRequest(raw: unknown, opts: ParseOptions = {}): Gen
     topLogprobsNum: typeof topNum === 'number' && Number.isSafeInteger(topNum) ? topNum : 0,
     unparsed: problems.length > 0 ? problems.join('; ') : null,
     samples: typeof sampling.n === 'number' && Number.isSafeInteger(sampling.n) && sampling.n > 1 ? sampling.n : 1,
+    raw: opts.raw ?? null,
   };
 }
 

@@ -5,7 +5,8 @@
 // The per-token path lives here, so it does as little as it can:
 // - `classifyFrame` decides running / finished / error / [DONE] by scanning bytes;
 // - attempt 0 on a cumulative worker keeps only a reference to the last frame (parsed once, when
-//   the attempt ends) and forwards each frame's bytes with only meta_info.id swapped;
+//   the attempt ends) and forwards each frame's bytes with only meta_info.id swapped, in place
+//   (`clientFrame`: no new buffer per frame);
 // - attempt 0 on an incremental worker without logprobs or text reads each frame's new ids with
 //   a byte scan (`scanOutputIds`);
 // - continuations parse every frame: their counters and lists must be rebased.
@@ -14,7 +15,7 @@ import type { ClientSink } from '../client-sink.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, WorkerView } from '../types.ts';
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import type { GenerateRequest } from './request.ts';
-import { FrameKind, classifyFrame, frameBytes, framePayload, scanCompletionTokens, scanOutputIds } from './sse.ts';
+import { FrameKind, classifyFrame, frameBytes, framePayload, lastScan, matchAt, runningAt, scanCompletionTokens, scanOutputIds } from './sse.ts';
 import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf, type TextRendering } from './stitch.ts';
 import { SglangDetokenizer } from './detokenize.ts';
 import { IncrementalDecoder } from '../../tokenizer/index.ts';
@@ -43,6 +44,8 @@ export class SglangAttempt implements FormatAttempt {
   private ended = false;
   /** `"<upstream rid>"` as the worker writes it in meta_info.id (rid.ts: plain ASCII). */
   private readonly ridJson: Buffer;
+  /** How far from its end the last running frame had its rid (0: not known): see handleFrame. */
+  private tail = 0;
 
   constructor(
     private readonly session: SglangSession,
@@ -108,9 +111,9 @@ export class SglangAttempt implements FormatAttempt {
   }
 
   /**
-   * A frame forwarded as the worker wrote it, with the upstream rid in meta_info.id replaced by
-   * the client's id: the one rewrite an untouched frame needs. The rid's bytes are unique (a
-   * 16-hex nonce), and meta_info.id is written before finish_reason, early in the frame.
+   * A frame as the worker wrote it, with the upstream rid in meta_info.id replaced by the client's
+   * id: the one rewrite an untouched frame needs. A copy, for the paths that run once a request
+   * (a unary answer, a refusal); the per-frame path uses `clientFrame`.
    */
   swapId(frame: Buffer): Buffer {
     const k = frame.indexOf(this.ridJson);
@@ -119,18 +122,38 @@ export class SglangAttempt implements FormatAttempt {
   }
 
   /**
-   * Forward a frame as the worker wrote it but for meta_info.id. A small frame is spliced into one
-   * buffer: three writes cost more than the copy (each is a chunk of its own on the client's
-   * connection; measured: W1 1.5× the baseline's CPU with three writes per frame). A large one
-   * (cumulative chunks grow with the output) goes out as three corked writes, one writev, so its
-   * bytes are not copied once more.
+   * The frame at [start, end) of `buf` with meta_info.id swapped to the client's id, rewritten in
+   * place: the bytes before the rid move right by the difference in length (the upstream rid is
+   * the escaped id plus 20 characters, so the client's id almost always fits) and the id is
+   * written where the rid ended, so the frame ends where it did and is forwarded as one view of
+   * the read it came in, with no new buffer. `buf` is the router's own (a socket read, or the
+   * splitter's join of a frame that spanned reads); nothing reads the bytes before `start + d`
+   * again. The rid's bytes are unique (a 16-hex nonce), and SGLang writes meta_info.id right
+   * before finish_reason, where classifyFrame stopped (`lastScan`); elsewhere it is searched for.
+   * An id whose JSON is longer than the rid's is spliced into a new buffer.
    */
-  private forward(frame: Buffer): void {
-    const k = frame.indexOf(this.ridJson);
-    if (k < 0) return this.host.write(frame);
-    const tail = k + this.ridJson.length;
-    if (frame.length < 2048) this.host.write(Buffer.concat([frame.subarray(0, k), this.session.idJson, frame.subarray(tail)], frame.length - this.ridJson.length + this.session.idJson.length));
-    else this.host.writeParts(frame.subarray(0, k), this.session.idJson, frame.subarray(tail));
+  clientFrame(buf: Buffer, start: number, end: number): Buffer {
+    const rid = this.ridJson;
+    const id = this.session.idJson;
+    // `"id":"<rid>","finish_reason":` — the comma, then the rid's closing quote.
+    const f = lastScan.finishAt;
+    let k = f - 1 - rid.length;
+    if (!(k >= start && f < end && buf[f - 1] === 0x2c && matchAt(buf, k, rid))) {
+      k = buf.indexOf(rid, start);
+      if (k < 0 || k + rid.length > end) return frameBytes(buf, start, end);
+    }
+    const d = rid.length - id.length;
+    if (d < 0) return Buffer.concat([buf.subarray(start, k), id, buf.subarray(k + rid.length, end)], end - start - d);
+    if (d > 0) buf.copyWithin(start + d, start, k);
+    id.copy(buf, k + d);
+    return buf.subarray(start + d, end);
+  }
+
+  /** Forward a frame as the worker wrote it but for meta_info.id; returns the bytes sent. */
+  private forward(buf: Buffer, start: number, end: number): Buffer {
+    const frame = this.clientFrame(buf, start, end);
+    this.host.write(frame);
+    return frame;
   }
 
   private fail(failure: Failure): void {
@@ -149,7 +172,19 @@ export class SglangAttempt implements FormatAttempt {
   }
 
   private handleFrame(buf: Buffer, start: number, end: number): void {
-    const kind = classifyFrame(buf, start, end);
+    // The running frames of one attempt end alike: `"<rid>","finish_reason":null,` then counters
+    // that keep their width for many tokens. A frame that ends as the last one did has its rid
+    // and finish_reason at the same distance from its end: checked there, not searched for.
+    let kind: FrameKind;
+    const k = end - this.tail;
+    if (this.tail > 0 && k > start && runningAt(buf, start, k, this.ridJson)) {
+      kind = FrameKind.Running;
+      lastScan.finishAt = k + this.ridJson.length + 1;
+    } else {
+      kind = classifyFrame(buf, start, end);
+      // Where this frame's rid would start, if SGLang wrote it right before finish_reason.
+      if (kind === FrameKind.Running && lastScan.finishAt > start) this.tail = end - (lastScan.finishAt - 1 - this.ridJson.length);
+    }
     if (kind === FrameKind.Ignored) return;
     if (kind === FrameKind.Done) {
       this.fail({ kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502, evidence: '[DONE] before a chunk with a finish_reason' });
@@ -161,15 +196,14 @@ export class SglangAttempt implements FormatAttempt {
         return;
       }
       if (this.frames++ === 0) this.host.firstFrame();
-      // One view of the frame serves both: kept as the last raw frame and forwarded.
-      const raw = frameBytes(buf, start, end);
-      this.lastRaw = raw;
-      if (this.forwardRaw) this.forward(raw);
+      // One view of the frame serves both: forwarded, and kept as the last raw frame (with the
+      // client's id once forwarded: parsed when the attempt ends, its id is not read).
+      this.lastRaw = this.forwardRaw ? this.forward(buf, start, end) : frameBytes(buf, start, end);
       return;
     }
     if (kind === FrameKind.Running && this.scanIds && this.frames > 0 && scanOutputIds(buf, start, end, this.output.ids)) {
       this.frames++;
-      this.forward(frameBytes(buf, start, end));
+      this.forward(buf, start, end);
       return;
     }
     this.onParsedFrame(buf, start, end);
@@ -220,12 +254,12 @@ export class SglangAttempt implements FormatAttempt {
     const session = this.session;
     if (finish) {
       this.ended = true;
-      session.deliverFinal(this, chunk, frameBytes(buf, start, end), this.forwardRaw, this.headers);
+      session.deliverFinal(this, chunk, buf, start, end, this.forwardRaw, this.headers);
       this.host.finished();
       return;
     }
     if (!session.sink.streaming) return;
-    if (this.forwardRaw) this.forward(frameBytes(buf, start, end));
+    if (this.forwardRaw) this.forward(buf, start, end);
     else this.host.write(sseFrameOf(session.out.render(chunk, this.output, false)));
   }
 }
@@ -312,16 +346,17 @@ export class SglangSession implements FormatSession {
   }
 
   /** The finishing chunk to a streaming client, or the whole answer to a unary one. */
-  deliverFinal(a: SglangAttempt, chunk: JsonObject, raw: Buffer, forwardRaw: boolean, headers: Record<string, string>): void {
+  deliverFinal(a: SglangAttempt, chunk: JsonObject, buf: Buffer, start: number, end: number, forwardRaw: boolean, headers: Record<string, string>): void {
     const sink = this.sink;
     if (sink.streaming) {
-      if (forwardRaw) sink.writeRaw(a.swapId(raw));
+      if (forwardRaw) sink.writeRaw(a.clientFrame(buf, start, end));
       else sink.writeChunk(this.out.render(chunk, a.output, false));
       sink.endStream();
       return;
     }
     // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
     if (a.spec.index === 0 && a.output.incremental === false && !this.textAlways) {
+      const raw = frameBytes(buf, start, end);
       const p = raw.indexOf('{');
       sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);
     } else {

@@ -66,7 +66,7 @@ const DONE = Buffer.from('[DONE]');
  * checks cost more than comparing these few bytes (it runs three times per token), and which
  * throws when the range runs past the buffer (a short frame at the end of a read).
  */
-function matchAt(buf: Buffer, i: number, pattern: Buffer): boolean {
+export function matchAt(buf: Buffer, i: number, pattern: Buffer): boolean {
   if (i < 0 || i + pattern.length > buf.length) return false;
   for (let j = 0; j < pattern.length; j++) if (buf[i + j] !== pattern[j]) return false;
   return true;
@@ -84,12 +84,22 @@ function skipSpaces(buf: Buffer, i: number, end: number): number {
 }
 
 /**
+ * Where the last `classifyFrame` call found `"finish_reason":` (-1: not found). SGLang writes
+ * meta_info.id right before it, so the id swap of a forwarded frame (session.ts) checks there
+ * first instead of searching the frame again. A field of a module object rather than a second
+ * return value, so that the per-frame path allocates nothing; a reader verifies the bytes it
+ * expects there, so a stale value costs only the search it would have made anyway.
+ */
+export const lastScan = { finishAt: -1 };
+
+/**
  * Classify a frame by scanning bytes, without JSON.parse. SGLang writes `output_ids` (short
  * numbers) and then `meta_info`, whose second key is `finish_reason`, before the long logprob
  * lists; a forward search finds it after a few hundred bytes. The raw sequence
  * `"finish_reason":` cannot occur inside a JSON string (its quotes would be escaped).
  */
 export function classifyFrame(buf: Buffer, start: number, end: number): FrameKind {
+  lastScan.finishAt = -1;
   const p = payloadStart(buf, start);
   if (p < 0) return FrameKind.Ignored;
   if (buf[p] === 0x5b /* [ */) {
@@ -99,8 +109,24 @@ export function classifyFrame(buf: Buffer, start: number, end: number): FrameKin
   if (matchAt(buf, first, ERROR_KEY)) return FrameKind.Error;
   const k = buf.indexOf(FINISH_KEY, p);
   if (k < 0 || k >= end) return FrameKind.Unknown;
+  lastScan.finishAt = k;
   const v = skipSpaces(buf, k + FINISH_KEY.length, end);
   return buf[v] === 0x6e /* n(ull) */ ? FrameKind.Running : FrameKind.Finished;
+}
+
+const RUNNING_AFTER_ID = Buffer.from(',"finish_reason":null');
+
+/**
+ * Whether the frame at [start, ...) is a running chunk whose meta_info.id, `rid` (its JSON), sits
+ * at `k` and is followed by `"finish_reason":null`: the classification of classifyFrame without
+ * its search, for a frame whose end looks like the last one's (session.ts). A data frame of a JSON
+ * object that is not an in-band error, as classifyFrame checks.
+ */
+export function runningAt(buf: Buffer, start: number, k: number, rid: Buffer): boolean {
+  const p = payloadStart(buf, start);
+  if (p < 0 || p >= k || buf[p] !== 0x7b /* { */) return false;
+  if (matchAt(buf, skipSpaces(buf, p + 1, k), ERROR_KEY)) return false;
+  return matchAt(buf, k, rid) && matchAt(buf, k + rid.length, RUNNING_AFTER_ID);
 }
 
 /**
