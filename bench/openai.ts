@@ -159,3 +159,33 @@ export async function runOpenAiBench(o: OpenAiBenchOptions): Promise<OpenAiBench
     await paced?.stop();
   }
 }
+
+/** Issue 13's target: the front's CPU per streamed token at most twice the native path's. */
+export const FRONT_CPU_TARGET = 2;
+
+/** The verdict lines of the OpenAI row (the same format as report.ts's verdictLines). */
+export function openAiVerdicts(r: OpenAiBenchResult): string[] {
+  const line = (met: boolean, what: string, value: string) => `verdict: ${met ? 'met   ' : 'MISSED'}  ${'OpenAI'.padEnd(9)} ${what}: ${value} (target <= ${FRONT_CPU_TARGET}x)`;
+  return [
+    line(r.ratio.completions <= FRONT_CPU_TARGET, 'CPU per streamed token, /v1/completions vs native', `${r.ratio.completions.toFixed(2)}x`),
+    line(r.ratio.chat <= FRONT_CPU_TARGET, 'CPU per streamed token, /v1/chat/completions vs native', `${r.ratio.chat.toFixed(2)}x`),
+  ];
+}
+
+/** The OpenAI front's table (markdown), for the run's output and docs/benchmarks.md. */
+export function openAiTable(r: OpenAiBenchResult): string {
+  const kib = (x: number | null) => (x === null ? 'n/a' : x.toFixed(1));
+  return [
+    `### OpenAI front (issue 13): one Baton process, SGLang workers on Qwen3's tokenizer`,
+    '',
+    `CPU per streamed token: ${CONCURRENCY} concurrent streams of ${NEW} tokens, ${PROMPT}-token prompts, closed loop, median of ${r.rounds} rounds; memory: ${r.memory.streams} paced streams open, the router's heap + external after a full GC.`,
+    '',
+    '| path | router CPU per streamed token | vs native | memory per in-flight stream |',
+    '|---|---:|---:|---:|',
+    `| native \`/generate\` (token ids) | ${r.cpuUsPerToken.native.toFixed(1)} µs | 1.00x | ${kib(r.memory.nativeKiB)} KiB |`,
+    `| \`/v1/completions\` (the same ids as the prompt) | ${r.cpuUsPerToken.completions.toFixed(1)} µs | ${r.ratio.completions.toFixed(2)}x | |`,
+    `| \`/v1/chat/completions\` (template + tokenize) | ${r.cpuUsPerToken.chat.toFixed(1)} µs | ${r.ratio.chat.toFixed(2)}x | ${kib(r.memory.chatKiB)} KiB |`,
+    '',
+    `A ${r.tokenize4k.tokens}-token chat prompt renders (chat template) and tokenizes in ${r.tokenize4k.p50Ms.toFixed(1)} ms (median), ${r.tokenize4k.p99Ms.toFixed(1)} ms p99. Target: the front at most ${FRONT_CPU_TARGET}x the native path's CPU per streamed token.`,
+  ].join('\n');
+}

@@ -531,6 +531,14 @@ describe('other Baton builds side by side (--compare-ref)', () => {
     expect(() => optionsFromArgv(['--compare-ref', '6f100f1', '--format', 'vllm'])).toThrow(/sglang/);
   });
 
+  it('the CLI: --only openai runs the OpenAI front row, alone or beside workloads; by default it runs', () => {
+    expect(optionsFromArgv(['--quick'])).toMatchObject({ workloads: ['W1', 'W2', 'W3', 'W4'], openai: true });
+    expect(optionsFromArgv(['--only', 'openai'])).toMatchObject({ workloads: [], openai: true });
+    expect(optionsFromArgv(['--only', 'W1,openai'])).toMatchObject({ workloads: ['W1'], openai: true });
+    expect(optionsFromArgv(['--only', 'W2'])).toMatchObject({ workloads: ['W2'], openai: false });
+    expect(() => optionsFromArgv(['--only', 'chat'])).toThrow(/openai/);
+  });
+
   it('the CLI: --layout and --pinned-rounds', () => {
     expect(optionsFromArgv(['--quick'])).toMatchObject({ layouts: ['shared', 'pinned'], pinnedRounds: 1 });
     expect(optionsFromArgv([])).toMatchObject({ layouts: ['shared', 'pinned'], pinnedRounds: 2 });
