@@ -85,18 +85,27 @@ async function migrated(s: Side, ids: string[]): Promise<Map<string, number>> {
   return m;
 }
 
+/**
+ * The N requests fault-free (tagged `ref`), the worker caches flushed (usage says cached_tokens),
+ * then the same N again with worker 0 killed -9 once 8 of them have streamed two chunks.
+ */
+async function referenceThenFaulted<T>(s: Side, run: (i: number, onChunk: ((n: number) => void) | undefined, tag?: string) => Promise<T>): Promise<{ reference: T[]; answers: T[] }> {
+  const reference = await Promise.all(Array.from({ length: N }, (_, i) => run(i, undefined, 'ref')));
+  await flush(s);
+  let started = 0;
+  let killed: Promise<void> | null = null;
+  const answers = await Promise.all(Array.from({ length: N }, (_, i) => run(i, (n) => {
+    if (n === 2 && ++started === 8) killed = s.cluster.kill(0);
+  })));
+  expect(killed).not.toBeNull();
+  await killed;
+  return { reference, answers };
+}
+
 it('streaming chat completions: 16/16 complete and equal the fault-free answers; 8 migrated', async () => {
   // The fault-free answers first, from the same cluster; then its prefix caches are flushed.
   const faulty = await side();
-  const reference = await Promise.all(Array.from({ length: N }, (_, i) => chat(faulty, i, undefined, 'ref')));
-  await flush(faulty);
-  let started = 0;
-  let killed: Promise<void> | null = null;
-  const answers = await Promise.all(Array.from({ length: N }, (_, i) => chat(faulty, i, (n) => {
-    if (n === 2 && ++started === 8) killed = faulty.cluster.kill(0);
-  })));
-  await killed;
-  expect(killed).not.toBeNull();
+  const { reference, answers } = await referenceThenFaulted(faulty, (i, onChunk, tag) => chat(faulty, i, onChunk, tag));
   for (let i = 0; i < N; i++) {
     expect(answers[i]!.text.length).toBeGreaterThan(0);
     expect(answers[i]).toEqual(reference[i]);
@@ -135,15 +144,7 @@ it('completions with a stop string after the migration point: text, finish_reaso
     }
     return { text, finish, usage };
   };
-  const reference = await Promise.all(Array.from({ length: N }, (_, i) => run(faulty, i, undefined, 'ref')));
-  // Neither the plain run nor the reference may leave the faulted run a cache hit (usage says cached_tokens).
-  await flush(faulty);
-  let started = 0;
-  let killed: Promise<void> | null = null;
-  const answers = await Promise.all(Array.from({ length: N }, (_, i) => run(faulty, i, (n) => {
-    if (n === 2 && ++started === 8) killed = faulty.cluster.kill(0);
-  })));
-  await killed;
+  const { reference, answers } = await referenceThenFaulted(faulty, (i, onChunk, tag) => run(faulty, i, onChunk, tag));
   for (let i = 0; i < N; i++) {
     const full = plain[i]!.choices[0]!.text;
     expect(reference[i]!.finish).toBe('stop');

@@ -9,14 +9,15 @@
 import type { Failure } from '../../migration/failure.ts';
 import { IncrementalDecoder, StopMatcher } from '../../tokenizer/index.ts';
 import type { ClientSink } from '../client-sink.ts';
-import { FrameKind, classifyFrame, framePayload } from '../sglang/sse.ts';
-import { isObject } from '../json.ts';
+import { readJsonFrame, unhandledFrame } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
   return { error: { message, type, param, code: status } };
 }
+
+const DONE = { message: 'stream ended ([DONE]) without a finished chunk', evidence: '[DONE] before a finish' };
 
 /** OpenAI's logprob floor: JSON has no -Infinity (vLLM writes -9999.0 too). */
 const lp = (x: number): number => (Number.isFinite(x) ? x : -9999);
@@ -82,29 +83,18 @@ export class OpenAiAttempt implements FormatAttempt {
     try {
       this.handle(buf, start, end);
     } catch (err) {
-      this.fail({ kind: 'protocol', message: `router could not handle a frame: ${(err as Error).message}`, status: 502 });
+      this.fail(unhandledFrame(err));
     }
   }
 
   private handle(buf: Buffer, start: number, end: number): void {
-    const kind = classifyFrame(buf, start, end);
-    if (kind === FrameKind.Ignored) return;
-    if (kind === FrameKind.Done) {
-      this.fail({ kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished chunk', status: 502, evidence: '[DONE] before a finish' });
+    const r = readJsonFrame(buf, start, end, DONE);
+    if (r === null) return;
+    if ('failure' in r) {
+      this.fail(r.failure);
       return;
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(framePayload(buf, start, end));
-    } catch {
-      this.fail({ kind: 'protocol', message: 'worker sent a frame that is not JSON', status: 502 });
-      return;
-    }
-    if (!isObject(chunk)) {
-      this.fail({ kind: 'protocol', message: 'worker sent a frame that is not a JSON object', status: 502 });
-      return;
-    }
-    const f = this.reader.read(chunk);
+    const f = this.reader.read(r.chunk);
     if (f.kind === 'skip') return;
     if (f.kind === 'failed') {
       this.fail(f.failure);

@@ -6,12 +6,17 @@
 import type { Failure } from '../../migration/failure.ts';
 import type { ClientSink } from '../client-sink.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, Json, JsonObject, WorkerView } from '../types.ts';
-import { FrameKind, classifyFrame, framePayload } from '../sglang/sse.ts';
+import { readJsonFrame, unhandledFrame } from '../frames.ts';
 import { classifyVllmError, classifyVllmFinish } from './failure.ts';
 import type { VllmRequest } from './request.ts';
 import { appendAll, isObject } from '../json.ts';
 
 const ENGINE_PREFIX = 'generate-tokens-';
+/**
+ * [DONE] before a terminal finish_reason: the attempt did not finish (vLLM skips chunks without
+ * new tokens, so an abort with none reaches [DONE] with no finish at all).
+ */
+const DONE = { message: 'stream ended ([DONE]) without a finished choice', evidence: '[DONE] before a choice with a finish_reason' };
 
 export class VllmAttempt implements FormatAttempt {
   ids: number[] = [];
@@ -75,30 +80,18 @@ export class VllmAttempt implements FormatAttempt {
     try {
       this.handle(buf, start, end);
     } catch (err) {
-      this.fail({ kind: 'protocol', message: `router could not handle a frame: ${(err as Error).message}`, status: 502 });
+      this.fail(unhandledFrame(err));
     }
   }
 
   private handle(buf: Buffer, start: number, end: number): void {
-    const kind = classifyFrame(buf, start, end);
-    if (kind === FrameKind.Ignored) return;
-    if (kind === FrameKind.Done) {
-      // [DONE] before a terminal finish_reason: the attempt did not finish (vLLM skips chunks
-      // without new tokens, so an abort with none reaches [DONE] with no finish at all).
-      this.fail({ kind: 'stream_broken', message: 'stream ended ([DONE]) without a finished choice', status: 502, evidence: '[DONE] before a choice with a finish_reason' });
+    const r = readJsonFrame(buf, start, end, DONE);
+    if (r === null) return;
+    if ('failure' in r) {
+      this.fail(r.failure);
       return;
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(framePayload(buf, start, end));
-    } catch {
-      this.fail({ kind: 'protocol', message: 'worker sent a frame that is not JSON', status: 502 });
-      return;
-    }
-    if (!isObject(chunk)) {
-      this.fail({ kind: 'protocol', message: 'worker sent a frame that is not a JSON object', status: 502 });
-      return;
-    }
+    const chunk = r.chunk;
     if (chunk.error !== undefined && !Array.isArray(chunk.choices)) {
       const f = classifyVllmError(chunk.error);
       if (f.kind === 'validation') {
