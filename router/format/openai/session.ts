@@ -124,13 +124,9 @@ export class OpenAiAttempt implements FormatAttempt {
     if (f.finish) {
       this.ended = true;
       this.finish = f.finish.reason;
-      this.session.finishFromWorker(f.finish, this.headersFor());
+      this.session.finishFromWorker(f.finish);
       this.host.finished();
     }
-  }
-
-  private headersFor(): Record<string, string> {
-    return this.session.attemptHeaders;
   }
 }
 
@@ -155,7 +151,6 @@ export class OpenAiSession implements FormatSession {
   /** Text decided but not yet written to a streaming client, and its tokens' logprobs. */
   private pendingText = '';
   private pendingLogprobs: LogprobRow[] = [];
-  private logprobRows: LogprobRow[] = [];
   /** Character offset of the next token in the completion's text (legacy logprobs' text_offset). */
   private textOffset = 0;
   /** Output tokens of the logical request so far (committed attempts and the current one). */
@@ -239,25 +234,30 @@ export class OpenAiSession implements FormatSession {
   }
 
   /** The worker finished: whatever the decoder and the matcher held back is text now. */
-  finishFromWorker(f: TokenFinish, _headers: Record<string, string>): void {
-    this.drain();
-    this.finishWith({ reason: f.reason, stopReason: f.reason === 'stop' ? f.matched : null });
+  finishFromWorker(f: TokenFinish): void {
+    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? f.matched : null });
   }
 
-  private drain(): void {
+  /**
+   * The end of the output: the decoder's held-back bytes become text, and the matcher's held-back
+   * text is released, unless that completes a stop string (then the answer ends with it).
+   */
+  private drain(): Ended | null {
     const rest = this.decoder.flush();
-    if (this.matcher === null) this.pendingText += rest;
-    else {
-      const { emit, stop } = this.matcher.push(rest);
-      this.pendingText += emit;
-      if (stop === null) this.pendingText += this.matcher.flush();
+    if (this.matcher === null) {
+      this.pendingText += rest;
+      return null;
     }
+    const { emit, stop } = this.matcher.push(rest);
+    this.pendingText += emit;
+    if (stop !== null) return { reason: 'stop', stopReason: stop };
+    this.pendingText += this.matcher.flush();
+    return null;
   }
 
   finishLocally(headers: Record<string, string>): void {
     this.attemptHeaders = headers;
-    this.drain();
-    this.finishWith({ reason: 'length', stopReason: null });
+    this.finishWith(this.drain() ?? { reason: 'length', stopReason: null });
   }
 
   finishAborted(headers: Record<string, string>): void {
@@ -366,7 +366,7 @@ export class OpenAiSession implements FormatSession {
       sink.endStream();
       return;
     }
-    this.logprobRows = this.pendingLogprobs;
+    const rows = this.pendingLogprobs;
     this.pendingLogprobs = [];
     const text = (this.req.echo ? this.req.promptText : '') + this.text + this.pendingText;
     this.text += this.pendingText;
@@ -374,7 +374,7 @@ export class OpenAiSession implements FormatSession {
     const choice: JsonObject = { index: 0 };
     if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
     else choice.text = text;
-    choice.logprobs = this.logprobsOf(this.logprobRows);
+    choice.logprobs = this.logprobsOf(rows);
     choice.finish_reason = end.reason;
     choice.stop_reason = end.stopReason;
     const body: JsonObject = {
