@@ -15,7 +15,7 @@ import { createPolicy } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
 import { BodyError, readBody } from './http/body.ts';
-import { MAX_JSON_DEPTH, bearerMatches, crossSiteRefusal, hasLossyNumber, isHeaderSafe, isJsonContentType, jsonDepthExceeds } from './http/guards.ts';
+import { MAX_JSON_DEPTH, bearerMatches, crossSiteRefusal, hasLossyNumber, isHeaderSafe, isJsonContentType, jsonDepthExceeds, mayHoldLossyNumber } from './http/guards.ts';
 import { serveEvents } from './http/events-endpoint.ts';
 import { TraceQueryError, parseTraceQuery, streamTraces } from './http/traces-endpoint.ts';
 import { MalformedBody, parseGenerateRequest, workerRids, type GenerateRequest } from './format/sglang/request.ts';
@@ -166,8 +166,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       } catch (err) {
         return malformedBody(res, [jsonInvalid(text, err as Error)]);
       }
-      parsed = parseGenerateRequest(json, { lossyNumbers: hasLossyNumber(text), raw });
-      if (!models.empty) parsed = withTokenizer(parsed, hasLossyNumber(text));
+      const lossyNumbers = mayHoldLossyNumber(json) && hasLossyNumber(text);
+      parsed = parseGenerateRequest(json, { lossyNumbers, raw });
+      if (!models.empty) parsed = withTokenizer(parsed, lossyNumbers);
     } catch (err) {
       if (err instanceof MalformedBody) return malformedBody(res, err.errors);
       throw err;
@@ -257,7 +258,8 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     }
     let parsed: FormatRequest;
     try {
-      parsed = VLLM.parse(JSON.parse(text), { lossyNumbers: hasLossyNumber(text), headers: req.headers });
+      const json: unknown = JSON.parse(text);
+      parsed = VLLM.parse(json, { lossyNumbers: mayHoldLossyNumber(json) && hasLossyNumber(text), headers: req.headers });
     } catch (err) {
       const message = err instanceof VllmMalformedBody ? err.message : `JSON decode error: ${(err as Error).message}`;
       return VLLM.writeRequestError(res, false, 400, message);

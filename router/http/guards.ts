@@ -47,6 +47,24 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
 }
 
 /**
+ * Whether a parsed JSON value could have come from text with a number hasLossyNumber would flag:
+ * such a number parses to an integer of magnitude 2^53 or more, or to ±Infinity. False is exact
+ * (nothing lossy); true means: ask hasLossyNumber. A walk of the parsed value, cheaper than a
+ * scan of the text for the usual body of small numbers; its depth is bounded by the depth check
+ * (MAX_JSON_DEPTH) that runs before any body is parsed.
+ */
+export function mayHoldLossyNumber(v: unknown): boolean {
+  if (typeof v === 'number') return !(Math.abs(v) < 2 ** 53);
+  if (typeof v !== 'object' || v === null) return false;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (mayHoldLossyNumber(v[i])) return true;
+    return false;
+  }
+  for (const k in v) if (mayHoldLossyNumber((v as Record<string, unknown>)[k])) return true;
+  return false;
+}
+
+/**
  * Whether JSON text holds a number JSON.parse cannot keep exactly: an integer beyond 2^53 (Python
  * reads it exactly, and the router would forward another value after re-serialising the body:
  * PD disaggregation's 64-bit bootstrap_room is one) or a magnitude past the double range (1e999,

@@ -134,7 +134,6 @@ export class SglangAttempt implements FormatAttempt {
    */
   clientFrame(buf: Buffer, start: number, end: number): Buffer {
     const rid = this.ridJson;
-    const id = this.session.idJson;
     // `"id":"<rid>","finish_reason":` — the comma, then the rid's closing quote.
     const f = lastScan.finishAt;
     let k = f - 1 - rid.length;
@@ -142,10 +141,17 @@ export class SglangAttempt implements FormatAttempt {
       k = buf.indexOf(rid, start);
       if (k < 0 || k + rid.length > end) return frameBytes(buf, start, end);
     }
+    return this.spliceAt(buf, start, end, k);
+  }
+
+  /** clientFrame for a frame whose rid is known to sit at `k`. */
+  private spliceAt(buf: Buffer, start: number, end: number, k: number): Buffer {
+    const rid = this.ridJson;
+    const id = this.session.idJson;
     const d = rid.length - id.length;
     if (d < 0) return Buffer.concat([buf.subarray(start, k), id, buf.subarray(k + rid.length, end)], end - start - d);
     if (d > 0) buf.copyWithin(start + d, start, k);
-    id.copy(buf, k + d);
+    buf.set(id, k + d);
     return buf.subarray(start + d, end);
   }
 
@@ -178,6 +184,16 @@ export class SglangAttempt implements FormatAttempt {
     let kind: FrameKind;
     const k = end - this.tail;
     if (this.tail > 0 && k > start && runningAt(buf, start, k, this.ridJson)) {
+      if (this.lazy && this.frames > 0) {
+        // Attempt 0 after its first frame: forwarded with the client's id, kept as the last frame.
+        this.frames++;
+        if (this.forwardRaw) {
+          const frame = this.spliceAt(buf, start, end, k);
+          this.lastRaw = frame;
+          this.host.write(frame);
+        } else this.lastRaw = frameBytes(buf, start, end);
+        return;
+      }
       kind = FrameKind.Running;
       lastScan.finishAt = k + this.ridJson.length + 1;
     } else {
