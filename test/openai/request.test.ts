@@ -81,7 +81,8 @@ describe('completions', () => {
   it('a prompt over the context length is a 400 with the counts', () => {
     const r = refusal('completion', { model: 'qwen3', prompt: 'word '.repeat(50), max_tokens: 30 }, lookup(60));
     expect(r.status).toBe(400);
-    expect(r.message).toMatch(/^This model's maximum context length is 60 tokens\. However, you requested \d+ tokens \(\d+ in the prompt, 30 in the completion\)/);
+    expect(r.message).toMatch(/^You passed \d+ input tokens and requested 30 output tokens\. However, the model's context length is only 60 tokens, resulting in a maximum input length of 30 tokens\./);
+    expect(r.param).toBe('input_tokens');
   });
 });
 

@@ -196,10 +196,10 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
 
   const ctx = models.contextLength(model, tok);
   if (ctx !== null) {
-    const asked = promptIds.length + (maxTokens ?? 0);
-    if (promptIds.length >= ctx || asked > ctx) {
-      // vLLM's wording (serving_engine.py _validate_input).
-      throw bad(`This model's maximum context length is ${ctx} tokens. However, you requested ${asked} tokens (${promptIds.length} in the ${kind === 'chat' ? 'messages' : 'prompt'}, ${maxTokens ?? 0} in the completion). Please reduce the length of the ${kind === 'chat' ? 'messages' : 'prompt'} or completion.`, kind === 'chat' ? 'messages' : 'prompt');
+    const out = maxTokens ?? 0;
+    if (promptIds.length >= ctx || promptIds.length + out > ctx) {
+      // vLLM's wording and param: vllm/renderers/params.py TokenizeParams._token_len_check (017638d7).
+      throw bad(`You passed ${promptIds.length} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${Math.max(0, ctx - out)} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
     }
     maxTokens ??= ctx - promptIds.length;
   }
