@@ -17,13 +17,18 @@ export function readJsonFrame(buf: Buffer, start: number, end: number, done: { m
   try {
     chunk = JSON.parse(framePayload(buf, start, end));
   } catch {
-    return { failure: { kind: 'protocol', message: 'worker sent a frame that is not JSON', status: 502 } };
+    return { failure: protocol('worker sent a frame that is not JSON') };
   }
-  if (!isObject(chunk)) return { failure: { kind: 'protocol', message: 'worker sent a frame that is not a JSON object', status: 502 } };
+  if (!isObject(chunk)) return { failure: protocol('worker sent a frame that is not a JSON object') };
   return { chunk };
+}
+
+/** A frame that breaks the protocol; what the attempt row shows as its evidence is the same words. */
+export function protocol(message: string): Failure {
+  return { kind: 'protocol', message, status: 502, evidence: message };
 }
 
 /** A frame the router could not handle (a bug must neither crash the process nor hang the request). */
 export function unhandledFrame(err: unknown): Failure {
-  return { kind: 'protocol', message: `router could not handle a frame: ${(err as Error).message}`, status: 502 };
+  return protocol(`router could not handle a frame: ${(err as Error).message}`);
 }

@@ -59,6 +59,11 @@ async function flush(s: Side): Promise<void> {
 async function chat(s: Side, i: number, onChunk?: (n: number) => void, tag = 'chat'): Promise<Answer> {
   const body = { model: MODEL, messages: messages(i), max_tokens: 96 + i, stream: true as const, stream_options: { include_usage: true }, ignore_eos: true };
   const stream = await s.client.chat.completions.create(body as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { headers: { 'x-request-id': `${tag}-${i}` } });
+  return collect(stream, (c) => c.delta.content ?? '', onChunk);
+}
+
+/** A stream as the client holds it at the end: the text of its choices, the finish, the usage. */
+async function collect<C extends { finish_reason: string | null }>(stream: AsyncIterable<{ choices: C[]; usage?: unknown }>, textOf: (c: C) => string, onChunk?: (n: number) => void): Promise<Answer> {
   let text = '';
   let finish: string | null = null;
   let usage: unknown = null;
@@ -66,7 +71,7 @@ async function chat(s: Side, i: number, onChunk?: (n: number) => void, tag = 'ch
   for await (const chunk of stream) {
     if (chunk.usage) usage = chunk.usage;
     for (const c of chunk.choices) {
-      text += c.delta.content ?? '';
+      text += textOf(c);
       if (c.finish_reason) finish = c.finish_reason;
     }
     onChunk?.(++n);
@@ -130,19 +135,7 @@ it('completions with a stop string after the migration point: text, finish_reaso
   });
   const run = async (s: Side, i: number, onChunk?: (n: number) => void, tag = 'cmpl'): Promise<Answer> => {
     const stream = await s.client.completions.create({ model: MODEL, prompt: prompt(i), max_tokens: 120, ignore_eos: true, stop: [stops[i]!], stream: true, stream_options: { include_usage: true } } as OpenAI.CompletionCreateParamsStreaming, { headers: { 'x-request-id': `${tag}-${i}` } });
-    let text = '';
-    let finish: string | null = null;
-    let usage: unknown = null;
-    let n = 0;
-    for await (const chunk of stream) {
-      if (chunk.usage) usage = chunk.usage;
-      for (const c of chunk.choices) {
-        text += c.text;
-        if (c.finish_reason) finish = c.finish_reason;
-      }
-      onChunk?.(++n);
-    }
-    return { text, finish, usage };
+    return collect(stream, (c) => c.text, onChunk);
   };
   const { reference, answers } = await referenceThenFaulted(faulty, (i, onChunk, tag) => run(faulty, i, onChunk, tag));
   for (let i = 0; i < N; i++) {

@@ -21,8 +21,8 @@ import { SglangDetokenizer } from './detokenize.ts';
 import { IncrementalDecoder } from '../../tokenizer/index.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
 import { isObject } from '../json.ts';
+import { protocol, unhandledFrame } from '../frames.ts';
 
-const protocol = (message: string): Failure => ({ kind: 'protocol', message, status: 502, evidence: message });
 
 export class SglangAttempt implements FormatAttempt {
   readonly output: AttemptOutput;
@@ -172,8 +172,7 @@ export class SglangAttempt implements FormatAttempt {
     try {
       this.handleFrame(buf, start, end);
     } catch (err) {
-      // A frame the router cannot handle must neither crash the process nor hang the request.
-      this.fail(protocol(`router could not handle a frame: ${(err as Error).message}`));
+      this.fail(unhandledFrame(err));
     }
   }
 
