@@ -146,9 +146,10 @@ export class OpenAiSession implements FormatSession {
   attemptHeaders: Record<string, string> = {};
   private readonly decoder: IncrementalDecoder;
   private readonly matcher: StopMatcher | null;
-  /** Text sent (streaming) or kept for the answer, without the echoed prompt. */
-  private text = '';
-  /** Text decided but not yet written to a streaming client, and its tokens' logprobs. */
+  /**
+   * Text decided but not yet written to a streaming client (a unary answer's whole text), and
+   * its tokens' logprobs.
+   */
   private pendingText = '';
   private pendingLogprobs: LogprobRow[] = [];
   /** Character offset of the next token in the completion's text (legacy logprobs' text_offset). */
@@ -345,7 +346,6 @@ export class OpenAiSession implements FormatSession {
     chunk.choices = [this.choice(text, this.pendingLogprobs, end)];
     // OpenAI: with include_usage every other chunk carries `usage: null`.
     if (this.req.includeUsage) chunk.usage = null;
-    this.text += this.pendingText;
     this.pendingText = '';
     this.pendingLogprobs = [];
     this.sink.writeChunk(chunk);
@@ -368,8 +368,7 @@ export class OpenAiSession implements FormatSession {
     }
     const rows = this.pendingLogprobs;
     this.pendingLogprobs = [];
-    const text = (this.req.echo ? this.req.promptText : '') + this.text + this.pendingText;
-    this.text += this.pendingText;
+    const text = (this.req.echo ? this.req.promptText : '') + this.pendingText;
     this.pendingText = '';
     const choice: JsonObject = { index: 0 };
     if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
