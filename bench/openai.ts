@@ -58,7 +58,7 @@ function body(path: FrontPath, seq: number, stream = true, tokens = NEW): { url:
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Closed loop for `ms`: CONCURRENCY streams, each its next request when one ends. Returns tokens streamed. */
-async function closedLoop(agent: Agent, base: string, path: FrontPath, ms: number, seq0: number): Promise<{ tokens: number; errors: number }> {
+export async function closedLoop(agent: Agent, base: string, path: FrontPath, ms: number, seq0: number): Promise<{ tokens: number; errors: number }> {
   const end = Date.now() + ms;
   let seq = seq0;
   let tokens = 0;

@@ -75,6 +75,11 @@ export class ClientSink {
     return this.writeRaw(sseFrame(JSON.stringify(chunk)));
   }
 
+  /** A frame whose JSON the caller wrote already. */
+  writeJson(json: string): boolean {
+    return this.writeRaw(sseFrame(json));
+  }
+
   onDrain(fn: () => void): void {
     // Listened for only once a write has filled the socket (most streams never do).
     if (!this.drainListened) {

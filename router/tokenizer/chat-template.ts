@@ -100,6 +100,7 @@ class Raised extends Error {}
 
 export class ChatTemplates {
   private readonly compiled = new Map<string, Template>();
+  private base: Environment | null = null;
 
   constructor(
     private readonly sources: TemplateSources,
@@ -135,25 +136,40 @@ export class ChatTemplates {
     return t;
   }
 
-  render(messages: ChatMessage[], opts: ChatTemplateOptions = {}): string {
-    const template = this.compile(this.pick(opts.tools));
-    // Template.render's own globals cannot be replaced (its environment refuses a second
-    // declaration), so the environment is built here: jinja's literals and range, HF's two
-    // functions, the special tokens, the caller's kwargs, then the fixed variables.
+  /**
+   * The variables every render shares (jinja's literals and range, HF's two functions, the
+   * special tokens), converted to jinja's values once: each render's own variables live in a
+   * child environment, which shadows these as the caller's kwargs overrode them before.
+   */
+  private shared(): Environment {
+    if (this.base) return this.base;
+    const env = new Environment();
     const vars: Record<string, unknown> = {
       ...JINJA_GLOBALS,
       ...this.specialTokens,
-      ...(opts.extra ?? {}),
-      messages,
-      tools: opts.tools ?? null,
-      add_generation_prompt: opts.addGenerationPrompt ?? false,
       raise_exception: (message: unknown) => {
         throw new Raised(String(message));
       },
       strftime_now: (format: unknown) => strftime(this.now(), String(format)),
     };
+    for (const [key, value] of Object.entries(vars)) env.set(key, value);
+    this.base = env;
+    return env;
+  }
+
+  render(messages: ChatMessage[], opts: ChatTemplateOptions = {}): string {
+    const template = this.compile(this.pick(opts.tools));
+    // Template.render's own globals cannot be replaced (its environment refuses a second
+    // declaration), so the environment is built here: the shared variables above, then the
+    // caller's kwargs, then the fixed variables (which win over kwargs of the same name).
+    const vars: Record<string, unknown> = {
+      ...(opts.extra ?? {}),
+      messages,
+      tools: opts.tools ?? null,
+      add_generation_prompt: opts.addGenerationPrompt ?? false,
+    };
     try {
-      const env = new Environment();
+      const env = new Environment(this.shared());
       for (const [key, value] of Object.entries(vars)) env.set(key, value);
       return String(new Interpreter(env).run(template.parsed).value);
     } catch (err) {

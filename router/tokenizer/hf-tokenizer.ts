@@ -6,6 +6,7 @@
 
 import { BPEDecoder, CTCDecoder, Tokenizer as LibTokenizer, WordPieceDecoder } from '@huggingface/tokenizers';
 import { ChatTemplates, templatesFromConfig } from './chat-template.ts';
+import { speedUpByteLevel } from './byte-level.ts';
 import { cleanUpTokenization } from './cleanup.ts';
 import { decoderChain, writeByteLevelBytes, type DecoderChain, type DecoderConfig, type LibraryDecoder } from './decoders.ts';
 import type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, Tokenizer } from './types.ts';
@@ -19,6 +20,7 @@ export interface DecodeInternals {
   /**
    * ByteLevel tokenizers only: the bytes the kept ids stand for, so that raw decode is the lossy
    * UTF-8 of their concatenation and a streaming UTF-8 decoder yields it exactly. Null otherwise.
+   * The array may be a view of the tokenizer's own table: read it, never write it.
    */
   readonly keptBytes: ((ids: readonly number[], skipSpecial: boolean) => Uint8Array) | null;
 }
@@ -34,6 +36,7 @@ export interface TokenizerFiles {
   chatTemplateFile: string | null;
 }
 
+const EMPTY = new Uint8Array(0);
 const ADDED = 1;
 const SPECIAL = 2;
 
@@ -86,6 +89,7 @@ export class HfTokenizer implements Tokenizer {
   ) {
     const { tokenizerJson, tokenizerConfig: config } = files;
     this.lib = new LibTokenizer(tokenizerJson, config);
+    speedUpByteLevel(this.lib.pre_tokenizer);
     const vocab = this.lib.model?.vocab ?? [];
     this.tokens = vocab.slice();
     const added = this.lib.get_added_tokens_decoder();
@@ -148,6 +152,11 @@ export class HfTokenizer implements Tokenizer {
 
   private keptBytes(ids: readonly number[], skip: boolean): Uint8Array {
     const offsets = this.offsets!;
+    // One id (every streamed token): a view of the table, no copy. Callers only read it.
+    if (ids.length === 1) {
+      const id = ids[0]!;
+      return this.keep(id, skip) ? this.bytes!.subarray(offsets[id]!, offsets[id + 1]!) : EMPTY;
+    }
     let size = 0;
     for (const id of ids) if (this.keep(id, skip)) size += offsets[id + 1]! - offsets[id]!;
     const out = new Uint8Array(size);

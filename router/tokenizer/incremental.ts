@@ -25,6 +25,8 @@ interface RawStream {
   flush(): string;
 }
 
+const STREAM = { stream: true } as const;
+
 class ByteStream implements RawStream {
   private readonly utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
@@ -34,7 +36,7 @@ class ByteStream implements RawStream {
   ) {}
 
   push(ids: readonly number[]): string {
-    return this.utf8.decode(this.bytesOf(ids, this.skip), { stream: true });
+    return this.utf8.decode(this.bytesOf(ids, this.skip), STREAM);
   }
 
   flush(): string {
@@ -75,6 +77,7 @@ export class IncrementalDecoder {
   private readonly allIds: number[] = [];
   private emitted = '';
   private flushed = false;
+  private readonly one: number[] = [0];
 
   constructor(tok: Tokenizer, opts: DecodeOptions & { /** Tests: force the window algorithm even where bytes would do. */ forceWindow?: boolean } = {}) {
     const skip = opts.skipSpecialTokens ?? true;
@@ -97,6 +100,12 @@ export class IncrementalDecoder {
     const out = this.cleanup ? this.cleanup.push(raw) : raw;
     this.emitted += out;
     return out;
+  }
+
+  /** push([id]) without the array: one streamed token. */
+  pushOne(id: number): string {
+    this.one[0] = id;
+    return this.push(this.one);
   }
 
   /** Whatever was held back (call once, at the end of the output). */

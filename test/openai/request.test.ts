@@ -48,7 +48,9 @@ describe('completions', () => {
   it('takes token ids as the prompt, stop as a string or a list, logprobs 0-20, echo', () => {
     const r = parse('completion', { model: 'qwen3', prompt: [9707, 1879], stop: 'END', logprobs: 3, max_tokens: 8, echo: false });
     expect(r.promptIds).toEqual([9707, 1879]);
-    expect(r.promptText).toBe(tok.decode([9707, 1879], { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }));
+    // The ids' text is decoded only for echo, the one reader of it.
+    expect(r.promptText).toBe('');
+    expect(parse('completion', { model: 'qwen3', prompt: [9707, 1879], echo: true }).promptText).toBe(tok.decode([9707, 1879], { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }));
     expect(r.stops).toEqual(['END']);
     expect(r.logprobs).toBe(3);
     expect(parse('completion', { model: 'qwen3', prompt: 'x', stop: ['a', 'b'] }).stops).toEqual(['a', 'b']);

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { loadTokenizer } from '../../router/tokenizer/index.ts';
 import { ClientSink } from '../../router/format/client-sink.ts';
-import { OpenAiSession } from '../../router/format/openai/session.ts';
+import { OpenAiSession, TextChunk } from '../../router/format/openai/session.ts';
 import { OPENAI_ERRORS } from '../../router/format/openai/index.ts';
 import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
 import type { OpenAiRequest } from '../../router/format/openai/request.ts';
@@ -135,6 +135,21 @@ describe('the OpenAI front renders a pure function of the logical ids', () => {
         const one = serve(ids, [], [1], [stop], true, 'completion');
         expect(one).toEqual({ text: want, finish: 'stop', completionTokens: used });
         expect(serve(ids, cuts, sizes, [stop], stream, 'completion')).toEqual({ text: want, finish: 'stop', completionTokens: used });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe("a text-only chunk's fixed frame", () => {
+  it('is JSON.stringify of the chunk object, whatever the text, id, model and kind', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), fc.nat(), fc.constantFrom<'chat' | 'completion'>('chat', 'completion'), fc.boolean(), (text, id, model, created, kind, usage) => {
+        const head = { id, object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created, model };
+        const choice = kind === 'chat' ? { index: 0, delta: { content: text }, logprobs: null, finish_reason: null, stop_reason: null } : { index: 0, text, logprobs: null, finish_reason: null, stop_reason: null };
+        const object: Record<string, unknown> = { ...head, choices: [choice] };
+        if (usage) object.usage = null;
+        expect(new TextChunk(head, kind, usage).json(text)).toBe(JSON.stringify(object));
       }),
       { numRuns: RUNS },
     );

@@ -28,7 +28,7 @@ export interface OpenAiRequest {
   model: string;
   tokenizer: Tokenizer;
   promptIds: number[];
-  /** The prompt's text, for `echo` (completions). */
+  /** The prompt's text, for `echo` (completions; '' for a prompt of ids without echo). */
   promptText: string;
   /** null: no explicit budget (the rest of the context, when known). */
   maxTokens: number | null;
@@ -127,7 +127,8 @@ function messages(body: JsonObject): ChatMessage[] {
 }
 
 /** The prompt of a completion: one string, or one list of token ids (a batch is refused). */
-function completionPrompt(body: JsonObject, tok: Tokenizer): { ids: number[]; text: string } {
+/** The prompt's ids, and its text where `echo` will show it (decoding id prompts costs CPU otherwise wasted). */
+function completionPrompt(body: JsonObject, tok: Tokenizer, wantText: boolean): { ids: number[]; text: string } {
   let p: unknown = body.prompt;
   if (p === undefined || p === null) throw bad('prompt: Field required', 'prompt');
   if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) p = p[0];
@@ -137,7 +138,7 @@ function completionPrompt(body: JsonObject, tok: Tokenizer): { ids: number[]; te
   }
   if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'number')) {
     const ids = tokenIds(p, 'prompt', tok);
-    return { ids, text: tok.decode(ids, { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }) };
+    return { ids, text: wantText ? tok.decode(ids, { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }) : '' };
   }
   if (Array.isArray(p) && p.length > 1) throw bad('a batch of prompts is not supported: send one prompt per request', 'prompt');
   throw bad('prompt must be a string or a list of token ids', 'prompt');
@@ -162,9 +163,9 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
   let maxTokens: number | null;
   let echo = false;
   if (kind === 'completion') {
-    ({ ids: promptIds, text: promptText } = completionPrompt(body, tok));
-    logprobs = int(body, 'logprobs', 0, 20);
     echo = bool(body, 'echo', false);
+    ({ ids: promptIds, text: promptText } = completionPrompt(body, tok, echo));
+    logprobs = int(body, 'logprobs', 0, 20);
     if (echo && logprobs !== null) throw bad('echo with logprobs is not supported (Baton does not ask workers for prompt logprobs)', 'echo');
     // OpenAI's and vLLM's default for completions.
     maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);

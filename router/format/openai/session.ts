@@ -28,6 +28,27 @@ interface Ended {
   stopReason: string | number | null;
 }
 
+/**
+ * The JSON of a streamed chunk that carries text only (no role, logprobs or finish): exactly
+ * JSON.stringify of the object flushChunk builds otherwise, written as a fixed prefix and suffix
+ * around the text, since it is every chunk of a plain stream (test/openai/session.test.ts holds
+ * the two equal).
+ */
+export class TextChunk {
+  private readonly prefix: string;
+  private readonly suffix: string;
+
+  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean) {
+    const h = JSON.stringify(head);
+    this.prefix = `${h.slice(0, -1)},"choices":[{"index":0,${kind === 'chat' ? '"delta":{"content":' : '"text":'}`;
+    this.suffix = `${kind === 'chat' ? '}' : ''},"logprobs":null,"finish_reason":null,"stop_reason":null}]${includeUsage ? ',"usage":null' : ''}}`;
+  }
+
+  json(text: string): string {
+    return this.prefix + JSON.stringify(text) + this.suffix;
+  }
+}
+
 export class OpenAiAttempt implements FormatAttempt {
   ids: number[] = [];
   frames = 0;
@@ -159,6 +180,7 @@ export class OpenAiSession implements FormatSession {
   /** The text each token added (the dashboard colours it by attempt). */
   private readonly pieces: string[] = [];
   private roleSent = false;
+  private textChunk: TextChunk | null = null;
   private echoed = false;
   private ended: Ended | null = null;
   readonly created: number;
@@ -217,7 +239,7 @@ export class OpenAiSession implements FormatSession {
         const e = logprobs?.[i];
         this.pendingLogprobs.push({ id, logprob: e ? e.logprob : 0, top: e ? e.top : [] });
       }
-      const piece = this.decoder.push([id]);
+      const piece = this.decoder.pushOne(id);
       this.pieces.push(piece);
       if (this.matcher === null) {
         this.pendingText += piece;
@@ -336,6 +358,14 @@ export class OpenAiSession implements FormatSession {
 
   /** One streamed chunk with the pending text and logprobs (and the finish, when given). */
   private flushChunk(end: Ended | null): void {
+    // Most chunks of most streams: text only. Their JSON is a fixed frame around the text.
+    if (end === null && this.req.logprobs === null && (this.roleSent || this.req.kind !== 'chat') && (this.echoed || !this.req.echo)) {
+      this.textChunk ??= new TextChunk(this.head(), this.req.kind, this.req.includeUsage);
+      const text = this.pendingText;
+      this.pendingText = '';
+      this.sink.writeJson(this.textChunk.json(text));
+      return;
+    }
     let text = this.pendingText;
     if (this.req.echo && !this.echoed) {
       // vLLM's echo in a stream: the prompt's text leads the first chunk.
