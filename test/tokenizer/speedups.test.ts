@@ -1,24 +1,25 @@
-// The fast ByteLevel pre-tokenizer (router/tokenizer/byte-level.ts) is the library's own function:
-// on random text (any UTF-16, lone surrogates included) it gives the same pieces for every
-// setting, alone and inside a Sequence, and a tokenizer with it encodes as one without it.
+// The fast paths of router/tokenizer/speedups.ts are the library's own functions: on random text
+// (any UTF-16, lone surrogates included) the ByteLevel and Split pre-tokenizers give the same
+// pieces for every setting, alone and inside a Sequence, and the real tokenizers encode with them
+// as the unpatched library does.
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ByteLevelPreTokenizer, SequencePreTokenizer, SplitPreTokenizer, Tokenizer as LibTokenizer } from '@huggingface/tokenizers';
-import { byteLevelPiece, speedUpByteLevel } from '../../router/tokenizer/byte-level.ts';
+import { ByteLevelPreTokenizer, DigitsPreTokenizer, MetaspacePreTokenizer, PunctuationPreTokenizer, SequencePreTokenizer, SplitPreTokenizer, Tokenizer as LibTokenizer, WhitespacePreTokenizer } from '@huggingface/tokenizers';
+import { byteLevelPiece, speedUpPreTokenizer } from '../../router/tokenizer/speedups.ts';
 import { fixture, LLAMA3_DIR, QWEN3_DIR, runs } from './fixtures.ts';
 
 type Pre = { pre_tokenize(t: string | string[]): string[]; pre_tokenize_text(t: string): string[] };
 
 const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom("Hello world, it's 2026!\n\n  x", '你好 🙂 naïve\r\n', '\uD800a\uDC00', ' '));
 
-describe('the fast ByteLevel pre-tokenizer', () => {
+describe('the fast pre-tokenizers', () => {
   it('gives the library pre-tokenizer\'s pieces for every add_prefix_space / use_regex setting', () => {
     const configs = [false, true].flatMap((add_prefix_space) => [false, true].map((use_regex) => ({ type: 'ByteLevel', add_prefix_space, use_regex, trim_offsets: false })));
     const pairs = configs.map((c) => {
       const fast = new ByteLevelPreTokenizer(c as never);
-      speedUpByteLevel(fast);
+      speedUpPreTokenizer(fast);
       return { lib: new ByteLevelPreTokenizer(c as never) as unknown as Pre, fast: fast as unknown as Pre };
     });
     fc.assert(
@@ -33,17 +34,55 @@ describe('the fast ByteLevel pre-tokenizer', () => {
     );
   });
 
-  it('is found inside a Sequence, and the Split before it is left alone', () => {
+  it("are found inside a Sequence (Qwen3's Split + ByteLevel), and give its pieces", () => {
     const cfg = JSON.parse(readFileSync(join(QWEN3_DIR, 'tokenizer.json'), 'utf8')).pre_tokenizer;
     const lib = new SequencePreTokenizer(cfg) as unknown as Pre & { tokenizers: unknown[] };
     const fast = new SequencePreTokenizer(cfg) as unknown as Pre & { tokenizers: unknown[] };
-    speedUpByteLevel(fast);
+    speedUpPreTokenizer(fast);
     expect(fast.tokenizers[0]).toBeInstanceOf(SplitPreTokenizer);
-    expect(Object.hasOwn(fast.tokenizers[0] as object, 'pre_tokenize_text')).toBe(false);
-    expect(Object.hasOwn(fast.tokenizers[1] as object, 'pre_tokenize_text')).toBe(true);
+    for (const inner of fast.tokenizers) expect(Object.hasOwn(inner as object, 'pre_tokenize_text')).toBe(true);
     fc.assert(
       fc.property(text, (t) => {
         expect(fast.pre_tokenize(t)).toEqual(lib.pre_tokenize(t));
+      }),
+      { numRuns: runs() },
+    );
+  });
+
+  it('split as the library does for every Split behaviour, patterns that match empty strings included', () => {
+    const patterns = [{ Regex: "(?i:'s|'t)|\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s+(?!\\S)|\\s+" }, { Regex: 'x*' }, { Regex: '(?=a)' }, { String: ' ' }, { String: 'ab' }];
+    const pairs = patterns.flatMap((pattern) =>
+      ['Isolated', 'Removed', 'MergedWithPrevious'].flatMap((behavior) =>
+        [false, true].map((invert) => {
+          const cfg = { type: 'Split', pattern, behavior, invert } as never;
+          const fast = new SplitPreTokenizer(cfg);
+          speedUpPreTokenizer(fast);
+          return { lib: new SplitPreTokenizer(cfg) as unknown as Pre, fast: fast as unknown as Pre };
+        }),
+      ),
+    );
+    fc.assert(
+      fc.property(fc.oneof(text, fc.stringMatching(/^[ax \uD83D\uDE00\uD800]{0,12}$/)), fc.array(text, { maxLength: 3 }), (t, many) => {
+        for (const { lib, fast } of pairs) {
+          expect(fast.pre_tokenize(t)).toEqual(lib.pre_tokenize(t));
+          expect(fast.pre_tokenize(many)).toEqual(lib.pre_tokenize(many));
+        }
+      }),
+      { numRuns: runs() },
+    );
+  });
+
+  it("leave other pre-tokenizers' pieces as they were, only flattened into one array", () => {
+    const make = () => [new WhitespacePreTokenizer({} as never), new PunctuationPreTokenizer({} as never), new DigitsPreTokenizer({ individual_digits: true } as never), new MetaspacePreTokenizer({ replacement: '\u2581', prepend_scheme: 'always', split: true } as never)] as unknown as Pre[];
+    const lib = make();
+    const fast = make();
+    for (const p of fast) speedUpPreTokenizer(p);
+    fc.assert(
+      fc.property(text, fc.array(text, { maxLength: 3 }), (t, many) => {
+        for (let i = 0; i < lib.length; i++) {
+          expect(fast[i]!.pre_tokenize(t)).toEqual(lib[i]!.pre_tokenize(t));
+          expect(fast[i]!.pre_tokenize(many)).toEqual(lib[i]!.pre_tokenize(many));
+        }
       }),
       { numRuns: runs() },
     );
