@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TemplateError, loadTokenizer, type ChatMessage } from '../../router/tokenizer/index.ts';
-import { QWEN3_DIR, fixture, makeModelDir } from './fixtures.ts';
+import fc from 'fast-check';
+import { ChatTemplates, templatesFromConfig } from '../../router/tokenizer/chat-template.ts';
+import { jinjaLowered, jinja, publishedJinja } from '../../router/tokenizer/jinja.ts';
+import { LLAMA3_DIR, QWEN3_DIR, fixture, makeModelDir, runs } from './fixtures.ts';
 
 const qwen = fixture('qwen3');
 const llama = fixture('llama3');
@@ -120,3 +123,36 @@ describe('template errors and template choice', () => {
   });
 });
 
+describe('the lowered jinja build (router/tokenizer/jinja.ts)', () => {
+  it('is the one in use, and renders what the published package renders, refusals included', () => {
+    expect(jinjaLowered()).toBe(true);
+    const now = () => new Date(2024, 6, 26, 9, 5, 7);
+    const pairs = [QWEN3_DIR, LLAMA3_DIR].map((dir) => {
+      const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+      const special = { bos_token: String(config.bos_token ?? ''), eos_token: String(config.eos_token ?? '') };
+      const sources = templatesFromConfig(config.chat_template);
+      return [new ChatTemplates(sources, special, now, jinja()), new ChatTemplates(sources, special, now, publishedJinja)] as const;
+    });
+    const outcome = (t: ChatTemplates, messages: ChatMessage[], opts: Parameters<ChatTemplates['render']>[1]) => {
+      try {
+        return { text: t.render(messages, opts) };
+      } catch (err) {
+        return { error: (err as Error).message };
+      }
+    };
+    const content = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 30 }), fc.constantFrom('<think>\nhm\n</think>\n\nok', '<tool_response>x</tool_response>', '  padded  '));
+    const toolCall = fc.record({ type: fc.constant('function'), function: fc.record({ name: fc.constantFrom('get_weather', 'f'), arguments: fc.oneof(fc.constant('{"a":1}'), fc.dictionary(fc.string({ maxLength: 4 }), fc.integer())) }) });
+    const message = fc.oneof(
+      fc.record({ role: fc.constantFrom('system', 'user', 'tool'), content }),
+      fc.record({ role: fc.constant('assistant'), content, tool_calls: fc.option(fc.array(toolCall, { maxLength: 2 }), { nil: undefined }) }, { requiredKeys: ['role', 'content'] }),
+    );
+    const tools = fc.option(fc.constant([{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] as unknown[]), { nil: null });
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 1, maxLength: 5 }), fc.boolean(), tools, fc.option(fc.boolean(), { nil: undefined }), (messages, addGenerationPrompt, tl, thinking) => {
+        const opts = { addGenerationPrompt, tools: tl, extra: thinking === undefined ? undefined : { enable_thinking: thinking } };
+        for (const [lowered, pub] of pairs) expect(outcome(lowered, messages as ChatMessage[], opts)).toEqual(outcome(pub, messages as ChatMessage[], opts));
+      }),
+      { numRuns: runs() },
+    );
+  });
+});

@@ -62,7 +62,7 @@ describe('the fast pre-tokenizers', () => {
       ),
     );
     fc.assert(
-      fc.property(fc.oneof(text, fc.stringMatching(/^[ax \uD83D\uDE00\uD800]{0,12}$/)), fc.array(text, { maxLength: 3 }), (t, many) => {
+      fc.property(fc.oneof(text, fc.array(fc.constantFrom('a', 'x', ' ', '\uD83D\uDE00', '\uD800'), { maxLength: 12 }).map((xs) => xs.join(''))), fc.array(text, { maxLength: 3 }), (t, many) => {
         for (const { lib, fast } of pairs) {
           expect(fast.pre_tokenize(t)).toEqual(lib.pre_tokenize(t));
           expect(fast.pre_tokenize(many)).toEqual(lib.pre_tokenize(many));
@@ -73,7 +73,7 @@ describe('the fast pre-tokenizers', () => {
   });
 
   it("leave other pre-tokenizers' pieces as they were, only flattened into one array", () => {
-    const make = () => [new WhitespacePreTokenizer({} as never), new PunctuationPreTokenizer({} as never), new DigitsPreTokenizer({ individual_digits: true } as never), new MetaspacePreTokenizer({ replacement: '\u2581', prepend_scheme: 'always', split: true } as never)] as unknown as Pre[];
+    const make = () => [new WhitespacePreTokenizer(), new PunctuationPreTokenizer({} as never), new DigitsPreTokenizer({ individual_digits: true } as never), new MetaspacePreTokenizer({ replacement: '\u2581', prepend_scheme: 'always', split: true } as never)] as unknown as Pre[];
     const lib = make();
     const fast = make();
     for (const p of fast) speedUpPreTokenizer(p);
