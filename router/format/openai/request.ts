@@ -126,8 +126,10 @@ function messages(body: JsonObject): ChatMessage[] {
   });
 }
 
-/** The prompt of a completion: one string, or one list of token ids (a batch is refused). */
-/** The prompt's ids, and its text where `echo` will show it (decoding id prompts costs CPU otherwise wasted). */
+/**
+ * The prompt of a completion: one string, or one list of token ids (a batch is refused). A list
+ * of ids is decoded to text only for `echo`, its one reader.
+ */
 function completionPrompt(body: JsonObject, tok: Tokenizer, wantText: boolean): { ids: number[]; text: string } {
   let p: unknown = body.prompt;
   if (p === undefined || p === null) throw bad('prompt: Field required', 'prompt');
