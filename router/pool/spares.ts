@@ -85,15 +85,28 @@ export class SpareConnections {
   }
 
   /**
-   * Close spares that are too old (all of them when the target is 0: no traffic), and open what
-   * the target lacks. Spares beyond a lowered target are left to age out: the load that set the
-   * target may come back, and a close plus a connect would cost more than the wait.
+   * Close spares that are too old (all of them with `closeAll`: the worker is out of service),
+   * and open what the target lacks. Spares beyond a lowered target, a target of 0 (no traffic)
+   * included, are left to age out: the load that set the target may come back, and a lull
+   * followed by a burst and a failure is when they are needed (the bench's W4 lost a tenth of
+   * its continuations' spares to the ~100 ms between its warm-up and its measured load, when
+   * they were closed at once and the burst's connects took up to ~150 ms on the saturated box).
    */
-  maintain(now = Date.now()): void {
+  maintain(now = Date.now(), closeAll = false): void {
     for (let i = this.idle.length - 1; i >= 0; i--) {
-      if (this.target === 0 || now - this.idle[i]!.at >= SPARE_MAX_AGE_MS) this.drop(i);
+      if (closeAll || now - this.idle[i]!.at >= SPARE_MAX_AGE_MS) this.drop(i);
     }
     this.refill(now);
+  }
+
+  /**
+   * The worker answered its health check again: it accepts connections, so the pause after a
+   * failed connect (SPARE_RETRY_MS) no longer applies. Without this, a worker back in service
+   * within a second of its death got no spares until the pause ended, while, as the least loaded,
+   * it was where the next burst of continuations went.
+   */
+  recovered(): void {
+    this.failedAt = -Infinity;
   }
 
   private refill(now = Date.now()): void {

@@ -216,7 +216,7 @@ export class WorkerPool {
   /**
    * Size each worker's spares for the burst it would take if the busiest other worker died now:
    * all of that worker's streams, plus one (the policy may send every continuation to the least
-   * loaded survivor, often a worker that has just come back). No traffic, no spares.
+   * loaded survivor, often a worker that has just come back). No traffic, no new spares.
    */
   maintainSpares(now = Date.now()): void {
     let busiest = 0;
@@ -230,8 +230,10 @@ export class WorkerPool {
     for (const w of this.workers.values()) {
       if (!w.spares) continue;
       const other = w.inFlight === busiest ? second : busiest;
-      w.spares.target = other === 0 || !w.eligible(now) ? 0 : Math.min(this.opts.spareConnections, other + 1);
-      w.spares.maintain(now);
+      const eligible = w.eligible(now);
+      w.spares.target = other === 0 || !eligible ? 0 : Math.min(this.opts.spareConnections, other + 1);
+      // A worker out of service loses its spares now; without traffic they age out (spares.ts).
+      w.spares.maintain(now, !eligible);
     }
   }
 
@@ -285,7 +287,10 @@ export class WorkerPool {
     const after = w.info();
     // A worker back in service gets its spares now, not at the next tick: it is the least loaded,
     // so the next burst of continuations goes to it.
-    if (after.health === 'healthy' && before.health !== 'healthy' && w.spares) this.maintainSpares();
+    if (after.health === 'healthy' && before.health !== 'healthy' && w.spares) {
+      w.spares.recovered();
+      this.maintainSpares();
+    }
     if (before.health !== after.health || before.circuit !== after.circuit || before.incremental !== after.incremental
       || before.weight_version !== after.weight_version || before.model_path !== after.model_path || before.token_only !== after.token_only
       || before.format !== after.format) this.onChange(w);

@@ -91,7 +91,7 @@ describe('SpareConnections against a real TCP server', () => {
     expect(spares.take()).toBeNull();
   });
 
-  it('renews spares before they reach SPARE_MAX_AGE_MS, never leaving none, and closes them all without traffic', async () => {
+  it('renews spares before they reach SPARE_MAX_AGE_MS, never leaving none; without traffic lets them age out; out of service closes them all', async () => {
     spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
     spares.target = 2;
     spares.maintain();
@@ -109,8 +109,20 @@ describe('SpareConnections against a real TCP server', () => {
     // ...and the old close once too old, while the replacements stay.
     spares.maintain(first + SPARE_MAX_AGE_MS);
     expect(spares.size).toBe(2);
+    // No traffic (target 0): nothing new opens, and the spares stay usable until they age out.
     spares.target = 0;
+    const before = accepted.length;
     spares.maintain();
+    expect(spares.size).toBe(2);
+    expect(accepted.length).toBe(before);
+    spares.maintain(Date.now() + SPARE_MAX_AGE_MS);
+    expect(spares.size).toBe(0);
+    // A worker out of service: every spare closes at once, whatever its age.
+    spares.target = 2;
+    spares.maintain();
+    await waitUntil(() => spares.size === 2, 5000, 'two spares again');
+    spares.target = 0;
+    spares.maintain(Date.now(), true);
     expect(spares.size).toBe(0);
     await waitUntil(() => accepted.every((s) => s.readableEnded || s.destroyed), 5000, 'server sees them closed');
   });
@@ -138,6 +150,13 @@ describe('SpareConnections against a real TCP server', () => {
     spares.maintain(Date.now() + SPARE_RETRY_MS);
     expect(attempts).toBe(4);
     expect(spares.size).toBe(0);
+    await waitUntil(() => (spares as unknown as { connecting: number }).connecting === 0, 5000, 'refused again');
+    // Back in service (a health check passed): tried again at once, not after the pause.
+    spares.maintain();
+    expect(attempts).toBe(4);
+    spares.recovered();
+    spares.maintain();
+    expect(attempts).toBe(6);
   });
 });
 
