@@ -155,3 +155,40 @@ describe("a text-only chunk's fixed frame", () => {
     );
   });
 });
+
+describe("stop_reason on a stop token, as vLLM's (v1 check_stop)", () => {
+  // Qwen3: tokenizer_config's eos_token is <|im_end|>; generation_config adds <|endoftext|>.
+  const imEnd = tok.encode('<|im_end|>', { addSpecialTokens: false })[0]!;
+  const endOfText = tok.encode('<|endoftext|>', { addSpecialTokens: false })[0]!;
+
+  /** Serve `ids` and a worker finish on `matched` (SGLang's frame); the answer's finish_reason and stop_reason. */
+  function finishOn(matched: number, ignoreEos: boolean, stream: boolean, kind: 'chat' | 'completion'): { finish: unknown; stopReason: unknown } {
+    const res = new FakeRes();
+    const sink = new ClientSink(res as unknown as ServerResponse, stream, {}, () => {}, OPENAI_ERRORS);
+    const req = request([], stream, kind);
+    req.sampling = { ...req.sampling, ignore_eos: ignoreEos };
+    const s = new OpenAiSession(req, SGLANG_TOKENS, { id: 'r', budget: 1000, startedAt: 0 }, sink);
+    const host: AttemptHost = { write: (d) => void sink.writeRaw(d), accept: () => true, firstFrame: () => {}, finished: () => {}, stopped: () => {}, failed: () => {} };
+    const a = s.attempt({ index: 0, rid: 'r', replayed: [], remaining: null, minTokens: 0 }, { url: 'w', incremental: true, modelPath: null }, host, false, {});
+    const ids = [...tok.encode(' Hi', { addSpecialTokens: false }), matched];
+    const f = Buffer.from(`data: ${JSON.stringify({ output_ids: ids, meta_info: { completion_tokens: ids.length, finish_reason: { type: 'stop', matched } } })}\n\n`);
+    a.onFrame(f, 0, f.length);
+    s.commit(a);
+    const bodies = stream ? res.body.split('\n\n').filter((x) => x.startsWith('data: {')).map((x) => JSON.parse(x.slice(6))) : [JSON.parse(res.body)];
+    const last = bodies.flatMap((b) => b.choices).at(-1);
+    return { finish: last.finish_reason, stopReason: last.stop_reason };
+  }
+
+  it("is null on the tokenizer's EOS, the id on generation_config's other EOS ids and on stop_token_ids, the id on EOS with ignore_eos", () => {
+    expect(tok.eosTokenId).toBe(imEnd);
+    for (const stream of [false, true]) {
+      for (const kind of ['chat', 'completion'] as const) {
+        expect(finishOn(imEnd, false, stream, kind)).toEqual({ finish: 'stop', stopReason: null });
+        expect(finishOn(endOfText, false, stream, kind)).toEqual({ finish: 'stop', stopReason: endOfText });
+        expect(finishOn(42, false, stream, kind)).toEqual({ finish: 'stop', stopReason: 42 });
+        // ignore_eos: vLLM has no eos_token_id then; a stop_token_ids entry naming EOS reports it.
+        expect(finishOn(imEnd, true, stream, kind)).toEqual({ finish: 'stop', stopReason: imEnd });
+      }
+    }
+  });
+});

@@ -258,7 +258,18 @@ export class OpenAiSession implements FormatSession {
 
   /** The worker finished: whatever the decoder and the matcher held back is text now. */
   finishFromWorker(f: TokenFinish): void {
-    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? f.matched : null });
+    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? this.stopTokenReason(f.matched) : null });
+  }
+
+  /**
+   * vLLM's `stop_reason` for a finish on token `id` (v1 check_stop): null on the tokenizer's own
+   * EOS, which vLLM checks apart from stop_token_ids (unless ignore_eos), else the id; the other
+   * generation_config EOS ids are stop_token_ids there (SamplingParams.update_from_generation_config).
+   * SGLang names the EOS it stopped on; vLLM's worker reports null for it already.
+   */
+  private stopTokenReason(id: number | null): number | null {
+    if (id === null) return null;
+    return id === this.req.tokenizer.eosTokenId && !this.req.sampling.ignore_eos ? null : id;
   }
 
   /**
