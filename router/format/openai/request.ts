@@ -197,12 +197,18 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
 
   const ctx = models.contextLength(model, tok);
   if (ctx !== null) {
+    // vLLM's check, wording and param: vllm/renderers/params.py TokenizeParams._token_len_check
+    // (the prompt may take the context less the requested output; no output asked: all of it).
     const out = maxTokens ?? 0;
-    if (promptIds.length >= ctx || promptIds.length + out > ctx) {
-      // vLLM's wording and param: vllm/renderers/params.py TokenizeParams._token_len_check (017638d7).
-      throw bad(`You passed ${promptIds.length} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${Math.max(0, ctx - out)} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
+    if (promptIds.length > ctx - out) {
+      throw bad(`You passed ${promptIds.length} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${ctx - out} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
     }
-    maxTokens ??= ctx - promptIds.length;
+    if (maxTokens === null) {
+      // vllm/entrypoints/utils.py get_max_tokens: the rest of the context; a prompt that fills it
+      // leaves 0, which SamplingParams._verify_args refuses.
+      maxTokens = ctx - promptIds.length;
+      if (maxTokens < 1) throw bad(`max_tokens must be at least 1, got ${maxTokens}.`, 'max_tokens');
+    }
   }
   const minTokens = int(body, 'min_tokens', 0) ?? 0;
   if (maxTokens !== null && minTokens > maxTokens) throw bad(`min_tokens (${minTokens}) must not exceed max_tokens (${maxTokens})`, 'min_tokens');
