@@ -173,6 +173,8 @@ describe("the context length, as vLLM's OpenAI server checks it", () => {
    */
   function vllm(ctx: number, prompt: number, maxTokens: number | null): { maxTokens: number } | { message: string; param: string } {
     const out = maxTokens ?? 0;
+    // TokenizeParams.__post_init__, before the length check.
+    if (out > ctx) return { message: `max_tokens=${out}cannot be greater than max_model_len=max_total_tokens=${ctx}. Please request fewer output tokens.`, param: 'max_tokens' };
     if (prompt > ctx - out) return { message: `You passed ${prompt} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${ctx - out} tokens. Please reduce the length of the input prompt.`, param: 'input_tokens' };
     const budget = maxTokens ?? ctx - prompt;
     if (budget < 1) return { message: `max_tokens must be at least 1, got ${budget}.`, param: 'max_tokens' };
@@ -198,6 +200,7 @@ describe("the context length, as vLLM's OpenAI server checks it", () => {
       }),
     );
     expect(parse('completion', { model: 'qwen3', prompt: [1, 2, 3], max_tokens: 5 }, lookup(8)).maxTokens).toBe(5);
+    expect(refusal('chat', { model: 'qwen3', messages: [{ role: 'user', content: 'Hi' }], max_completion_tokens: 9000, max_tokens: 5 })).toEqual({ status: 400, message: 'max_completion_tokens=9000cannot be greater than max_model_len=max_total_tokens=4096. Please request fewer output tokens.', param: 'max_completion_tokens' });
     expect(refusal('chat', { model: 'qwen3', messages: [{ role: 'user', content: 'Hi' }] }, lookup(parse('chat', { model: 'qwen3', messages: [{ role: 'user', content: 'Hi' }] }).promptIds.length))).toEqual({ status: 400, message: 'max_tokens must be at least 1, got 0.', param: 'max_tokens' });
   });
 
