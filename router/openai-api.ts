@@ -27,6 +27,22 @@ export interface OpenAiDeps {
 /** Worker formats that can serve the front, in order of preference. */
 const TOKEN_FORMATS: FormatName[] = ['sglang', 'vllm'];
 
+/**
+ * The context length a request is checked against (request.ts: prompt + max_tokens ≤ it, and the
+ * default max_tokens is the rest), as the workers of `format` bound a request. vLLM's is
+ * max_model_len itself (vllm/renderers/params.py TokenizeParams._token_len_check), the smallest
+ * its probed workers report; SGLang's scheduler takes at most context_len − 1 (WorkerPool.maxReqLen).
+ */
+export function contextLengthFor(pool: Pick<WorkerPool, 'list' | 'maxReqLen'>, format: FormatName): number | null {
+  if (format !== 'vllm') return pool.maxReqLen(format);
+  let min: number | null = null;
+  for (const w of pool.list()) {
+    if (!w.probed || w.format !== 'vllm' || w.contextLength === null) continue;
+    if (min === null || w.contextLength < min) min = w.contextLength;
+  }
+  return min;
+}
+
 /** The model names the probed workers report. */
 export function reportedModels(pool: WorkerPool): string[] {
   const out = new Set<string>();
@@ -49,7 +65,7 @@ export function addOpenAiRoutes(routes: Routes, deps: OpenAiDeps): void {
 
   const contextLength = (model: string, tokLen: number | null): number | null => {
     const f = workerFormat(model);
-    return (f ? pool.maxReqLen(f.workers) : null) ?? tokLen;
+    return (f ? contextLengthFor(pool, f.workers) : null) ?? tokLen;
   };
 
   async function completion(kind: OpenAiKind, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -67,6 +67,7 @@ function libraryDecoder(cfg: DecoderConfig): LibraryDecoder {
 export class HfTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
+  readonly eosTokenId: number | null;
   readonly bosTokenId: number | null;
   readonly contextLength: number | null;
   readonly [DECODE_INTERNALS]: DecodeInternals;
@@ -129,6 +130,7 @@ export class HfTokenizer implements Tokenizer {
     const fromGen = isId(genEos) ? [genEos] : Array.isArray(genEos) ? genEos.filter(isId) : [];
     const cfgEos = idOf(tokenContent(config.eos_token));
     this.eosTokenIds = Object.freeze(fromGen.length > 0 ? fromGen : cfgEos === null ? [] : [cfgEos]);
+    this.eosTokenId = cfgEos;
     this.bosTokenId = idOf(tokenContent(config.bos_token));
     const maxLen = config.model_max_length;
     this.contextLength = typeof maxLen === 'number' && Number.isFinite(maxLen) && maxLen > 0 && maxLen < 1e7 ? Math.floor(maxLen) : null;

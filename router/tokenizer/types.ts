@@ -50,6 +50,12 @@ export interface Tokenizer {
   readonly vocabSize: number;
   /** generation_config.json eos_token_id (int or list) if present, else tokenizer_config eos_token's id. */
   readonly eosTokenIds: readonly number[];
+  /**
+   * tokenizer_config.json eos_token's id (HF's tokenizer.eos_token_id), null without one: the
+   * model's own EOS, which vLLM stops on apart from stop_token_ids (generation_config's other
+   * ids join those), so a finish on it reports `stop_reason: null` (docs/openai.md).
+   */
+  readonly eosTokenId: number | null;
   readonly bosTokenId: number | null;
   /** tokenizer_config model_max_length when sane (< 1e7), else null. */
   readonly contextLength: number | null;

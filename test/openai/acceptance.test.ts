@@ -166,7 +166,7 @@ it('bad input gets OpenAI error bodies the SDK understands; GET /v1/models lists
   expect(noMessages.message).toContain('messages: Field required');
   const long = await fail(s.client.completions.create({ model: MODEL, prompt: 'word '.repeat(100), max_tokens: 40_000 }));
   expect(long).toBeInstanceOf(OpenAI.BadRequestError);
-  expect(long.message).toMatch(/the model's context length is only \d+ tokens/);
+  expect(long.message).toMatch(/max_tokens=40000cannot be greater than max_model_len=max_total_tokens=\d+\. Please request fewer output tokens\./);
   const garbled = await fetch(`${s.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"messages": [' });
   expect(garbled.status).toBe(400);
   expect(((await garbled.json()) as { error: { message: string } }).error.message).toMatch(/not JSON/);

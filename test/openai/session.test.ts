@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { loadTokenizer } from '../../router/tokenizer/index.ts';
+import { IncrementalDecoder, loadTokenizer } from '../../router/tokenizer/index.ts';
 import { ClientSink } from '../../router/format/client-sink.ts';
 import { OpenAiSession, TextChunk } from '../../router/format/openai/session.ts';
 import { OPENAI_ERRORS } from '../../router/format/openai/index.ts';
@@ -43,9 +43,9 @@ class FakeRes extends EventEmitter {
   uncork(): void {}
 }
 
-function request(stops: string[], stream: boolean, kind: 'chat' | 'completion'): OpenAiRequest {
+function request(stops: string[], stream: boolean, kind: 'chat' | 'completion', minTokens = 0): OpenAiRequest {
   return {
-    kind, model: 'qwen3', tokenizer: tok, promptIds: [9707], promptText: 'Hello', maxTokens: 1000, minTokens: 0, stream, includeUsage: stream,
+    kind, model: 'qwen3', tokenizer: tok, promptIds: [9707], promptText: 'Hello', maxTokens: 1000, minTokens, stream, includeUsage: stream,
     sampling: { temperature: 1, top_p: 1, top_k: null, seed: null, stop_token_ids: [], ignore_eos: false, frequency_penalty: 0, presence_penalty: 0, repetition_penalty: null, logit_bias: null },
     stops, includeStopStr: false, logprobs: null, echo: false, skipSpecialTokens: true, spacesBetweenSpecialTokens: true,
   };
@@ -61,10 +61,10 @@ interface Result {
 }
 
 /** Serve `ids` through the session: attempts end at `cuts`, each attempt's frames hold `sizes` tokens (incremental). */
-function serve(ids: number[], cuts: number[], sizes: number[], stops: string[], stream: boolean, kind: 'chat' | 'completion'): Result {
+function serve(ids: number[], cuts: number[], sizes: number[], stops: string[], stream: boolean, kind: 'chat' | 'completion', minTokens = 0): Result {
   const res = new FakeRes();
   const sink = new ClientSink(res as unknown as ServerResponse, stream, {}, () => {}, OPENAI_ERRORS);
-  const s = new OpenAiSession(request(stops, stream, kind), SGLANG_TOKENS, { id: 'r', budget: 1000, startedAt: 0 }, sink);
+  const s = new OpenAiSession(request(stops, stream, kind, minTokens), SGLANG_TOKENS, { id: 'r', budget: 1000, startedAt: 0 }, sink);
   const bounds = [...new Set([0, ...cuts.filter((c) => c > 0 && c < ids.length), ids.length])].sort((a, b) => a - b);
   let k = 0;
   for (let i = 0; i + 1 < bounds.length; i++) {
@@ -150,6 +150,98 @@ describe("a text-only chunk's fixed frame", () => {
         const object: Record<string, unknown> = { ...head, choices: [choice] };
         if (usage) object.usage = null;
         expect(new TextChunk(head, kind, usage).json(text)).toBe(JSON.stringify(object));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe("stop_reason on a stop token, as vLLM's (v1 check_stop)", () => {
+  // Qwen3: tokenizer_config's eos_token is <|im_end|>; generation_config adds <|endoftext|>.
+  const imEnd = tok.encode('<|im_end|>', { addSpecialTokens: false })[0]!;
+  const endOfText = tok.encode('<|endoftext|>', { addSpecialTokens: false })[0]!;
+
+  /** Serve `ids` and a worker finish on `matched` (SGLang's frame); the answer's finish_reason and stop_reason. */
+  function finishOn(matched: number, ignoreEos: boolean, stream: boolean, kind: 'chat' | 'completion'): { finish: unknown; stopReason: unknown } {
+    const res = new FakeRes();
+    const sink = new ClientSink(res as unknown as ServerResponse, stream, {}, () => {}, OPENAI_ERRORS);
+    const req = request([], stream, kind);
+    req.sampling = { ...req.sampling, ignore_eos: ignoreEos };
+    const s = new OpenAiSession(req, SGLANG_TOKENS, { id: 'r', budget: 1000, startedAt: 0 }, sink);
+    const host: AttemptHost = { write: (d) => void sink.writeRaw(d), accept: () => true, firstFrame: () => {}, finished: () => {}, stopped: () => {}, failed: () => {} };
+    const a = s.attempt({ index: 0, rid: 'r', replayed: [], remaining: null, minTokens: 0 }, { url: 'w', incremental: true, modelPath: null }, host, false, {});
+    const ids = [...tok.encode(' Hi', { addSpecialTokens: false }), matched];
+    const f = Buffer.from(`data: ${JSON.stringify({ output_ids: ids, meta_info: { completion_tokens: ids.length, finish_reason: { type: 'stop', matched } } })}\n\n`);
+    a.onFrame(f, 0, f.length);
+    s.commit(a);
+    const bodies = stream ? res.body.split('\n\n').filter((x) => x.startsWith('data: {')).map((x) => JSON.parse(x.slice(6))) : [JSON.parse(res.body)];
+    const last = bodies.flatMap((b) => b.choices).at(-1);
+    return { finish: last.finish_reason, stopReason: last.stop_reason };
+  }
+
+  it("is null on the tokenizer's EOS, the id on generation_config's other EOS ids and on stop_token_ids, the id on EOS with ignore_eos", () => {
+    expect(tok.eosTokenId).toBe(imEnd);
+    for (const stream of [false, true]) {
+      for (const kind of ['chat', 'completion'] as const) {
+        expect(finishOn(imEnd, false, stream, kind)).toEqual({ finish: 'stop', stopReason: null });
+        expect(finishOn(endOfText, false, stream, kind)).toEqual({ finish: 'stop', stopReason: endOfText });
+        expect(finishOn(42, false, stream, kind)).toEqual({ finish: 'stop', stopReason: 42 });
+        // ignore_eos: vLLM has no eos_token_id then; a stop_token_ids entry naming EOS reports it.
+        expect(finishOn(imEnd, true, stream, kind)).toEqual({ finish: 'stop', stopReason: imEnd });
+      }
+    }
+  });
+});
+
+describe("min_tokens gates stop strings as vLLM's detokenizer does", () => {
+  /**
+   * vLLM's BaseIncrementalDetokenizer.update and check_stop_strings, transcribed for one token at a
+   * time: the text of tokens 1..min_tokens moves the search offset past it; after them, each new
+   * piece is searched from len(stop) - 1 characters before it. Baton's end-of-output flush of
+   * held bytes counts as the last token's text.
+   */
+  function vllm(ids: number[], stop: string, minTokens: number): Result {
+    const d = new IncrementalDecoder(tok, { skipSpecialTokens: true, cleanUpTokenizationSpaces: false });
+    let out = '';
+    const check = (offset: number): number => (out.length - offset > 0 ? out.indexOf(stop, Math.max(0, offset - stop.length + 1)) : -1);
+    for (let k = 1; k <= ids.length; k++) {
+      let offset = out.length;
+      out += d.pushOne(ids[k - 1]!);
+      if (minTokens > 0 && k <= minTokens) offset = out.length;
+      const at = k > minTokens ? check(offset) : -1;
+      if (at >= 0) return { text: out.slice(0, at), finish: 'stop', completionTokens: k };
+    }
+    const offset = ids.length > minTokens ? out.length : Infinity;
+    out += d.flush();
+    const at = offset === Infinity ? -1 : check(offset);
+    return at >= 0 ? { text: out.slice(0, at), finish: 'stop', completionTokens: ids.length } : { text: out, finish: 'length', completionTokens: ids.length };
+  }
+
+  it('no stop string ends within the first min_tokens tokens; one that starts there and ends after matches', () => {
+    const ids = tok.encode('Hello world, world', { addSpecialTokens: false });
+    expect(ids.map((id) => dec([id]))).toEqual(['Hello', ' world', ',', ' world']);
+    expect(serve(ids, [], [1], ['world'], false, 'completion', 2)).toEqual({ text: 'Hello world, ', finish: 'stop', completionTokens: 4 });
+    expect(serve(ids, [], [4], ['world'], true, 'chat', 1)).toEqual({ text: 'Hello ', finish: 'stop', completionTokens: 2 });
+    // 'o w' starts in token 1's text and ends in token 2's: found once token 2 is past min_tokens.
+    expect(serve(ids, [], [1], ['o w'], false, 'completion', 1)).toEqual({ text: 'Hell', finish: 'stop', completionTokens: 2 });
+    expect(serve(ids, [], [1], ['o w'], false, 'completion', 2)).toEqual({ text: 'Hello world, world', finish: 'length', completionTokens: 4 });
+    for (const [stop, min] of [['world', 2], ['o w', 1], ['o w', 2], ['ld,', 2], ['ld,', 3]] as const) {
+      expect(serve(ids, [], [1], [stop], false, 'completion', min)).toEqual(vllm(ids, stop, min));
+    }
+  });
+
+  it('the answer is vLLM\'s for every min_tokens, whatever the frames and migration points', () => {
+    fc.assert(
+      fc.property(idsArb, fc.nat(), fc.integer({ min: 1, max: 6 }), fc.nat(64), fc.array(fc.nat(60), { maxLength: 3 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 5 }), fc.boolean(), fc.constantFrom<'chat' | 'completion'>('chat', 'completion'), (ids, startSeed, len, minSeed, cuts, sizes, stream, kind) => {
+        const full = dec(ids);
+        fc.pre(full.length > 0);
+        const start = startSeed % full.length;
+        const stop = full.slice(start, start + len);
+        fc.pre(stop.length > 0 && !stop.includes('\uFFFD'));
+        const minTokens = minSeed % (ids.length + 2);
+        const want = vllm(ids, stop, minTokens);
+        expect(serve(ids, [], [1], [stop], true, kind, minTokens)).toEqual(want);
+        expect(serve(ids, cuts, sizes, [stop], stream, kind, minTokens)).toEqual(want);
       }),
       { numRuns: RUNS },
     );

@@ -45,6 +45,8 @@ describe('loadTokenizer', () => {
     expect(loadTokenizer(list, 'q').eosTokenIds).toEqual([151645, 151643]);
     const one = modelDir('gen-one', QWEN3_DIR, { 'tokenizer_config.json': config, 'generation_config.json': { eos_token_id: 151643 } });
     expect(loadTokenizer(one, 'q').eosTokenIds).toEqual([151643]);
+    // The tokenizer's own EOS stays tokenizer_config's (vLLM's eos_token_id; the rest are stop ids).
+    expect([loadTokenizer(list, 'q').eosTokenId, loadTokenizer(one, 'q').eosTokenId, qwen.eosTokenId, llama.eosTokenId]).toEqual([151645, 151645, 151645, 128009]);
   });
 });
 

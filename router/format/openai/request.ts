@@ -163,6 +163,8 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
   let promptText: string;
   let logprobs: number | null;
   let maxTokens: number | null;
+  /** The field the budget came from, for vLLM's error param. */
+  let budgetParam = 'max_tokens';
   let echo = false;
   if (kind === 'completion') {
     echo = bool(body, 'echo', false);
@@ -193,18 +195,27 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
     const top = int(body, 'top_logprobs', 0, 20);
     if (top !== null && top > 0 && !want) throw bad('top_logprobs needs logprobs: true', 'top_logprobs');
     logprobs = want ? (top ?? 0) : null;
-    maxTokens = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? int(body, 'max_completion_tokens', 0) : int(body, 'max_tokens', 0);
+    if (body.max_completion_tokens !== undefined && body.max_completion_tokens !== null) budgetParam = 'max_completion_tokens';
+    maxTokens = int(body, budgetParam, 0);
   }
   if (promptIds.length === 0) throw bad('the prompt has no tokens', kind === 'chat' ? 'messages' : 'prompt');
 
   const ctx = models.contextLength(model, tok);
   if (ctx !== null) {
+    // vLLM's check, wording and param: vllm/renderers/params.py TokenizeParams._token_len_check
+    // (the prompt may take the context less the requested output; no output asked: all of it).
     const out = maxTokens ?? 0;
-    if (promptIds.length >= ctx || promptIds.length + out > ctx) {
-      // vLLM's wording and param: vllm/renderers/params.py TokenizeParams._token_len_check (017638d7).
-      throw bad(`You passed ${promptIds.length} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${Math.max(0, ctx - out)} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
+    // TokenizeParams.__post_init__ first, in vLLM's words (the missing space is theirs).
+    if (out > ctx) throw bad(`${budgetParam}=${out}cannot be greater than max_model_len=max_total_tokens=${ctx}. Please request fewer output tokens.`, budgetParam);
+    if (promptIds.length > ctx - out) {
+      throw bad(`You passed ${promptIds.length} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${ctx - out} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
     }
-    maxTokens ??= ctx - promptIds.length;
+    if (maxTokens === null) {
+      // vllm/entrypoints/utils.py get_max_tokens: the rest of the context; a prompt that fills it
+      // leaves 0, which SamplingParams._verify_args refuses.
+      maxTokens = ctx - promptIds.length;
+      if (maxTokens < 1) throw bad(`max_tokens must be at least 1, got ${maxTokens}.`, 'max_tokens');
+    }
   }
   const minTokens = int(body, 'min_tokens', 0) ?? 0;
   if (maxTokens !== null && minTokens > maxTokens) throw bad(`min_tokens (${minTokens}) must not exceed max_tokens (${maxTokens})`, 'min_tokens');

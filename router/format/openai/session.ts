@@ -5,13 +5,15 @@
 // text is a pure function of the logical ids, so a migrated answer equals the uninterrupted one.
 //
 // Tokens are taken one at a time: a stop string ends the output at the token that completes it,
-// whatever the frames' batching, as vLLM's detokenizer checks after every token.
+// whatever the frames' batching, as vLLM's detokenizer checks after every token; none can before
+// min_tokens output tokens exist (counted over the logical request, so over attempts too).
 import type { Failure } from '../../migration/failure.ts';
-import { IncrementalDecoder, StopMatcher } from '../../tokenizer/index.ts';
+import { IncrementalDecoder } from '../../tokenizer/index.ts';
 import type { ClientSink } from '../client-sink.ts';
 import { readJsonFrame, unhandledFrame } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
+import { GatedStopMatcher } from './stops.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
   return { error: { message, type, param, code: status } };
@@ -166,7 +168,7 @@ export class OpenAiSession implements FormatSession {
   readonly rendersOwnText = true;
   attemptHeaders: Record<string, string> = {};
   private readonly decoder: IncrementalDecoder;
-  private readonly matcher: StopMatcher | null;
+  private readonly matcher: GatedStopMatcher | null;
   /**
    * Text decided but not yet written to a streaming client (a unary answer's whole text), and
    * its tokens' logprobs.
@@ -195,7 +197,7 @@ export class OpenAiSession implements FormatSession {
     // vLLM's detokenizers never apply clean_up_tokenization_spaces (docs/tokenizer.md): the text
     // an OpenAI client gets from vLLM or SGLang for the same ids.
     this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens, cleanUpTokenizationSpaces: false });
-    this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops, { includeStop: req.includeStopStr }) : null;
+    this.matcher = req.stops.length > 0 ? new GatedStopMatcher(req.stops, req.includeStopStr) : null;
     this.created = Math.floor(info.startedAt / 1000);
     this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
     if (req.echo) this.textOffset = req.promptText.length;
@@ -245,7 +247,8 @@ export class OpenAiSession implements FormatSession {
         this.pendingText += piece;
         continue;
       }
-      const { emit, stop } = this.matcher.push(piece);
+      // vLLM searches no stop string until min_tokens output tokens exist (stops.ts).
+      const { emit, stop } = this.matcher.push(piece, this.produced > this.req.minTokens);
       this.pendingText += emit;
       if (stop !== null) {
         this.finishWith({ reason: 'stop', stopReason: stop });
@@ -258,7 +261,18 @@ export class OpenAiSession implements FormatSession {
 
   /** The worker finished: whatever the decoder and the matcher held back is text now. */
   finishFromWorker(f: TokenFinish): void {
-    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? f.matched : null });
+    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? this.stopTokenReason(f.matched) : null });
+  }
+
+  /**
+   * vLLM's `stop_reason` for a finish on token `id` (v1 check_stop): null on the tokenizer's own
+   * EOS, which vLLM checks apart from stop_token_ids (unless ignore_eos), else the id; the other
+   * generation_config EOS ids are stop_token_ids there (SamplingParams.update_from_generation_config).
+   * SGLang names the EOS it stopped on; vLLM's worker reports null for it already.
+   */
+  private stopTokenReason(id: number | null): number | null {
+    if (id === null) return null;
+    return id === this.req.tokenizer.eosTokenId && !this.req.sampling.ignore_eos ? null : id;
   }
 
   /**
@@ -271,7 +285,7 @@ export class OpenAiSession implements FormatSession {
       this.pendingText += rest;
       return null;
     }
-    const { emit, stop } = this.matcher.push(rest);
+    const { emit, stop } = this.matcher.push(rest, this.produced > this.req.minTokens);
     this.pendingText += emit;
     if (stop !== null) return { reason: 'stop', stopReason: stop };
     this.pendingText += this.matcher.flush();
