@@ -8,6 +8,9 @@
 //   completed; that is the same whenever one token completes at most one stop string.
 // - only the longest tail that could still begin a stop string is held back (vLLM holds a fixed
 //   max(len(stop)) - 1 characters while streaming); the text handed out is the same.
+// vLLM's min_tokens gate (BaseIncrementalDetokenizer.update: no search until min_tokens output
+// tokens exist) is `push(text, false)`: that text is never searched on its own, but a stop string
+// that starts in it and ends in later text matches (the output is then cut where it starts).
 
 export interface StopResult {
   /** Text that is now safe to send: no stop string can start inside it. */
@@ -18,7 +21,6 @@ export interface StopResult {
 
 export class StopMatcher {
   private readonly stops: readonly string[];
-  private readonly longest: number;
   private held = '';
   private done = false;
   private hit: string | null = null;
@@ -26,7 +28,6 @@ export class StopMatcher {
   /** `includeStop`: keep the stop string in the output (vLLM's include_stop_str_in_output). Empty stop strings are ignored. */
   constructor(stops: readonly string[], private readonly opts: { includeStop?: boolean } = {}) {
     this.stops = stops.filter((s) => s.length > 0);
-    this.longest = this.stops.reduce((n, s) => Math.max(n, s.length), 0);
   }
 
   /** The stop string that ended the output, once one has. */
@@ -34,21 +35,27 @@ export class StopMatcher {
     return this.hit;
   }
 
-  push(text: string): StopResult {
+  /**
+   * The next text. `search` false (min_tokens not reached yet): no stop string may end in it,
+   * though one may start in it.
+   */
+  push(text: string, search = true): StopResult {
     if (this.done) return { emit: '', stop: null };
     if (this.stops.length === 0) return { emit: text, stop: null };
     const buf = this.held + text;
-    // Only a match that ends in the new text can be new: search from longest - 1 chars before it.
-    const from = Math.max(0, this.held.length - (this.longest - 1));
     let best = -1;
     let bestEnd = Infinity;
     let bestStop: string | null = null;
-    for (const stop of this.stops) {
-      const at = buf.indexOf(stop, from);
-      if (at >= 0 && at + stop.length < bestEnd) {
-        best = at;
-        bestEnd = at + stop.length;
-        bestStop = stop;
+    if (search && text.length > 0) {
+      for (const stop of this.stops) {
+        // Only a match that ends in the new text counts: the held text may hold a whole stop
+        // string that the gate kept from matching.
+        const at = buf.indexOf(stop, Math.max(0, this.held.length - stop.length + 1));
+        if (at >= 0 && at + stop.length < bestEnd) {
+          best = at;
+          bestEnd = at + stop.length;
+          bestStop = stop;
+        }
       }
     }
     if (bestStop !== null) {

@@ -95,3 +95,38 @@ describe('StopMatcher', () => {
     }
   });
 });
+
+describe("StopMatcher with vLLM's min_tokens gate (push(text, false))", () => {
+  const small = fc.string({ unit: fc.constantFrom('a', 'b', 'c', 'd'), maxLength: 6 });
+  const stopsArb = fc.array(fc.string({ unit: fc.constantFrom('a', 'b', 'c'), minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 });
+
+  it('matches only what ends after the gate, however the gated and the searched text are cut', () => {
+    fc.assert(
+      fc.property(stopsArb, fc.array(small, { maxLength: 6 }), fc.array(small, { maxLength: 6 }), fc.boolean(), (stops, gatedPieces, searchedPieces, includeStop) => {
+        const g = gatedPieces.join('');
+        const all = g + searchedPieces.join('');
+        // The reference: the match ending first after the gate's end, ties to the first listed.
+        let best: { at: number; end: number; stop: string } | null = null;
+        for (const stop of stops) {
+          const at = all.indexOf(stop, Math.max(0, g.length - stop.length + 1));
+          if (at >= 0 && (best === null || at + stop.length < best.end)) best = { at, end: at + stop.length, stop };
+        }
+        const m = new StopMatcher(stops, { includeStop });
+        let out = '';
+        let stop: string | null = null;
+        for (const p of gatedPieces) out += m.push(p, false).emit;
+        for (const p of searchedPieces) {
+          const r = m.push(p);
+          out += r.emit;
+          if (r.stop !== null) {
+            stop = r.stop;
+            break;
+          }
+        }
+        if (stop === null) out += m.flush();
+        expect({ out, stop }).toEqual(best === null ? { out: all, stop: null } : { out: all.slice(0, includeStop ? best.end : best.at), stop: best.stop });
+      }),
+      { numRuns: runs() },
+    );
+  });
+});

@@ -8,12 +8,11 @@
 // whatever the frames' batching, as vLLM's detokenizer checks after every token; none can before
 // min_tokens output tokens exist (counted over the logical request, so over attempts too).
 import type { Failure } from '../../migration/failure.ts';
-import { IncrementalDecoder } from '../../tokenizer/index.ts';
+import { IncrementalDecoder, StopMatcher } from '../../tokenizer/index.ts';
 import type { ClientSink } from '../client-sink.ts';
 import { readJsonFrame, unhandledFrame } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
-import { GatedStopMatcher } from './stops.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
   return { error: { message, type, param, code: status } };
@@ -168,7 +167,7 @@ export class OpenAiSession implements FormatSession {
   readonly rendersOwnText = true;
   attemptHeaders: Record<string, string> = {};
   private readonly decoder: IncrementalDecoder;
-  private readonly matcher: GatedStopMatcher | null;
+  private readonly matcher: StopMatcher | null;
   /**
    * Text decided but not yet written to a streaming client (a unary answer's whole text), and
    * its tokens' logprobs.
@@ -197,7 +196,7 @@ export class OpenAiSession implements FormatSession {
     // vLLM's detokenizers never apply clean_up_tokenization_spaces (docs/tokenizer.md): the text
     // an OpenAI client gets from vLLM or SGLang for the same ids.
     this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens, cleanUpTokenizationSpaces: false });
-    this.matcher = req.stops.length > 0 ? new GatedStopMatcher(req.stops, req.includeStopStr) : null;
+    this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops, { includeStop: req.includeStopStr }) : null;
     this.created = Math.floor(info.startedAt / 1000);
     this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
     if (req.echo) this.textOffset = req.promptText.length;
@@ -247,7 +246,7 @@ export class OpenAiSession implements FormatSession {
         this.pendingText += piece;
         continue;
       }
-      // vLLM searches no stop string until min_tokens output tokens exist (stops.ts).
+      // vLLM searches no stop string until min_tokens output tokens exist (stop.ts).
       const { emit, stop } = this.matcher.push(piece, this.produced > this.req.minTokens);
       this.pendingText += emit;
       if (stop !== null) {
