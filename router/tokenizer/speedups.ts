@@ -137,8 +137,9 @@ export function speedUpPreTokenizer(pre: unknown): void {
     for (const inner of (pre as unknown as { tokenizers: unknown[] }).tokenizers) speedUpPreTokenizer(inner);
   } else if (pre instanceof SplitPreTokenizer) {
     const s = pre as unknown as SplitFields;
-    // Only the library's regex_split branch (not inverted, not "removed").
-    if (s.pattern !== null && !s.config.invert && s.config.behavior?.toLowerCase() !== 'removed') {
+    // Only the library's regex_split branch (not inverted, not "removed"), with its global
+    // pattern (exec walks by lastIndex only with the g flag; the library compiles every one so).
+    if (s.pattern !== null && s.pattern.global && !s.config.invert && s.config.behavior?.toLowerCase() !== 'removed') {
       const pattern = s.pattern;
       s.pre_tokenize_text = (text) => isolatedSplit(text, pattern);
     }
