@@ -4,7 +4,7 @@
 import type { Failure } from '../migration/failure.ts';
 import { FrameKind, classifyFrame, framePayload } from './sglang/sse.ts';
 import { isObject } from './json.ts';
-import type { JsonObject } from './types.ts';
+import type { AttemptHost, AttemptSpec, FormatAttempt, JsonObject } from './types.ts';
 
 export type ReadFrame = { chunk: JsonObject } | { failure: Failure } | null;
 
@@ -31,4 +31,72 @@ export function protocol(message: string): Failure {
 /** A frame the router could not handle (a bug must neither crash the process nor hang the request). */
 export function unhandledFrame(err: unknown): Failure {
   return protocol(`router could not handle a frame: ${(err as Error).message}`);
+}
+
+/**
+ * What the attempts that parse every frame as JSON (vLLM's, the OpenAI front's) share: their
+ * tokens, frame count, cache hits and finish, and one frame's way from bytes to `onChunk`. A
+ * frame that is not JSON, a [DONE] before a finish (`done` says what that means for the format)
+ * and a frame the format's code throws on all fail the attempt, never the process.
+ */
+export abstract class JsonFrameAttempt implements FormatAttempt {
+  ids: number[] = [];
+  frames = 0;
+  cached: number | null = null;
+  finish: string | null = null;
+  protected ended = false;
+
+  constructor(
+    readonly spec: AttemptSpec,
+    protected readonly host: AttemptHost,
+    private readonly done: { message: string; evidence: string },
+  ) {}
+
+  abstract get weightVersion(): string | null;
+
+  /** One parsed frame of the attempt (bytes [start, end) of buf, for a format that keeps them). */
+  protected abstract onChunk(chunk: JsonObject, buf: Buffer, start: number, end: number): void;
+
+  get tokens(): number {
+    return this.ids.length;
+  }
+
+  get sawFrame(): boolean {
+    return this.frames > 0;
+  }
+
+  get cachedTokens(): number | null {
+    return this.cached;
+  }
+
+  get sawText(): boolean {
+    return false;
+  }
+
+  finishReason(): string | null {
+    return this.finish;
+  }
+
+  progressTokens(): number {
+    return this.ids.length;
+  }
+
+  settle(): void {}
+
+  protected fail(f: Failure): void {
+    this.ended = true;
+    this.host.failed(f);
+  }
+
+  onFrame(buf: Buffer, start: number, end: number): void {
+    if (this.ended) return;
+    try {
+      const r = readJsonFrame(buf, start, end, this.done);
+      if (r === null) return;
+      if ('failure' in r) this.fail(r.failure);
+      else this.onChunk(r.chunk, buf, start, end);
+    } catch (err) {
+      this.fail(unhandledFrame(err));
+    }
+  }
 }

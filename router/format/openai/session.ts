@@ -10,7 +10,7 @@
 import type { Failure } from '../../migration/failure.ts';
 import { IncrementalDecoder, StopMatcher } from '../../tokenizer/index.ts';
 import type { ClientSink } from '../client-sink.ts';
-import { readJsonFrame, unhandledFrame } from '../frames.ts';
+import { JsonFrameAttempt } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
 
@@ -50,73 +50,24 @@ export class TextChunk {
   }
 }
 
-export class OpenAiAttempt implements FormatAttempt {
-  ids: number[] = [];
-  frames = 0;
-  cached: number | null = null;
+export class OpenAiAttempt extends JsonFrameAttempt {
   version: string | null = null;
-  finish: string | null = null;
-  private ended = false;
 
   constructor(
     private readonly session: OpenAiSession,
-    readonly spec: AttemptSpec,
-    private readonly host: AttemptHost,
+    spec: AttemptSpec,
+    host: AttemptHost,
     private readonly reader: TokenReader,
-  ) {}
-
-  get tokens(): number {
-    return this.ids.length;
-  }
-
-  get sawFrame(): boolean {
-    return this.frames > 0;
-  }
-
-  get cachedTokens(): number | null {
-    return this.cached;
+  ) {
+    super(spec, host, DONE);
   }
 
   get weightVersion(): string | null {
     return this.version;
   }
 
-  get sawText(): boolean {
-    return false;
-  }
-
-  finishReason(): string | null {
-    return this.finish;
-  }
-
-  progressTokens(): number {
-    return this.ids.length;
-  }
-
-  settle(): void {}
-
-  private fail(f: Failure): void {
-    this.ended = true;
-    this.host.failed(f);
-  }
-
-  onFrame(buf: Buffer, start: number, end: number): void {
-    if (this.ended) return;
-    try {
-      this.handle(buf, start, end);
-    } catch (err) {
-      this.fail(unhandledFrame(err));
-    }
-  }
-
-  private handle(buf: Buffer, start: number, end: number): void {
-    const r = readJsonFrame(buf, start, end, DONE);
-    if (r === null) return;
-    if ('failure' in r) {
-      this.fail(r.failure);
-      return;
-    }
-    const f = this.reader.read(r.chunk);
+  protected onChunk(chunk: JsonObject): void {
+    const f = this.reader.read(chunk);
     if (f.kind === 'skip') return;
     if (f.kind === 'failed') {
       this.fail(f.failure);

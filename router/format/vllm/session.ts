@@ -6,7 +6,7 @@
 import type { Failure } from '../../migration/failure.ts';
 import type { ClientSink } from '../client-sink.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, Json, JsonObject, WorkerView } from '../types.ts';
-import { readJsonFrame, unhandledFrame } from '../frames.ts';
+import { JsonFrameAttempt } from '../frames.ts';
 import { classifyVllmError, classifyVllmFinish } from './failure.ts';
 import type { VllmRequest } from './request.ts';
 import { appendAll, isObject } from '../json.ts';
@@ -18,37 +18,22 @@ const ENGINE_PREFIX = 'generate-tokens-';
  */
 const DONE = { message: 'stream ended ([DONE]) without a finished choice', evidence: '[DONE] before a choice with a finish_reason' };
 
-export class VllmAttempt implements FormatAttempt {
-  ids: number[] = [];
+export class VllmAttempt extends JsonFrameAttempt {
   logprobs: Json[] = [];
-  frames = 0;
-  finish: string | null = null;
   lastChunk: JsonObject | null = null;
-  cached: number | null = null;
   /** `weight_versions` spans of this attempt (token offsets within it). */
   spans: JsonObject[] = [];
   /** The error frame of a refusal, to pass through (parsed, and the bytes as the worker wrote them). */
   errorFrame: JsonObject | null = null;
   errorRaw: Buffer | null = null;
-  private ended = false;
 
   constructor(
     private readonly session: VllmSession,
-    readonly spec: AttemptSpec,
-    private readonly host: AttemptHost,
+    spec: AttemptSpec,
+    host: AttemptHost,
     private readonly headers: Record<string, string>,
-  ) {}
-
-  get tokens(): number {
-    return this.ids.length;
-  }
-
-  get sawFrame(): boolean {
-    return this.frames > 0;
-  }
-
-  get cachedTokens(): number | null {
-    return this.cached;
+  ) {
+    super(spec, host, DONE);
   }
 
   get weightVersion(): string | null {
@@ -56,42 +41,7 @@ export class VllmAttempt implements FormatAttempt {
     return last && typeof last.version === 'string' ? last.version : null;
   }
 
-  get sawText(): boolean {
-    return false;
-  }
-
-  finishReason(): string | null {
-    return this.finish;
-  }
-
-  progressTokens(): number {
-    return this.ids.length;
-  }
-
-  settle(): void {}
-
-  private fail(f: Failure): void {
-    this.ended = true;
-    this.host.failed(f);
-  }
-
-  onFrame(buf: Buffer, start: number, end: number): void {
-    if (this.ended) return;
-    try {
-      this.handle(buf, start, end);
-    } catch (err) {
-      this.fail(unhandledFrame(err));
-    }
-  }
-
-  private handle(buf: Buffer, start: number, end: number): void {
-    const r = readJsonFrame(buf, start, end, DONE);
-    if (r === null) return;
-    if ('failure' in r) {
-      this.fail(r.failure);
-      return;
-    }
-    const chunk = r.chunk;
+  protected onChunk(chunk: JsonObject, buf: Buffer, start: number, end: number): void {
     if (chunk.error !== undefined && !Array.isArray(chunk.choices)) {
       const f = classifyVllmError(chunk.error);
       if (f.kind === 'validation') {
