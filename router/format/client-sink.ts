@@ -72,7 +72,7 @@ export class ClientSink {
   }
 
   writeChunk(chunk: unknown): boolean {
-    return this.writeRaw(sseFrame(JSON.stringify(chunk)));
+    return this.writeJson(JSON.stringify(chunk));
   }
 
   /** A frame whose JSON the caller wrote already. */
