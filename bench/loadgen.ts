@@ -46,7 +46,7 @@ export interface RunResult {
   chunks: number;
   /** Time to first body chunk, µs. */
   ttft: HistogramData;
-  /** Time between consecutive body chunks of one response, µs. */
+  /** Time between the ends of consecutive SSE frames of one response, µs (0 within a chunk). */
   gap: HistogramData;
   /** This process's CPU during the run, µs. */
   cpuUs: number;
@@ -80,6 +80,8 @@ export interface RecordsResult {
 
 const COMPLETION_KEY = Buffer.from('"completion_tokens":');
 const TAIL_BYTES = 1024;
+const LF = 0x0a;
+const LFLF = Buffer.from('\n\n');
 const MAX_ERROR_SAMPLES = 5;
 
 /** completion_tokens of the last chunk in `buf` (SGLang's meta_info, vLLM's usage frame), or -1. */
@@ -114,11 +116,33 @@ class Run {
   }
 }
 
+/** How many SSE frames end in `chunk` (a blank line); `lfAtEnd`: the chunk before ended with a lone LF. */
+export function frameEnds(chunk: Buffer, lfAtEnd: boolean): number {
+  let ends = 0;
+  let from = 0;
+  if (lfAtEnd && chunk[0] === LF) {
+    ends++;
+    from = 1;
+  }
+  for (let i = chunk.indexOf(LFLF, from); i >= 0; i = chunk.indexOf(LFLF, i + 2)) ends++;
+  return ends;
+}
+
+/** The chunk ends with an LF that does not end a blank line (the frame's end may be in the next). */
+export function endsWithLoneLf(chunk: Buffer): boolean {
+  const n = chunk.length;
+  return n > 0 && chunk[n - 1] === LF && !(n > 1 && chunk[n - 2] === LF);
+}
+
 /** One request as an undici dispatch handler: timestamps every body chunk, keeps only the tail. */
 class Call implements Dispatcher.DispatchHandler {
   private status = 0;
   private first = true;
+  /** When the last whole frame arrived. */
   private last = 0;
+  private frames = 0;
+  /** The last chunk ended with a lone LF: a frame ends if the next starts with one. */
+  private lfAtEnd = false;
   private maxWait = 0;
   private ttftUs = 0;
   /**
@@ -150,12 +174,21 @@ class Call implements Dispatcher.DispatchHandler {
       this.ttftUs = (now - this.t0) * 1000;
       this.maxWait = this.ttftUs;
       r.ttft.add(this.ttftUs);
-    } else {
-      const us = (now - this.last) * 1000;
-      r.gap.add(us);
-      if (us > this.maxWait) this.maxWait = us;
     }
-    this.last = now;
+    // Inter-frame gaps: the time between the ends of consecutive SSE frames, as a client reading
+    // tokens sees them. Frames that came in one chunk are 0 apart; a chunk that ends no frame adds
+    // none. (Per frame, not per chunk: a proxy that writes a read's frames as one chunk, and one
+    // that writes them one by one in the same packet, deliver the same tokens at the same times.)
+    const ends = frameEnds(chunk, this.lfAtEnd);
+    this.lfAtEnd = endsWithLoneLf(chunk);
+    for (let k = 0; k < ends; k++) {
+      if (this.frames++ > 0) {
+        const us = k === 0 ? (now - this.last) * 1000 : 0;
+        r.gap.add(us);
+        if (us > this.maxWait) this.maxWait = us;
+      }
+      this.last = now;
+    }
     r.bytes += chunk.length;
     r.chunks++;
     if (this.counts) this.counts.bytes += chunk.length;

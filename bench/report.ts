@@ -539,7 +539,7 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
     const value = judged === 'W3'
       ? `n/a (${notPinned}; shared layout: ${figure}, not judged)`
       : `${figure}${streams ? ` at ${streams} streams` : ''}${saturated ? ` (not judged: direct's own p99 is ${d3!.gapMs.p99.toFixed(0)} ms at a ${interval} ms interval, CPU 0 is saturated)` : ''}`;
-    out.push({ workload: 'W3-pinned', what: 'added p99 inter-chunk latency vs direct, pinned layout', limit: '≤ 10 ms', value, met: judged === 'W3' || saturated ? null : le(added, 10) });
+    out.push({ workload: 'W3-pinned', what: 'added p99 inter-frame latency vs direct, pinned layout', limit: '≤ 10 ms', value, met: judged === 'W3' || saturated ? null : le(added, 10) });
   }
   const w3 = find(fs, 'W3', 'baton') ?? find(fs, 'W3-pinned', 'baton');
   // Memory: what Baton retains after a full GC when its memory run has it (its RSS also holds
@@ -619,7 +619,7 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   lines.push(`Settings: ${Object.entries(info.settings).map(([k, v]) => `${k} ${v}`).join('; ')}.`);
   lines.push(`Layouts: rows without a suffix ran on the shared layout (every process on every CPU, the box saturated as the scheduler has it); \`-pinned\` rows on the pinned layout (the proxy under test alone on CPU 1; the workers, the load generator and the bench on CPU 0: as deployed, where the workers have hosts of their own)${pinnedMissing ? ` — not run here: ${pinnedMissing}` : ''}. W4's two parts are its own layouts (saturated: shared; paced: the router on a CPU of its own).`);
   lines.push('');
-  lines.push('| workload | target | req/s | tokens/s | MB/s | CPU µs/req | CPU µs/token | proxy cores | TTFT p50 / p99 ms | +TTFT p50 / p99 ms | inter-chunk p50 / p99 ms | +inter-chunk p50 / p99 ms | KiB/stream | errors |');
+  lines.push('| workload | target | req/s | tokens/s | MB/s | CPU µs/req | CPU µs/token | proxy cores | TTFT p50 / p99 ms | +TTFT p50 / p99 ms | inter-frame p50 / p99 ms | +inter-frame p50 / p99 ms | KiB/stream | errors |');
   lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const f of fs) {
     const added = (a: { p50: number; p99: number } | null) => (a ? `${signed(a.p50)} / ${signed(a.p99)}` : '–');

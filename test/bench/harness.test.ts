@@ -6,7 +6,8 @@ import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
 import { buildComparisons, checks, figuresOf, gapLabel, markdown, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, verdictLines, type RunInfo, type Sample } from '../../bench/report.ts';
 import { pinningFor } from '../../bench/run.ts';
-import { lastCompletionTokens } from '../../bench/loadgen.ts';
+import { endsWithLoneLf, frameEnds, lastCompletionTokens } from '../../bench/loadgen.ts';
+import fc from 'fast-check';
 import { attemptKey, previousAttemptKey, ridOf } from '../../bench/proxy-probe.ts';
 import { parseRefs, refTargetName } from '../../bench/ref-build.ts';
 import { alternateBuilds, isBatonRef, ridTag, targetLabel, type TargetName } from '../../bench/targets.ts';
@@ -153,7 +154,7 @@ describe('figures and ratios', () => {
       return h.toJSON();
     };
     const w3 = (workload: 'W3' | 'W3-pinned', target: Sample['target'], gapMs: number) => sample({ workload, target, tokenIntervalMs: 100, concurrency: 2000, proxyCpuUs: target === 'direct' ? null : 1, gap: at(gapMs) });
-    const judge = (samples: Sample[], pinnedMissing?: string) => checks(summarize(samples), [], true, samples, [], [], pinnedMissing).find((c) => c.what.includes('inter-chunk'))!;
+    const judge = (samples: Sample[], pinnedMissing?: string) => checks(summarize(samples), [], true, samples, [], [], pinnedMissing).find((c) => c.what.includes('inter-frame'))!;
     const judged = judge([w3('W3', 'direct', 300), w3('W3', 'baton', 400), w3('W3-pinned', 'direct', 120), w3('W3-pinned', 'baton', 125)]);
     expect(judged.met).toBe(true);
     expect(judged.workload).toBe('W3-pinned');
@@ -278,6 +279,29 @@ describe('load generator parsing', () => {
     const tail = Buffer.from('data: {"output_ids":[1],"meta_info":{"completion_tokens":31}}\n\ndata: {"meta_info":{"completion_tokens": 32,"x":1}}\n\ndata: [DONE]\n\n');
     expect(lastCompletionTokens(tail)).toBe(32);
     expect(lastCompletionTokens(Buffer.from('data: [DONE]\n\n'))).toBe(-1);
+  });
+
+  it('counts the SSE frames that end in each chunk, however the stream is cut', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: fc.constantFrom('a', '{', '"', ':', '\n'), maxLength: 12 }).map((t) => t.replace(/\n+/g, '\n')), { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), (bodies, cuts) => {
+        // Frames whose payload holds no blank line (as SSE's never do), then [DONE].
+        const frames = [...bodies.map((b) => `data: ${b.replace(/\n$/, '')}\n\n`), 'data: [DONE]\n\n'];
+        const stream = Buffer.from(frames.join(''));
+        const at = [...new Set(cuts.map((c) => c % stream.length))].sort((a, b) => a - b);
+        let lf = false;
+        let total = 0;
+        let from = 0;
+        for (const c of [...at, stream.length]) {
+          if (c <= from) continue;
+          const chunk = stream.subarray(from, c);
+          total += frameEnds(chunk, lf);
+          lf = endsWithLoneLf(chunk);
+          from = c;
+        }
+        expect(total).toBe(frames.length);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('builds bodies with the budget, ignore_eos and, for W2, every logprob option', () => {
