@@ -34,7 +34,17 @@ let flushQueued = false;
 function flushDirty(): void {
   flushQueued = false;
   // A flush may add a sink (never here in practice); the live length covers it.
-  for (let i = 0; i < dirty.length; i++) dirty[i]!.flush();
+  for (let i = 0; i < dirty.length; i++) {
+    const sink = dirty[i]!;
+    try {
+      sink.flush();
+    } catch (err) {
+      // Not expected (res.write reports its errors through 'error', not by throwing), but a
+      // throw here would be uncaught: that client's stream is broken off instead ('close' then
+      // cancels its request), and the other sinks are still written.
+      sink.abandon(err as Error);
+    }
+  }
   dirty.length = 0;
 }
 
@@ -131,6 +141,13 @@ export class ClientSink {
       for (let i = 0; i < n; i++) this.res.write(p[i]!);
     }
     p.length = 0;
+  }
+
+  /** Break the response off (a flush that threw): the client sees its stream cut. */
+  abandon(err: Error): void {
+    this.pending.length = 0;
+    this.pendingLength = 0;
+    this.res.destroy(err);
   }
 
   writeChunk(chunk: unknown): boolean {

@@ -85,4 +85,28 @@ describe('ClientSink', () => {
     expect(text).toContain('worker gone');
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
   });
+
+  it('breaks off a response whose write throws, and still writes the others', async () => {
+    const fake = (throws: boolean) => {
+      const r = { written: [] as string[], destroyed: null as Error | null, writableNeedDrain: false };
+      const res = {
+        on: () => res,
+        writeHead: () => res,
+        write: (d: Buffer | string) => {
+          if (throws) throw new Error('boom');
+          r.written.push(String(d));
+          return true;
+        },
+        destroy: (e: Error) => void (r.destroyed = e),
+      };
+      return { r, sink: new ClientSink(res as unknown as ServerResponse, true, {}, () => {}, SGLANG_ERRORS) };
+    };
+    const a = fake(true);
+    const b = fake(false);
+    a.sink.writeRaw('data: a\n\n');
+    b.sink.writeRaw('data: b\n\n');
+    await tick();
+    expect(a.r.destroyed?.message).toBe('boom');
+    expect(b.r.written).toEqual(['data: b\n\n']);
+  });
 });
