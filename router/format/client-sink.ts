@@ -20,34 +20,6 @@ export interface ErrorShapes {
   frame(status: number, message: string, type: string): unknown;
 }
 
-/**
- * Sinks holding frames for the end of this turn. A worker's read often holds several frames of
- * one stream (W1 at full load: ~7 a read), and each `res.write` costs the http layer ~1 µs of
- * JavaScript (the chunk's size line, its pieces, the cork), so the frames a turn brings are
- * written once, when its microtasks run: the same bytes, in the same order, in one chunk.
- */
-const dirty: ClientSink[] = [];
-/** Frames are joined into one chunk up to this many bytes, and written one by one above it. */
-const COALESCE_MAX = 16 * 1024;
-let flushQueued = false;
-
-function flushDirty(): void {
-  flushQueued = false;
-  // A flush may add a sink (never here in practice); the live length covers it.
-  for (let i = 0; i < dirty.length; i++) {
-    const sink = dirty[i]!;
-    try {
-      sink.flush();
-    } catch (err) {
-      // Not expected (res.write reports its errors through 'error', not by throwing), but a
-      // throw here would be uncaught: that client's stream is broken off instead ('close' then
-      // cancels its request), and the other sinks are still written.
-      sink.abandon(err as Error);
-    }
-  }
-  dirty.length = 0;
-}
-
 export class ClientSink {
   started = false;
   ended = false;
@@ -55,10 +27,6 @@ export class ClientSink {
   gone = false;
   private drainWaiters: (() => void)[] = [];
   private drainListened = false;
-  /** Frames written this turn and not yet handed to `res` (see `dirty`). */
-  private readonly pending: (Buffer | string)[] = [];
-  /** Their length (a string's in UTF-16 units: only compared with COALESCE_MAX). */
-  private pendingLength = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -68,8 +36,6 @@ export class ClientSink {
     private readonly errors: ErrorShapes,
   ) {
     res.on('close', () => {
-      this.pending.length = 0;
-      this.pendingLength = 0;
       if (!this.ended) {
         this.gone = true;
         onGone();
@@ -96,58 +62,13 @@ export class ClientSink {
   }
 
   /**
-   * Write bytes of whole SSE frames: held until the end of this turn, then written with the
-   * turn's other frames as one chunk. Returns false when the client's socket is full; the
-   * caller pauses its upstream until `onDrain` fires, so a slow client cannot grow the router's
-   * memory by more than a read. (`writableNeedDrain` stays set until 'drain' is emitted, so a
-   * caller told "full" by a turn's later write still gets its drain.)
+   * Write bytes of whole SSE frames. Returns false when the client's socket is full; the caller
+   * pauses its upstream until `onDrain` fires, so a slow client cannot grow the router's memory.
    */
   writeRaw(data: Buffer | string): boolean {
     if (this.gone || this.ended) return true;
     if (!this.started) this.start();
-    if (this.pending.length === 0) {
-      dirty.push(this);
-      if (!flushQueued) {
-        flushQueued = true;
-        queueMicrotask(flushDirty);
-      }
-    }
-    this.pending.push(data);
-    this.pendingLength += data.length;
-    return !this.res.writableNeedDrain;
-  }
-
-  /** Hand the frames held this turn to `res`: as one chunk when they are small. */
-  flush(): void {
-    const p = this.pending;
-    if (p.length === 0) return;
-    const n = p.length;
-    const length = this.pendingLength;
-    this.pendingLength = 0;
-    if (this.gone || this.ended) {
-      p.length = 0;
-      return;
-    }
-    if (n === 1) {
-      this.res.write(p[0]!);
-    } else if (length <= COALESCE_MAX) {
-      // One copy into a new chunk: cheaper than a write per frame, for frames this small.
-      let strings = 0;
-      for (let i = 0; i < n; i++) if (typeof p[i] === 'string') strings++;
-      if (strings === n) this.res.write(p.join(''));
-      else this.res.write(Buffer.concat(strings === 0 ? (p as Buffer[]) : p.map((x) => (typeof x === 'string' ? Buffer.from(x) : x))));
-    } else {
-      // Large frames (cumulative logprobs): copying them costs more than the writes.
-      for (let i = 0; i < n; i++) this.res.write(p[i]!);
-    }
-    p.length = 0;
-  }
-
-  /** Break the response off (a flush that threw): the client sees its stream cut. */
-  abandon(err: Error): void {
-    this.pending.length = 0;
-    this.pendingLength = 0;
-    this.res.destroy(err);
+    return this.res.write(data);
   }
 
   writeChunk(chunk: unknown): boolean {
@@ -172,7 +93,6 @@ export class ClientSink {
   endStream(): void {
     if (this.gone || this.ended) return;
     if (!this.started) this.start();
-    this.flush();
     this.ended = true;
     this.res.end(SSE_DONE);
   }
@@ -181,7 +101,6 @@ export class ClientSink {
   endStreamWithError(frame: unknown): void {
     if (this.gone || this.ended) return;
     if (!this.started) this.start();
-    this.flush();
     this.ended = true;
     this.res.write(sseFrame(JSON.stringify(frame)));
     this.res.end(SSE_DONE);
