@@ -13,6 +13,8 @@
 // probe preloaded into it starts and stops V8's sampling profiler on command), and prints the top
 // of each with bench/profile-top.ts. Profiling costs every target alike, a little: compare ratios
 // from profiled runs with ratios from profiled runs.
+// `--solo` runs each target alone in turn instead, with the workload's whole load, as the bench's
+// own runs do, and prints each target's read and write system calls per request beside its CPU.
 //
 // Not the bench: no nginx, no latency verdicts, no table in the docs. It answers "is this change
 // cheaper than that build, per request, under W1's (or W2's) load", which the bench's own runs
@@ -22,7 +24,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startCluster, type SimCluster } from '../sim/cluster.ts';
 import type { RunCommand, RunResult } from './loadgen.ts';
-import { pinProcess, treeCpuMicros } from './proc.ts';
+import { pinProcess, syscalls, treeCpuMicros } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
 import type { ProbeCommand, ProfileReply } from './proxy-probe.ts';
 import { median } from './report.ts';
@@ -44,6 +46,8 @@ const USAGE = `usage: node --import tsx bench/pair.ts [options]
   --workers N          simulated workers (default 3)
   --streams N          concurrent streams per target (default: the workload's, W1 64)
   --pin                the proxies on CPU 1, workers and load generator on CPU 0 (taskset)
+  --solo               each target alone in turn with the workload's whole load (as the bench's own
+                       runs), rotating the order every round; prints system calls per request too
   --profile DIR        CPU profiles of the measured runs, one per Node target, and their top
   --heap-profile       with --profile: sampled allocations instead (.heapprofile, garbage included)
   --baton-flag F       a flag for every Baton router (repeatable; e.g. --baton-flag=--spare-connections=0)
@@ -61,6 +65,7 @@ const { values: v } = parseArgs({
     workers: { type: 'string', default: '3' },
     streams: { type: 'string' },
     pin: { type: 'boolean', default: false },
+    solo: { type: 'boolean', default: false },
     profile: { type: 'string' },
     'heap-profile': { type: 'boolean', default: false },
     'baton-flag': { type: 'string', multiple: true, default: [] },
@@ -78,6 +83,7 @@ const wname = v.workload as WorkloadName;
 const base = W[wname];
 if (!base || !['W1', 'W2', 'W1-vllm', 'W2-vllm'].includes(wname)) throw new Error(`--workload takes W1, W2, W1-vllm or W2-vllm, got ${v.workload}`);
 const runs = Number(v.runs);
+if (v.solo && v.profile) throw new Error('--solo takes no --profile (profile a paired run)');
 const runMs = Number(v['run-ms']);
 const warmupMs = Number(v['warmup-ms']);
 const say = (s: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${s}`);
@@ -138,13 +144,14 @@ async function main(): Promise<void> {
   }
 
   const perTarget = v.streams ? Number(v.streams) : base.concurrency;
-  const w: Workload = { ...base, concurrency: perTarget * targets.length };
+  const w: Workload = { ...base, concurrency: v.solo ? perTarget : perTarget * targets.length };
   let id = 0;
   const run = async (order: Named[], durationMs: number, prefix: string): Promise<RunResult> => {
     const cmd: RunCommand = { type: 'run', id: ++id, urls: order.map((t) => t.target.urls[0]!), workload: w, durationMs, rampMs: 0, ridPrefix: prefix, record: false };
     lgProc.child.send(cmd);
     return waitForMessage(lgProc, (m) => ((m as RunResult)?.type === 'result' && (m as RunResult).id === cmd.id ? (m as RunResult) : undefined), durationMs + 120_000);
   };
+  if (v.solo) return solo(targets, run);
 
   say(`paired warm-up ${warmupMs} ms, ${perTarget} streams per target`);
   await run(targets, warmupMs, 'warm');
@@ -195,6 +202,41 @@ async function main(): Promise<void> {
       console.log(`\n${t.label}: ${reply.file}`);
       console.log(v['heap-profile'] ? formatHeapTop(summarizeHeapProfile(reply.file), 30) : formatTop(summarizeProfile(reply.file), 25));
     }
+  }
+}
+
+/**
+ * `--solo`: every target alone in turn under the workload's load, as the bench's own runs measure
+ * them. A proxy's CPU per request depends on its rate (at a higher rate a read brings more frames
+ * and a write carries more), so solo ratios differ from paired ones, which give every target the
+ * same rate; the system calls per request (/proc/PID/io, reads and writes of every kind) show it.
+ */
+async function solo(targets: Named[], run: (order: Named[], ms: number, prefix: string) => Promise<RunResult>): Promise<void> {
+  say(`solo warm-up ${warmupMs} ms per target, ${v.streams ?? base.concurrency} streams`);
+  for (const t of targets) await run([t], warmupMs, `warm-${t.label}`);
+  const perRun: number[][] = targets.map(() => []);
+  for (let r = 0; r < runs; r++) {
+    const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
+    const line: string[] = [];
+    for (const t of order) {
+      const pid = t.target.proc!.pid;
+      const cpu0 = treeCpuMicros(pid);
+      const io0 = syscalls(pid);
+      const res = await run([t], runMs, `solo-${r}`);
+      const cpu = treeCpuMicros(pid) - cpu0;
+      const io1 = syscalls(pid);
+      const us = res.ok > 0 ? cpu / res.ok : NaN;
+      perRun[targets.indexOf(t)]!.push(us);
+      const sys = io0 && io1 ? `, ${((io1.reads - io0.reads) / res.ok).toFixed(1)} reads + ${((io1.writes - io0.writes) / res.ok).toFixed(1)} writes a request` : '';
+      line.push(`${t.label} ${us.toFixed(0)} µs/req (${(res.ok / (runMs / 1000)).toFixed(0)} req/s${sys})`);
+    }
+    say(`round ${r + 1}/${runs}: ${line.join('; ')}`);
+  }
+  console.log('');
+  console.log(`${base.name}, ${runs} rounds of ${runMs} ms, each target alone, ${v.streams ?? base.concurrency} streams:`);
+  for (let i = 0; i < targets.length; i++) {
+    const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)})`;
+    console.log(`  ${targets[i]!.label.padEnd(16)} median ${median(perRun[i]!)?.toFixed(0)} µs/req${vs}`);
   }
 }
 

@@ -96,3 +96,15 @@ export function pinProcess(pid: number, cpus: string): boolean {
     return false;
   }
 }
+
+/** Read and write system calls of every kind a process has made (/proc/PID/io); null when unreadable. */
+export function syscalls(pid: number): { reads: number; writes: number } | null {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const r = /^syscr:\s+(\d+)/m.exec(io);
+    const w = /^syscw:\s+(\d+)/m.exec(io);
+    return r && w ? { reads: Number(r[1]), writes: Number(w[1]) } : null;
+  } catch {
+    return null;
+  }
+}
