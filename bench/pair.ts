@@ -83,7 +83,6 @@ const wname = v.workload as WorkloadName;
 const base = W[wname];
 if (!base || !['W1', 'W2', 'W1-vllm', 'W2-vllm'].includes(wname)) throw new Error(`--workload takes W1, W2, W1-vllm or W2-vllm, got ${v.workload}`);
 const runs = Number(v.runs);
-if (v.solo && v.profile) throw new Error('--solo takes no --profile (profile a paired run)');
 const runMs = Number(v['run-ms']);
 const warmupMs = Number(v['warmup-ms']);
 const say = (s: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${s}`);
@@ -156,11 +155,7 @@ async function main(): Promise<void> {
   say(`paired warm-up ${warmupMs} ms, ${perTarget} streams per target`);
   await run(targets, warmupMs, 'warm');
 
-  const profDir = v.profile ? resolve(v.profile) : null;
-  if (profDir) {
-    mkdirSync(profDir, { recursive: true });
-    for (const t of targets) send(t.target.proc!, { type: 'profile', on: true, heap: v['heap-profile'] });
-  }
+  const profDir = startProfiles(targets);
   const perRun: number[][] = targets.map(() => []);
   const pooled = targets.map(() => ({ cpuUs: 0, ok: 0 }));
   for (let r = 0; r < runs; r++) {
@@ -190,18 +185,30 @@ async function main(): Promise<void> {
     const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)}, pooled ${(pooledUs(pooled[0]!) / pooledUs(pooled[i]!)).toFixed(3)})`;
     console.log(`  ${targets[i]!.label.padEnd(16)} median ${m?.toFixed(0)} µs/req, pooled ${pooledUs(pooled[i]!).toFixed(0)} (${pooled[i]!.ok} requests)${vs}`);
   }
+  await stopProfiles(targets, profDir);
+}
+
+function startProfiles(targets: Named[]): string | null {
+  const profDir = v.profile ? resolve(v.profile) : null;
   if (profDir) {
-    for (const t of targets) {
-      const file = join(profDir, `${base.name}-${t.label.replace(/[^A-Za-z0-9._-]+/g, '-')}.${v['heap-profile'] ? 'heapprofile' : 'cpuprofile'}`);
-      send(t.target.proc!, { type: 'profile', on: false, file });
-      const reply = await waitForMessage(t.target.proc!, (m) => ((m as ProfileReply)?.type === 'profile' ? (m as ProfileReply) : undefined), 60_000);
-      if (!reply.file) {
-        say(`${t.label}: no profile (${reply.error ?? 'none running'})`);
-        continue;
-      }
-      console.log(`\n${t.label}: ${reply.file}`);
-      console.log(v['heap-profile'] ? formatHeapTop(summarizeHeapProfile(reply.file), 30) : formatTop(summarizeProfile(reply.file), 25));
+    mkdirSync(profDir, { recursive: true });
+    for (const t of targets) send(t.target.proc!, { type: 'profile', on: true, heap: v['heap-profile'] });
+  }
+  return profDir;
+}
+
+async function stopProfiles(targets: Named[], profDir: string | null): Promise<void> {
+  if (!profDir) return;
+  for (const t of targets) {
+    const file = join(profDir, `${base.name}-${t.label.replace(/[^A-Za-z0-9._-]+/g, '-')}.${v['heap-profile'] ? 'heapprofile' : 'cpuprofile'}`);
+    send(t.target.proc!, { type: 'profile', on: false, file });
+    const reply = await waitForMessage(t.target.proc!, (m) => ((m as ProfileReply)?.type === 'profile' ? (m as ProfileReply) : undefined), 60_000);
+    if (!reply.file) {
+      say(`${t.label}: no profile (${reply.error ?? 'none running'})`);
+      continue;
     }
+    console.log(`\n${t.label}: ${reply.file}`);
+    console.log(v['heap-profile'] ? formatHeapTop(summarizeHeapProfile(reply.file), 30) : formatTop(summarizeProfile(reply.file), 25));
   }
 }
 
@@ -214,6 +221,7 @@ async function main(): Promise<void> {
 async function solo(targets: Named[], run: (order: Named[], ms: number, prefix: string) => Promise<RunResult>): Promise<void> {
   say(`solo warm-up ${warmupMs} ms per target, ${v.streams ?? base.concurrency} streams`);
   for (const t of targets) await run([t], warmupMs, `warm-${t.label}`);
+  const profDir = startProfiles(targets);
   const perRun: number[][] = targets.map(() => []);
   for (let r = 0; r < runs; r++) {
     const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
@@ -238,6 +246,7 @@ async function solo(targets: Named[], run: (order: Named[], ms: number, prefix: 
     const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)})`;
     console.log(`  ${targets[i]!.label.padEnd(16)} median ${median(perRun[i]!)?.toFixed(0)} µs/req${vs}`);
   }
+  await stopProfiles(targets, profDir);
 }
 
 try {
