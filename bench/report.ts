@@ -354,6 +354,50 @@ export function ratios(fs: Figures[], samples: Sample[] = []): Ratios[] {
   return out;
 }
 
+/**
+ * One run whose requests alternate between Baton, the bare Node proxy and nginx (whichever ran),
+ * the workload's streams shared among them: every proxy serves the same rate at the same moments.
+ */
+export interface SideBySideRun {
+  workload: WorkloadName;
+  round: number;
+  targets: { target: TargetName; cpuUs: number; ok: number; errors: number }[];
+}
+
+/** Baton against the other proxies in the side-by-side runs of one workload. */
+export interface SideBySide {
+  workload: WorkloadName;
+  /** CPU per request over all rounds (pooled), by target. */
+  usPerRequest: { target: TargetName; us: number | null }[];
+  vsBareByRound: number[];
+  vsBareMedian: number | null;
+  vsNginxByRound: number[];
+  vsNginxMedian: number | null;
+}
+
+export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
+  const out: SideBySide[] = [];
+  for (const w of [...new Set(runs.map((r) => r.workload))]) {
+    const mine = runs.filter((r) => r.workload === w).sort((a, b) => a.round - b.round);
+    const us = (r: SideBySideRun, t: TargetName) => {
+      const x = r.targets.find((q) => q.target === t);
+      return x && x.ok > 0 ? x.cpuUs / x.ok : null;
+    };
+    const byRound = (t: TargetName) => mine.map((r) => ratio(us(r, 'baton'), us(r, t))).filter((v): v is number => v !== null);
+    const names = [...new Set(mine.flatMap((r) => r.targets.map((q) => q.target)))];
+    const pooled = (t: TargetName) => {
+      let cpu = 0;
+      let ok = 0;
+      for (const r of mine) for (const q of r.targets) if (q.target === t) (cpu += q.cpuUs), (ok += q.ok);
+      return ok > 0 ? cpu / ok : null;
+    };
+    const bare = byRound('bare');
+    const nginx = byRound('nginx');
+    out.push({ workload: w, usPerRequest: names.map((t) => ({ target: t, us: pooled(t) })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx) });
+  }
+  return out;
+}
+
 /** `--compare-ref`: one run shared by this checkout's Baton and another build, request by request. */
 export interface BuildPair {
   workload: WorkloadName;
@@ -611,7 +655,7 @@ export interface RunInfo {
 const num = (v: number | null | undefined, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits));
 const signed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`);
 
-export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], nginxPresent: boolean, samples: Sample[] = [], memory: MemoryRun[] = [], pairs: BuildPair[] = [], pinnedMissing?: string): string {
+export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], nginxPresent: boolean, samples: Sample[] = [], memory: MemoryRun[] = [], pairs: BuildPair[] = [], pinnedMissing?: string, sideRuns: SideBySideRun[] = []): string {
   const m = info.machine;
   const lines: string[] = [];
   lines.push(`Run of ${info.date} (${info.mode}): ${m.cores} cores, ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; nginx ${m.nginx ?? 'absent'}.`);
@@ -638,6 +682,23 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
     lines.push(`| ${r.workload} | ${r.versus === 'bare' ? 'bare Node proxy' : 'nginx'} | ${x(r.cpuPerRequest)} | ${byRound} | ${x(r.cpuPerToken)} | ${x(r.rps)} | ${x(r.tokensPerS)} | ${x(r.memPerStream)} |`);
   }
   lines.push('');
+  const sbs = sideBySide(sideRuns);
+  if (sbs.length > 0) {
+    lines.push(
+      'Side by side (shared layout): each round also has one run whose requests alternate between Baton, the bare Node proxy and nginx, ' +
+        "the workload's streams shared among them, so every proxy serves the same rate at the same moments (CPU per request from /proc, pooled over the rounds). " +
+        'Shown, not judged: the targets are judged on the runs above, each proxy alone, where a proxy that serves more requests a second also gets more frames per read and write:',
+    );
+    lines.push('');
+    lines.push('| workload | Baton µs/req | bare Node proxy µs/req | nginx µs/req | Baton / bare, by round (median) | Baton / nginx, by round (median) |');
+    lines.push('|---|--:|--:|--:|--:|--:|');
+    const byRound = (xs: number[], m: number | null) => (xs.length > 1 ? `${xs.map((v) => v.toFixed(2)).join(', ')} (${x(m)})` : x(m));
+    for (const c of sbs) {
+      const u = (t: TargetName) => num(c.usPerRequest.find((q) => q.target === t)?.us);
+      lines.push(`| ${c.workload} | ${u('baton')} | ${u('bare')} | ${u('nginx')} | ${byRound(c.vsBareByRound, c.vsBareMedian)} | ${byRound(c.vsNginxByRound, c.vsNginxMedian)} |`);
+    }
+    lines.push('');
+  }
   const tc = tracingCost(fs, samples);
   if (tc.length > 0) {
     lines.push('Tracing (issue 14): Baton with OTLP export on (every request sampled, protobuf, the SDK\'s batching, to a receiver on loopback that decodes it) against off, two Baton processes sharing each paired run\'s load request by request:');

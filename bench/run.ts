@@ -11,7 +11,7 @@ import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-prob
 import { findNginx } from './nginx.ts';
 import { describeMachine, pinProcess, processTree, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
-import { migrationGap, requestIdOf, traceGaps, type BuildPair, type MemoryRun, type MigrationGap, type RunInfo, type Sample } from './report.ts';
+import { migrationGap, requestIdOf, traceGaps, type BuildPair, type MemoryRun, type MigrationGap, type RunInfo, type Sample, type SideBySideRun } from './report.ts';
 import { alternateBuilds, direct, isBatonRef, ridTag, startBare, startBaton, startBatonOtel, startNginx, targetLabel, type Target, type TargetName } from './targets.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
 import { prepareRef, type RefBuild } from './ref-build.ts';
@@ -90,6 +90,8 @@ export interface BenchOutput {
   memory: MemoryRun[];
   /** `--compare-ref`: paired runs of Baton and each other build (one load, requests alternating). */
   buildPairs: BuildPair[];
+  /** W1, W2 (either format), shared layout: runs shared by Baton, the bare proxy and nginx. */
+  sideBySide: SideBySideRun[];
   nginxPresent: boolean;
   /** The pinned layout was asked for but could not run: why. */
   pinnedMissing?: string;
@@ -137,6 +139,7 @@ export class BenchRun {
   private readonly t0 = Date.now();
   private readonly samples: Sample[] = [];
   private readonly buildPairs: BuildPair[] = [];
+  private readonly sideBySide: SideBySideRun[] = [];
   private cleaned: Promise<void> | null = null;
   /** Where `baton_otel` exports its spans (W1, W2), in this process; null when not running. */
   private otlp: OtlpReceiver | null = null;
@@ -329,7 +332,7 @@ export class BenchRun {
       workloadTitles: Object.fromEntries(Object.values(W).map((w) => [w.name, w.title])) as Record<WorkloadName, string>,
       compareRefs: this.refs.map((r) => ({ target: r.name, rev: r.rev, sha: r.sha })),
     };
-    return { info, samples: this.samples, gaps, memory, buildPairs: this.buildPairs, nginxPresent: nginx !== null, pinnedMissing };
+    return { info, samples: this.samples, gaps, memory, buildPairs: this.buildPairs, sideBySide: this.sideBySide, nginxPresent: nginx !== null, pinnedMissing };
   }
 
   private async cluster(workers: number, tokenIntervalMs: number, incremental: boolean, format: WireFormat): Promise<SimCluster> {
@@ -430,11 +433,38 @@ export class BenchRun {
           this.samples.push(s);
           this.progress(s, rounds);
         }
+        // Baton, the bare proxy and nginx: also one run shared among them, request by request
+        // (shared layout; W3 measures latency, not CPU per request).
+        const trio = (['baton', 'bare', 'nginx'] as const).map((n) => rotation.find((t) => t.name === n)).filter((t): t is Target => t !== undefined && t.proc !== undefined && t.proc !== null);
+        if (!w.name.endsWith('-pinned') && !w.name.startsWith('W3') && trio.length > 1 && trio[0]!.name === 'baton') await this.measureSideBySide(lg, trio, w, round, durationMs, rampMs);
         // Other builds (--compare-ref): also one run shared with Baton, request by request.
         const baton = rotation.find((t) => t.name === 'baton');
         if (baton) for (const other of rotation.filter((t) => isBatonRef(t.name))) await this.measureBuildPair(lg, baton, other, w, round, durationMs, rampMs);
       }
     }
+  }
+
+  /**
+   * One run whose requests alternate between Baton, the bare proxy and nginx, the workload's
+   * streams shared among them: each serves the same rate at the same moments, so their CPU per
+   * request compares what each does per request, not how many frames a read brings at the rate
+   * each reaches alone. The order rotates by round, so no one always gets the first request.
+   */
+  private async measureSideBySide(lg: LoadClient, targets: Target[], w: Workload, round: number, durationMs: number, rampMs: number): Promise<void> {
+    const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!);
+    const cpu0 = order.map((t) => treeCpuMicros(t.proc!.pid));
+    const r = await lg.run({ urls: order.map((t) => t.urls[0]!), workload: w, durationMs, rampMs, ridPrefix: `${w.name}-side-${round}`, record: false });
+    const run: SideBySideRun = {
+      workload: w.name,
+      round,
+      targets: order.map((t, i) => {
+        const c = r.byUrl?.[i];
+        return { target: t.name, cpuUs: treeCpuMicros(t.proc!.pid) - cpu0[i]!, ok: c?.ok ?? 0, errors: (c?.requests ?? 0) - (c?.ok ?? 0) };
+      }),
+    };
+    this.sideBySide.push(run);
+    const us = (q: SideBySideRun['targets'][number]) => (q.ok > 0 ? Math.round(q.cpuUs / q.ok) : NaN);
+    this.say(`${w.name} round ${round} side by side: ${run.targets.map((q) => `${targetLabel(q.target)} ${us(q)} µs/req (${q.ok} requests${q.errors ? `, ${q.errors} errors` : ''})`).join(', ')}`);
   }
 
   /**

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { BenchRun, type BenchOptions } from '../bench/run.ts';
-import { buildComparisons, checks, markdown, ratios, spliceIntoDoc, summarize, verdictLines } from '../bench/report.ts';
+import { buildComparisons, checks, markdown, ratios, sideBySide, spliceIntoDoc, summarize, verdictLines } from '../bench/report.ts';
 import { parseRefs } from '../bench/ref-build.ts';
 import { openAiTable, openAiVerdicts, runOpenAiBench, type OpenAiBenchResult } from '../bench/openai.ts';
 import type { TargetName } from '../bench/targets.ts';
@@ -179,12 +179,12 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing) + (openai ? `\n\n${openAiTable(openai)}` : '');
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide) + (openai ? `\n\n${openAiTable(openai)}` : '');
   const verdicts = checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), checks: verdicts, openai };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySide: sideBySide(out.sideBySide), checks: verdicts, openai };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   // One line per target, last, so that a quick run ends with what it found.

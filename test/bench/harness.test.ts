@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Histogram, bucketOf, bucketValue, percentileOf } from '../../bench/histogram.ts';
 import { nginxConfig } from '../../bench/nginx.ts';
 import { parseStatCpu, parseStatusRss } from '../../bench/proc.ts';
-import { buildComparisons, checks, figuresOf, gapLabel, markdown, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, verdictLines, type RunInfo, type Sample } from '../../bench/report.ts';
+import { buildComparisons, checks, figuresOf, sideBySide, type SideBySideRun, gapLabel, markdown, median, migrationGap, ratio, ratios, spliceIntoDoc, summarize, traceGaps, verdictLines, type RunInfo, type Sample } from '../../bench/report.ts';
 import { pinningFor } from '../../bench/run.ts';
 import { endsWithLoneLf, frameEnds, lastCompletionTokens } from '../../bench/loadgen.ts';
 import fc from 'fast-check';
@@ -271,6 +271,37 @@ describe('W4 migration gap', () => {
     expect(previousAttemptKey(r3)).toBe(attemptKey(upstreamRid('r', 2)));
     expect(previousAttemptKey(r0)).toBeNull();
     expect(previousAttemptKey('r')).toBeNull();
+  });
+});
+
+describe('side-by-side runs', () => {
+  const run = (round: number, baton: number, bare: number, nginx: number | null): SideBySideRun => ({
+    workload: 'W1',
+    round,
+    targets: [
+      { target: 'bare', cpuUs: bare * 100, ok: 100, errors: 0 },
+      { target: 'baton', cpuUs: baton * 200, ok: 200, errors: 0 },
+      ...(nginx === null ? [] : [{ target: 'nginx' as const, cpuUs: nginx * 50, ok: 50, errors: 0 }]),
+    ],
+  });
+
+  it('gives Baton / bare and Baton / nginx per round, their medians, and CPU per request pooled over the rounds', () => {
+    const [c] = sideBySide([run(2, 300, 250, 150), run(1, 220, 200, 100), run(3, 260, 260, 130)]);
+    expect(c!.vsBareByRound).toEqual([1.1, 1.2, 1]);
+    expect(c!.vsBareMedian).toBeCloseTo(1.1);
+    expect(c!.vsNginxByRound).toEqual([2.2, 2, 2]);
+    expect(c!.vsNginxMedian).toBe(2);
+    // Baton: (220 + 300 + 260) * 200 / 600 requests.
+    expect(c!.usPerRequest.find((q) => q.target === 'baton')!.us).toBeCloseTo(260);
+    expect(c!.usPerRequest.find((q) => q.target === 'bare')!.us).toBeCloseTo((250 + 200 + 260) / 3);
+  });
+
+  it('leaves nginx out where it did not run, and a round without requests out of the ratios', () => {
+    const empty: SideBySideRun = { workload: 'W1', round: 4, targets: [{ target: 'baton', cpuUs: 5, ok: 0, errors: 3 }, { target: 'bare', cpuUs: 5, ok: 10, errors: 0 }] };
+    const [c] = sideBySide([run(1, 220, 200, null), empty]);
+    expect(c!.vsBareByRound).toEqual([1.1]);
+    expect(c!.vsNginxByRound).toEqual([]);
+    expect(c!.vsNginxMedian).toBeNull();
   });
 });
 
