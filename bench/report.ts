@@ -388,7 +388,13 @@ export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
     const pooled = (t: TargetName) => {
       let cpu = 0;
       let ok = 0;
-      for (const r of mine) for (const q of r.targets) if (q.target === t) (cpu += q.cpuUs), (ok += q.ok);
+      for (const r of mine) {
+        for (const q of r.targets) {
+          if (q.target !== t) continue;
+          cpu += q.cpuUs;
+          ok += q.ok;
+        }
+      }
       return ok > 0 ? cpu / ok : null;
     };
     const bare = byRound('bare');
