@@ -184,7 +184,7 @@ export async function run(argv: string[]): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySide: sideBySide(out.sideBySide), checks: verdicts, openai };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySideRatios: sideBySide(out.sideBySide), checks: verdicts, openai };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   // One line per target, last, so that a quick run ends with what it found.
