@@ -166,6 +166,9 @@ export function ChartsView() {
               {kinds.map((k, i) => (
                 <Bar key={k} dataKey={(row: Row) => row.fail[k] ?? 0} name={k} stackId="f" fill={KIND_COLORS[i % KIND_COLORS.length]} isAnimationActive={false} />
               ))}
+              {/* No failure in the window (a kill whose every request migrated): a series of zeros
+                  keeps the axes, and with them the kill's marker, drawn. */}
+              {kinds.length === 0 && <Bar dataKey={() => 0} name="none" legendType="none" isAnimationActive={false} />}
               {faultLines(marks)}
             </BarChart>
           </Panel>
