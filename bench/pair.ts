@@ -182,10 +182,16 @@ async function main(): Promise<void> {
   for (let i = 0; i < targets.length; i++) {
     const m = median(perRun[i]!);
     const pooledUs = (p: { cpuUs: number; ok: number }) => p.cpuUs / p.ok;
-    const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)}, pooled ${(pooledUs(pooled[0]!) / pooledUs(pooled[i]!)).toFixed(3)})`;
+    const vs = i === 0 ? '' : `${versusBaton(targets, perRun, i)}, pooled ${(pooledUs(pooled[0]!) / pooledUs(pooled[i]!)).toFixed(3)})`;
     console.log(`  ${targets[i]!.label.padEnd(16)} median ${m?.toFixed(0)} µs/req, pooled ${pooledUs(pooled[i]!).toFixed(0)} (${pooled[i]!.ok} requests)${vs}`);
   }
   await stopProfiles(targets, profDir);
+}
+
+/** `; baton / <target i>: <run ratios> (median <m>` — the caller closes the parenthesis. */
+function versusBaton(targets: Named[], perRun: number[][], i: number): string {
+  const r = perRun[0]!.map((x, k) => x / perRun[i]![k]!);
+  return `; baton / ${targets[i]!.label}: ${r.map((x) => x.toFixed(3)).join(', ')} (median ${median(r)!.toFixed(3)}`;
 }
 
 function startProfiles(targets: Named[]): string | null {
@@ -243,7 +249,7 @@ async function solo(targets: Named[], run: (order: Named[], ms: number, prefix: 
   console.log('');
   console.log(`${base.name}, ${runs} rounds of ${runMs} ms, each target alone, ${v.streams ?? base.concurrency} streams:`);
   for (let i = 0; i < targets.length; i++) {
-    const vs = i === 0 ? '' : `; baton / ${targets[i]!.label}: ${perRun[0]!.map((x, k) => (x / perRun[i]![k]!).toFixed(3)).join(', ')} (median ${median(perRun[0]!.map((x, k) => x / perRun[i]![k]!))!.toFixed(3)})`;
+    const vs = i === 0 ? '' : `${versusBaton(targets, perRun, i)})`;
     console.log(`  ${targets[i]!.label.padEnd(16)} median ${median(perRun[i]!)?.toFixed(0)} µs/req${vs}`);
   }
   await stopProfiles(targets, profDir);

@@ -384,22 +384,18 @@ export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
       return x && x.ok > 0 ? x.cpuUs / x.ok : null;
     };
     const byRound = (t: TargetName) => mine.map((r) => ratio(us(r, 'baton'), us(r, t))).filter((v): v is number => v !== null);
-    const names = [...new Set(mine.flatMap((r) => r.targets.map((q) => q.target)))];
-    const pooled = (t: TargetName) => {
-      let cpu = 0;
-      let ok = 0;
-      for (const r of mine) {
-        for (const q of r.targets) {
-          if (q.target !== t) continue;
-          cpu += q.cpuUs;
-          ok += q.ok;
-        }
+    const totals = new Map<TargetName, { cpuUs: number; ok: number }>();
+    for (const r of mine) {
+      for (const q of r.targets) {
+        const t = totals.get(q.target) ?? { cpuUs: 0, ok: 0 };
+        t.cpuUs += q.cpuUs;
+        t.ok += q.ok;
+        totals.set(q.target, t);
       }
-      return ok > 0 ? cpu / ok : null;
-    };
+    }
     const bare = byRound('bare');
     const nginx = byRound('nginx');
-    out.push({ workload: w, usPerRequest: names.map((t) => ({ target: t, us: pooled(t) })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx) });
+    out.push({ workload: w, usPerRequest: [...totals].map(([target, t]) => ({ target, us: t.ok > 0 ? t.cpuUs / t.ok : null })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx) });
   }
   return out;
 }
