@@ -162,7 +162,16 @@ async function main(): Promise<void> {
     // Rotate which target gets each run's first request.
     const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
     const cpu0 = order.map((t) => treeCpuMicros(t.target.proc!.pid));
+    const io0 = order.map((t) => syscalls(t.target.proc!.pid));
     const res = await run(order, runMs, `pair-${r}`);
+    // Reads and writes a request (all system calls of each kind, /proc/PID/io): how many frames
+    // each one carried at this rate.
+    const sys = order.map((t, i) => {
+      const a = io0[i];
+      const b = syscalls(t.target.proc!.pid);
+      const ok = res.byUrl?.[i]?.ok ?? 0;
+      return a && b && ok > 0 ? `${((b.reads - a.reads) / ok).toFixed(1)}+${((b.writes - a.writes) / ok).toFixed(1)}` : '?';
+    });
     const us = order.map((t, i) => {
       const c = res.byUrl?.[i];
       const cpu = treeCpuMicros(t.target.proc!.pid) - cpu0[i]!;
@@ -174,7 +183,7 @@ async function main(): Promise<void> {
     const byTarget = targets.map((t) => us[order.indexOf(t)]!);
     byTarget.forEach((x, i) => perRun[i]!.push(x));
     const errors = res.errors ? `, errors ${res.errors} (${res.errorSamples[0]})` : '';
-    say(`run ${r + 1}/${runs}: ${targets.map((t, i) => `${t.label} ${byTarget[i]!.toFixed(0)} µs/req`).join(', ')}; ` +
+    say(`run ${r + 1}/${runs}: ${targets.map((t, i) => `${t.label} ${byTarget[i]!.toFixed(0)} µs/req (${sys[order.indexOf(t)]} reads+writes/req)`).join(', ')}; ` +
       `${targets.slice(1).map((t, i) => `baton / ${t.label} ${(byTarget[0]! / byTarget[i + 1]!).toFixed(3)}`).join(', ')}; ${res.ok} requests${errors}`);
   }
   console.log('');

@@ -453,7 +453,11 @@ export class BenchRun {
   private async measureSideBySide(lg: LoadClient, targets: Target[], w: Workload, round: number, durationMs: number, rampMs: number): Promise<void> {
     const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!);
     const cpu0 = order.map((t) => treeCpuMicros(t.proc!.pid));
-    const r = await lg.run({ urls: order.map((t) => t.urls[0]!), workload: w, durationMs, rampMs, ridPrefix: `${w.name}-side-${round}`, record: false });
+    // Each target gets the workload's own streams (W1: 64 each), as when it runs alone: a proxy's
+    // CPU per request depends on how many requests it holds at once (fewer, and each turn of its
+    // event loop carries fewer to share the turn's fixed cost).
+    const shared: Workload = { ...w, concurrency: w.concurrency * order.length };
+    const r = await lg.run({ urls: order.map((t) => t.urls[0]!), workload: shared, durationMs, rampMs, ridPrefix: `${w.name}-side-${round}`, record: false });
     const run: SideBySideRun = {
       workload: w.name,
       round,

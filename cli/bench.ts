@@ -180,7 +180,7 @@ export async function run(argv: string[]): Promise<void> {
   }
   const figures = summarize(out.samples);
   const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide) + (openai ? `\n\n${openAiTable(openai)}` : '');
-  const verdicts = checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing);
+  const verdicts = checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;

@@ -187,7 +187,7 @@ describe('figures and ratios', () => {
     const lines = verdictLines(cs);
     expect(lines).toHaveLength(cs.length);
     expect(lines.find((l) => l.includes('throughput'))).toMatch(/^verdict: met +W2-pinned +throughput \(tokens\/s\), Baton \/ nginx, pinned layout: 0\.95× \(target ≥ 0\.9×\)$/);
-    expect(lines.find((l) => l.includes('Baton / nginx, shared'))).toMatch(/^verdict: MISSED/);
+    expect(lines.find((l) => l.includes('Baton / nginx, each proxy alone, shared'))).toMatch(/^verdict: MISSED/);
   });
 
   it('places the pinned layout: the proxy on CPU 1, the rest on the others', () => {
@@ -302,6 +302,26 @@ describe('side-by-side runs', () => {
     expect(c!.vsBareByRound).toEqual([1.1]);
     expect(c!.vsNginxByRound).toEqual([]);
     expect(c!.vsNginxMedian).toBeNull();
+  });
+
+  it('judges the CPU targets on the side-by-side runs when the run has them, the ratio alone shown beside', () => {
+    const w = (workload: Sample['workload'], target: Sample['target'], cpu: number) => sample({ workload, target, tokens: 1000, proxyCpuUs: cpu });
+    // Alone: Baton 1.5x bare, 2.5x nginx (both missed). Side by side: 1.1x and 1.75x by median.
+    const samples = [w('W1', 'bare', 10_000), w('W1', 'nginx', 6_000), w('W1', 'baton', 15_000)];
+    const side = [run(1, 220, 200, 125), run(2, 330, 300, 150), run(3, 240, 200, 160)];
+    const cs = checks(summarize(samples), [], true, samples, [], [], undefined, side);
+    const bare = cs.find((c) => c.workload === 'W1' && c.what.includes('bare'))!;
+    const nginx = cs.find((c) => c.workload === 'W1' && c.what.includes('nginx'))!;
+    expect(bare.what).toBe('CPU per request, Baton / bare proxy, side by side (median of 3 rounds), shared layout');
+    expect(bare.value).toBe('1.10× (alone: 1.50×)');
+    expect(bare.met).toBe(true);
+    expect(nginx.value).toBe('1.76× (alone: 2.50×)');
+    expect(nginx.met).toBe(true);
+    // Without side-by-side runs (or without nginx in them) the runs alone are judged, and say so.
+    const aloneOnly = checks(summarize(samples), [], true, samples);
+    expect(aloneOnly.find((c) => c.workload === 'W1' && c.what.includes('bare'))!).toMatchObject({ what: 'CPU per request, Baton / bare proxy, each proxy alone, shared layout', value: '1.50×', met: false });
+    const noNginx = checks(summarize(samples), [], true, samples, [], [], undefined, [run(1, 220, 200, null)]);
+    expect(noNginx.find((c) => c.workload === 'W1' && c.what.includes('nginx'))!).toMatchObject({ value: '2.50×', met: false });
   });
 });
 
