@@ -158,6 +158,8 @@ export interface MigrationGap {
   tokenIntervalMs: number;
   /** The router ran on a CPU of its own (every other process of the run pinned to the others). */
   ownCpu?: boolean;
+  /** The router's niceness when the bench raised its priority (a diagnostic part, not judged); null or absent: 0. */
+  nice?: number | null;
   kills: number;
   /** Continuations seen by the probe. */
   continuations: number;
@@ -196,6 +198,7 @@ export interface GapInput {
   errorSamples: string[];
   connections?: { spare: number; new: number } | null;
   ownCpu?: boolean;
+  nice?: number | null;
 }
 
 export function migrationGap(input: GapInput): MigrationGap {
@@ -226,6 +229,7 @@ export function migrationGap(input: GapInput): MigrationGap {
     format: input.format ?? 'sglang',
     tokenIntervalMs: input.tokenIntervalMs,
     ownCpu: input.ownCpu ?? false,
+    nice: input.nice ?? null,
     kills: input.kills,
     continuations: input.records.length,
     matched: gaps.length,
@@ -634,7 +638,9 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
   if (gaps.length === 0) out.push({ workload: 'W4', what: 'p99 gap, failure detected → continuation sent', limit: '≤ 5 ms', value: 'n/a', met: null });
   for (const gap of gaps) {
     const g = gap.matched > 0 ? gap.gapUs.p99 / 1000 : null;
-    out.push({ workload: gap.format === 'vllm' ? 'W4-vllm' : 'W4', what: `p99 gap, failure detected → continuation sent (${gapLabel(gap)})`, limit: '≤ 5 ms', value: g === null ? 'n/a' : `${g.toFixed(2)} ms`, met: le(g, 5) });
+    // The raised-priority part is a diagnostic of the saturated one, not a layout: shown, not judged.
+    const diagnostic = gap.nice ? ' (a diagnostic, not judged: the saturated part with the router ahead in the scheduler\'s queue)' : '';
+    out.push({ workload: gap.format === 'vllm' ? 'W4-vllm' : 'W4', what: `p99 gap, failure detected → continuation sent (${gapLabel(gap)})`, limit: '≤ 5 ms', value: g === null ? 'n/a' : `${g.toFixed(2)} ms${diagnostic}`, met: gap.nice ? null : le(g, 5) });
   }
   return out;
 }
@@ -653,7 +659,8 @@ export function verdictLines(cs: Check[]): string[] {
 
 export function gapLabel(g: MigrationGap): string {
   const pace = (g.format === 'vllm' ? 'vLLM workers, ' : '') + (g.tokenIntervalMs > 0 ? `workers paced at ${g.tokenIntervalMs} ms a token` : 'workers as fast as they go, box saturated');
-  return g.ownCpu ? `${pace}, router on a CPU of its own` : pace;
+  const where = g.ownCpu ? `${pace}, router on a CPU of its own` : pace;
+  return g.nice ? `${where}, router at nice ${g.nice}` : where;
 }
 
 export interface RunInfo {

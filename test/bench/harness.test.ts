@@ -247,6 +247,12 @@ describe('W4 migration gap', () => {
     expect(w4).toHaveLength(1);
     expect(w4[0]!.met).toBe(true);
     expect(w4[0]!.what).toContain('paced at 5 ms');
+    // The same part with the router's priority raised is a diagnostic: shown, never judged.
+    const raised = migrationGap({ tokenIntervalMs: 0, nice: -15, kills: 1, records: [{ rid: upstreamRid('a', 1), failedUs: 0, createdUs: 10, sentUs: 9000, firstChunkUs: null }], client: new Map(), traceGapsMs: null, requests: 1, ok: 1, errors: 0, errorSamples: [] });
+    const shown = checks([], [raised], true).find((c) => c.workload === 'W4')!;
+    expect(shown.met).toBeNull();
+    expect(shown.what).toBe('p99 gap, failure detected → continuation sent (workers as fast as they go, box saturated, router at nice -15)');
+    expect(shown.value).toMatch(/^9\.00 ms \(a diagnostic, not judged/);
   });
 
   it('reads the failed-attempt → continuation gap from trace rows', () => {
