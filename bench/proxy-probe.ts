@@ -4,9 +4,10 @@
 // - W3: the memory it retains, after a full GC, so that garbage not yet collected does not count
 //   as memory per stream;
 // - W4 (Baton): the time of a migration, from inside the router without the router knowing:
-//   undici's diagnostics channels say, with a µs clock, when an
-// upstream request failed (the dead worker's connection closed under it), when the continuation's
-// request was written to the survivor's socket, and when the survivor's first chunk came back.
+//   the diagnostics channels of Baton's upstream client (router/upstream/h1.ts) say, with a µs
+//   clock, when an upstream request failed (the dead worker's connection closed under it), when
+//   the continuation's request was written to the survivor's socket, and when the survivor's
+//   first chunk came back.
 // The channels are subscribed only while W4 runs: a subscriber on the per-chunk channel costs
 // a little on every chunk, and the other workloads measure Baton's CPU.
 import diagnosticsChannel from 'node:diagnostics_channel';
@@ -20,7 +21,7 @@ export interface GapRecord {
   rid: string;
   /** The failed attempt's request ended with an error (its connection closed). */
   failedUs: number | null;
-  /** The continuation was handed to undici (the router's loop is done with it; a connection may still be needed). */
+  /** The continuation was handed to the upstream client (the router's loop is done with it; a connection may still be needed). */
   createdUs: number | null;
   /** The continuation's request headers were written to the survivor's socket (the body follows in the same call). */
   sentUs: number;
@@ -49,7 +50,8 @@ export function memReply(): MemReply {
   return { type: 'mem', gc: gc !== undefined, rss: m.rss, retained: m.heapUsed + m.external };
 }
 
-interface UndiciRequest {
+/** What the client's channels carry (router/upstream/h1.ts): the exchange, whose body is the request's. */
+interface Exchange {
   body?: unknown;
 }
 
@@ -95,17 +97,17 @@ let waiting = new WeakMap<object, GapRecord>();
 let created = new WeakMap<object, number>();
 
 function onError(msg: unknown): void {
-  const rid = ridOf((msg as { request: UndiciRequest }).request.body);
+  const rid = ridOf((msg as { exchange: Exchange }).exchange.body);
   const key = rid === null ? null : attemptKey(rid);
   if (key !== null && !failures.has(key)) failures.set(key, nowUs());
 }
 
 function onCreate(msg: unknown): void {
-  created.set((msg as { request: object }).request, nowUs());
+  created.set((msg as { exchange: object }).exchange, nowUs());
 }
 
-function onSendHeaders(msg: unknown): void {
-  const request = (msg as { request: UndiciRequest }).request;
+function onSend(msg: unknown): void {
+  const request = (msg as { exchange: Exchange }).exchange;
   const rid = ridOf(request.body);
   const prev = rid === null ? null : previousAttemptKey(rid);
   if (rid === null || prev === null) return;
@@ -121,7 +123,7 @@ function onSendHeaders(msg: unknown): void {
 }
 
 function onChunk(msg: unknown): void {
-  const request = (msg as { request: object }).request;
+  const request = (msg as { exchange: object }).exchange;
   const rec = waiting.get(request);
   if (!rec) return;
   rec.firstChunkUs = nowUs();
@@ -129,10 +131,10 @@ function onChunk(msg: unknown): void {
 }
 
 const CHANNELS: [string, (msg: unknown) => void][] = [
-  ['undici:request:create', onCreate],
-  ['undici:request:error', onError],
-  ['undici:client:sendHeaders', onSendHeaders],
-  ['undici:request:bodyChunkReceived', onChunk],
+  ['baton:h1:create', onCreate],
+  ['baton:h1:error', onError],
+  ['baton:h1:send', onSend],
+  ['baton:h1:data', onChunk],
 ];
 
 // A CPU profile of a stretch of the process's life (bench/pair.ts --profile): the V8 sampling

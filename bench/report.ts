@@ -167,7 +167,7 @@ export interface MigrationGap {
   matched: number;
   /** failure seen → continuation written, µs. */
   gapUs: { p50: number; p99: number; max: number };
-  /** …of which: failure seen → continuation handed to undici (the router's loop), and handed → written (connection). */
+  /** …of which: failure seen → continuation handed to the upstream client (the router's loop), and handed → written (connection). */
   loopUs: { p50: number; p99: number };
   connectUs: { p50: number; p99: number };
   /** continuation written → survivor's first chunk, µs. */
@@ -777,8 +777,8 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
     lines.push('| measure | p50 ms | p99 ms | max ms | n |');
     lines.push('|---|--:|--:|--:|--:|');
     lines.push(`| failure detected → continuation written (router clock, µs resolution) | ${ms(gap.gapUs.p50)} | ${ms(gap.gapUs.p99)} | ${ms(gap.gapUs.max)} | ${gap.matched} |`);
-    lines.push(`| … of which failure → continuation handed to undici (the migration loop) | ${ms(gap.loopUs.p50)} | ${ms(gap.loopUs.p99)} | – | ${gap.matched} |`);
-    lines.push(`| … of which handed to undici → written (connection to the survivor) | ${ms(gap.connectUs.p50)} | ${ms(gap.connectUs.p99)} | – | ${gap.continuations} |`);
+    lines.push(`| … of which failure → continuation handed to the upstream client (the migration loop) | ${ms(gap.loopUs.p50)} | ${ms(gap.loopUs.p99)} | – | ${gap.matched} |`);
+    lines.push(`| … of which handed to the client → written (connection to the survivor) | ${ms(gap.connectUs.p50)} | ${ms(gap.connectUs.p99)} | – | ${gap.continuations} |`);
     if (gap.traceGapMs) lines.push(`| same, from trace rows (ended_at → next started_at, ms resolution) | ${num(gap.traceGapMs.p50, 0)} | ${num(gap.traceGapMs.p99, 0)} | – | ${gap.traceGapMs.n} |`);
     lines.push(`| survivor's time to first token | ${ms(gap.survivorTtftUs.p50)} | ${ms(gap.survivorTtftUs.p99)} | – | ${gap.continuations} |`);
     lines.push(`| client-visible stall minus survivor's TTFT | ${ms(gap.stallMinusTtftUs.p50)} | ${ms(gap.stallMinusTtftUs.p99)} | – | ${gap.stallMinusTtftUs.n} |`);

@@ -2,12 +2,14 @@
 // so that a continuation can be written to the survivor in the same event-loop turn in which the
 // failure was seen.
 //
-// Why: undici (7.x) will not write a request on a keep-alive socket that has carried one before
-// until a setImmediate has passed (GHSA-35p6-xmwp-9g52: bytes or a FIN the server sent while the
-// socket sat idle must be read first), and a new connection needs a turn to connect. Either way a
-// migration waits one whole event-loop iteration, which on a busy router is tens of ms. A socket
-// that never carried a request has nothing of that kind to wait for, so undici writes on it at
-// once. Continuations are rare and come in bursts (every stream of a dead worker at once), so the
+// Why: a new connection needs a turn to connect, and a keep-alive socket that has carried a
+// request before may hold a FIN or bytes the server sent while it sat idle that the router has
+// not read yet (undici waits a setImmediate before reusing one for that reason:
+// GHSA-35p6-xmwp-9g52); a continuation is also the request that must not land on a connection
+// the worker is about to close. Either way a migration would wait one whole event-loop iteration,
+// which on a busy router is tens of ms. A socket that never carried a request has nothing of that
+// kind to wait for, so the continuation is written on it at once (upstream/h1.ts, one-shot
+// exchanges). Continuations are rare and come in bursts (every stream of a dead worker at once), so the
 // spares are sized from the in-flight load of the other workers, exist only while there is
 // traffic, and are replaced before any server's idle timeout can close them.
 import type { Socket } from 'node:net';
@@ -54,21 +56,19 @@ export class SpareConnections {
   }
 
   /**
-   * The connector for the dispatcher that sends continuations: a spare when one is ready (handed
-   * over in a microtask, because undici ignores a resume from inside its own connect call), else a
-   * new connection as usual.
+   * A spare for a continuation, counted (taken, or missed: the caller connects anew), and the
+   * stash refilled. Null when none is ready.
    */
-  readonly connector: buildConnector.connector = (opts, callback) => {
+  claim(): Socket | null {
     const socket = this.take();
     if (socket) {
       this.taken++;
-      queueMicrotask(() => callback(null, socket));
       this.refill();
     } else {
       this.missed++;
-      this.connect(opts, callback);
     }
-  };
+    return socket;
+  }
 
   /** The newest usable spare, detached from the stash; null if none. */
   take(now = Date.now()): Socket | null {

@@ -1,19 +1,21 @@
 // One upstream worker as the pool sees it: its connection pool, what probing learned about it,
 // and its health, bench and circuit state.
 import { Pool, buildConnector } from 'undici';
+import { H1Pool } from '../upstream/h1.ts';
 import type { WorkerHealth, WorkerInfo } from '../events/types.ts';
 import type { FormatName } from '../format/types.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
 import { SpareConnections } from './spares.ts';
 
 export class Worker {
-  /** Attempt 0 of every request, health checks and probes: keep-alive connections. */
+  /** Health checks, probes, aborts and the endpoints passed through (undici: the general client). */
   readonly pool: Pool;
   /**
-   * Continuations (attempts after a failure): one request per connection, on a spare when one is
-   * ready (see spares.ts). Null when spare connections are off.
+   * Generate attempts (upstream/h1.ts: the per-token path's own client). Attempt 0 on keep-alive
+   * connections; continuations one request per connection, on a spare when one is ready (see
+   * spares.ts), or keep-alive like attempt 0 when spare connections are off.
    */
-  readonly handoff: Pool | null;
+  readonly h1: H1Pool;
   readonly spares: SpareConnections | null;
   healthy = true; // optimistic until a check or a connect error says otherwise
   dead = false; // connect refused: gone until a health check answers
@@ -52,25 +54,21 @@ export class Worker {
     // frame), because undici's would also fire while the router pauses a worker for a slow client.
     const common = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const;
     this.pool = new Pool(url, { ...common, connections: 512, connect, keepAliveTimeout: 30_000 });
-    if (spareConnections > 0) {
-      this.spares = new SpareConnections(new URL(url), connect);
-      this.handoff = new Pool(url, { ...common, connect: this.spares.connector });
-    } else {
-      this.spares = null;
-      this.handoff = null;
-    }
+    this.spares = spareConnections > 0 ? new SpareConnections(new URL(url), connect) : null;
+    const spares = this.spares;
+    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: 30_000, spare: spares ? () => spares.claim() : null });
   }
 
   /** Close every connection to the worker; in-flight attempts end with an error. */
   async destroy(): Promise<void> {
     this.spares?.close();
-    await Promise.all([this.pool.destroy(), this.handoff?.destroy()]);
+    await Promise.all([this.pool.destroy(), this.h1.destroy()]);
   }
 
   /** Stop taking work; in-flight attempts keep their connections until they end. */
   async close(): Promise<void> {
     this.spares?.close();
-    await Promise.all([this.pool.close(), this.handoff?.close()]);
+    await Promise.all([this.pool.close(), this.h1.close()]);
   }
 
   health(now = Date.now()): WorkerHealth {

@@ -1,11 +1,11 @@
 // One upstream call to one worker: the single-attempt layer under the migration loop. It owns
 // the connection-level facts (status, bytes, framing, aborts, stalls) and hands whole SSE frames
 // to its owner; it knows nothing of rebasing or budgets. It ends exactly once, with a result.
-import type { Dispatcher } from 'undici';
 import type { Failure } from '../migration/failure.ts';
 import { classifyHttpStatus, classifyTransportError } from '../migration/failure.ts';
 import { SseSplitter, type FrameSink } from '../format/sglang/sse.ts';
 import type { StallWatch, Watched } from './stall-watch.ts';
+import type { H1Exchange, H1Handler } from './h1.ts';
 import type { Worker } from '../pool/worker.ts';
 
 export type AttemptResult =
@@ -13,13 +13,25 @@ export type AttemptResult =
   | { kind: 'failed'; failure: Failure }
   | { kind: 'cancelled' };
 
-/** Every attempt's request headers (undici reads them, never writes them). */
-const UPSTREAM_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': 'application/json', accept: 'text/event-stream' });
+/** Every attempt's request header lines (h1.ts adds host, content-length and connection). */
+const UPSTREAM_HEADERS = 'content-type: application/json\r\naccept: text/event-stream\r\n';
+
+/** Extra header lines (the trace context), each `name: value` CRLF; names and values as telemetry made them. */
+function headerLines(extra: Record<string, string>): string {
+  let out = UPSTREAM_HEADERS;
+  for (const k in extra) {
+    const v = extra[k]!;
+    // A header line can't hold CR or LF; telemetry's values never do, and this keeps it so.
+    if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) continue;
+    out += `${k}: ${v}\r\n`;
+  }
+  return out;
+}
 
 /** Cap on an error body kept to pass a worker's 4xx answer through. */
 const ERROR_BODY_CAP = 64 * 1024;
 
-export class UpstreamCall implements Watched {
+export class UpstreamCall implements Watched, H1Handler {
   chunks = 0;
   paused = false;
   seenChunks = 0;
@@ -31,9 +43,8 @@ export class UpstreamCall implements Watched {
   private errorBody: Buffer[] | null = null;
   private errorBytes = 0;
   private contentType = '';
-  private controller: Dispatcher.DispatchController | null = null;
+  private exchange: H1Exchange | null = null;
   private readonly splitter = new SseSplitter();
-  private abortResult: AttemptResult | null = null;
   private done = false;
   readonly result: Promise<AttemptResult>;
   private resolve!: (r: AttemptResult) => void;
@@ -54,19 +65,10 @@ export class UpstreamCall implements Watched {
    * ready, see pool/spares.ts), closed after its answer, so that it is written at once.
    */
   start(continuation = false, extraHeaders: Record<string, string> | null = null): void {
+    if (this.done) return;
     this.stalls.add(this);
-    const handoff = continuation ? this.worker.handoff : null;
-    (handoff ?? this.worker.pool).dispatch(
-      {
-        path: this.path,
-        method: 'POST',
-        headers: extraHeaders ? { ...UPSTREAM_HEADERS, ...extraHeaders } : UPSTREAM_HEADERS,
-        body: this.body,
-        blocking: true,
-        reset: handoff !== null,
-      },
-      this,
-    );
+    const oneShot = continuation && this.worker.spares !== null;
+    this.exchange = this.worker.h1.request('POST', this.path, extraHeaders ? headerLines(extraHeaders) : UPSTREAM_HEADERS, this.body, this, oneShot);
   }
 
   /** End the attempt now with `result` (finished, or a failure found in the stream). */
@@ -80,9 +82,8 @@ export class UpstreamCall implements Watched {
   /** Stop the upstream call: a client cancel, a stall, or a failure found in a frame. */
   abort(result: AttemptResult): void {
     if (this.done) return;
-    this.abortResult = result;
     this.end(result);
-    if (this.controller) this.controller.abort(new Error('aborted by router'));
+    this.exchange?.abort();
   }
 
   get ended(): boolean {
@@ -92,13 +93,13 @@ export class UpstreamCall implements Watched {
   pause(): void {
     if (this.done || this.paused) return;
     this.paused = true;
-    this.controller?.pause();
+    this.exchange?.pause();
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.controller?.resume();
+    this.exchange?.resume();
   }
 
   onStall(idleMs: number, firstToken: boolean): void {
@@ -108,23 +109,16 @@ export class UpstreamCall implements Watched {
     this.abort({ kind: 'failed', failure });
   }
 
-  // --- undici DispatchHandler -------------------------------------------------------------
+  // --- h1.ts handler -----------------------------------------------------------------------
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.abortResult) controller.abort(new Error('aborted by router'));
-  }
-
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
-    if (statusCode < 200) return; // 1xx informational
+  onResponseStart(statusCode: number, contentType: string): void {
     this.status = statusCode;
-    const ct = headers['content-type'];
-    this.contentType = Array.isArray(ct) ? (ct[0] ?? '') : (ct ?? '');
+    this.contentType = contentType;
     if (statusCode !== 200) this.errorBody = [];
     else if (!this.contentType.includes('text/event-stream')) this.unaryBody = [];
   }
 
-  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(chunk: Buffer): void {
     this.chunks++;
     if (this.done) return;
     if (this.errorBody) {
@@ -160,7 +154,7 @@ export class UpstreamCall implements Watched {
     this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended without a finished chunk', status: 502, evidence: `stream ended after ${this.chunks} reads without a finished chunk` } });
   }
 
-  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+  onResponseError(err: Error): void {
     if (this.done) return;
     this.end({ kind: 'failed', failure: classifyTransportError(err, this.status !== 0) });
   }

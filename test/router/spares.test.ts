@@ -43,9 +43,9 @@ describe('SpareConnections against a real TCP server', () => {
     spares.maintain();
     await waitUntil(() => spares.size === 3 && accepted.length === 3, 5000, 'three spares');
 
-    const got = await new Promise<Socket>((resolve, reject) =>
-      spares.connector({ protocol: 'http:', hostname: '127.0.0.1', port: '' }, (err, s) => (err ? reject(err) : resolve(s as Socket))),
-    );
+    const got = spares.claim()!;
+    expect(got).not.toBeNull();
+    expect(spares.taken).toBe(1);
     expect(got.destroyed).toBe(false);
     expect(got.remotePort).toBe((server.address() as { port: number }).port);
     // Taking one starts a replacement at once.
@@ -183,11 +183,11 @@ describe('a continuation on a spare connection (real worker processes)', () => {
     };
     const onSend = (msg: unknown) => {
       // The continuation is the request whose rid says attempt 1 (router/migration/rid.ts).
-      const body = String((msg as { request: { body?: unknown } }).request.body ?? '');
+      const body = String((msg as { exchange: { body?: unknown } }).exchange.body ?? '');
       if (failure && failure.sentSameTurn === null && /~m1~[0-9a-f]{16}"/.test(body)) failure.sentSameTurn = true;
     };
-    diagnosticsChannel.subscribe('undici:request:error', onError);
-    diagnosticsChannel.subscribe('undici:client:sendHeaders', onSend);
+    diagnosticsChannel.subscribe('baton:h1:error', onError);
+    diagnosticsChannel.subscribe('baton:h1:send', onSend);
     try {
       const body = { input_ids: [5, 6, 7, 8], sampling_params: { max_new_tokens: 120, ignore_eos: true } };
       const r = await stream(router.url, body, async (n) => {
@@ -207,8 +207,8 @@ describe('a continuation on a spare connection (real worker processes)', () => {
       const rows = router.traceRows({ kind: 'attempt', request: (last.meta_info as { id: string }).id });
       expect(rows.length).toBe(2);
     } finally {
-      diagnosticsChannel.unsubscribe('undici:request:error', onError);
-      diagnosticsChannel.unsubscribe('undici:client:sendHeaders', onSend);
+      diagnosticsChannel.unsubscribe('baton:h1:error', onError);
+      diagnosticsChannel.unsubscribe('baton:h1:send', onSend);
     }
   });
 });
