@@ -5,6 +5,7 @@
 // SGLang and vLLM frame their streams alike (`data: <json>\n\n`, then `data: [DONE]\n\n`);
 // the error bodies are the format's.
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 export const SSE_DONE = Buffer.from('data: [DONE]\n\n');
 
@@ -20,6 +21,47 @@ export interface ErrorShapes {
   frame(status: number, message: string, type: string): unknown;
 }
 
+/** A frame longer than this goes out as three writes (size line, frame, CRLF) instead of one copy. */
+const COPY_MAX = 16 * 1024;
+
+function uncork(s: Socket): void {
+  s.uncork();
+}
+
+/**
+ * One frame as one HTTP/1.1 chunk, written on the client's socket itself. Node's `res.write`
+ * does the same in four writes (the size's hex, CRLF, the data, CRLF), each an entry in the
+ * corked socket's buffer and an iovec of its writev, with its checks on the way: about a
+ * microsecond of the per-token path and a quarter of W1's allocated bytes
+ * (docs/benchmarks.md, "The client's frames"). The socket is corked for the rest of the turn as
+ * Node does it, so the frames of one upstream read still leave in one writev.
+ */
+function writeChunked(s: Socket, data: Buffer | string): boolean {
+  if (s.destroyed) return true;
+  if (!s.writableCorked) {
+    s.cork();
+    process.nextTick(uncork, s);
+  }
+  const len = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+  if (len === 0) return true; // an empty chunk would end the body
+  const hex = len.toString(16);
+  if (len > COPY_MAX) {
+    s.write(`${hex}\r\n`, 'latin1');
+    s.write(data);
+    return s.write('\r\n', 'latin1');
+  }
+  const h = hex.length;
+  const out = Buffer.allocUnsafe(h + len + 4);
+  out.write(hex, 0, 'latin1');
+  out[h] = 0x0d;
+  out[h + 1] = 0x0a;
+  if (typeof data === 'string') out.write(data, h + 2, 'utf8');
+  else data.copy(out, h + 2);
+  out[h + 2 + len] = 0x0d;
+  out[h + 3 + len] = 0x0a;
+  return s.write(out);
+}
+
 export class ClientSink {
   started = false;
   ended = false;
@@ -27,6 +69,13 @@ export class ClientSink {
   gone = false;
   private drainWaiters: (() => void)[] = [];
   private drainListened = false;
+  /**
+   * The client's socket, once the stream's head is out and the socket is this response's alone
+   * (not a pipelined answer queued behind another, chunked as HTTP/1.1 allows): frames are then
+   * written on it directly (writeChunked). Null: through `res.write`.
+   */
+  private direct: Socket | null = null;
+  private readonly onSocketDrain = (): void => this.flushDrainWaiters();
 
   constructor(
     private readonly res: ServerResponse,
@@ -40,6 +89,9 @@ export class ClientSink {
         this.gone = true;
         onGone();
       }
+      // A keep-alive socket outlives the response: take back what this one listened for.
+      if (this.direct !== null && this.drainListened) this.direct.off('drain', this.onSocketDrain);
+      this.direct = null;
       this.flushDrainWaiters();
     });
   }
@@ -52,13 +104,25 @@ export class ClientSink {
 
   private start(): void {
     this.started = true;
-    this.res.writeHead(200, {
+    const res = this.res;
+    res.writeHead(200, {
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
       ...this.headers,
     });
-    // Headers go out with the first frame, in one packet.
+    const s = res.socket;
+    // Only while this response owns the socket and Node has nothing of it buffered; chunked is
+    // Node's choice for an HTTP/1.1 client (an HTTP/1.0 one gets the body raw until the close).
+    const owned = s != null && (s as Socket & { _httpMessage?: unknown })._httpMessage === res && res.chunkedEncoding && s.writable;
+    if (!owned) return; // headers go out with the first frame, through res.write
+    // Corked for the turn, so that the head and the first frame leave in one packet.
+    if (!s.writableCorked) {
+      s.cork();
+      process.nextTick(uncork, s);
+    }
+    res.flushHeaders();
+    if ((res as ServerResponse & { outputData?: unknown[] }).outputData?.length === 0) this.direct = s;
   }
 
   /**
@@ -68,7 +132,8 @@ export class ClientSink {
   writeRaw(data: Buffer | string): boolean {
     if (this.gone || this.ended) return true;
     if (!this.started) this.start();
-    return this.res.write(data);
+    const s = this.direct;
+    return s !== null ? writeChunked(s, data) : this.res.write(data);
   }
 
   writeChunk(chunk: unknown): boolean {
@@ -84,7 +149,9 @@ export class ClientSink {
     // Listened for only once a write has filled the socket (most streams never do).
     if (!this.drainListened) {
       this.drainListened = true;
-      this.res.on('drain', () => this.flushDrainWaiters());
+      // Direct writes fill the socket, not the response: its 'drain' is the one that fires.
+      if (this.direct !== null) this.direct.on('drain', this.onSocketDrain);
+      else this.res.on('drain', () => this.flushDrainWaiters());
     }
     this.drainWaiters.push(fn);
   }
@@ -101,8 +168,11 @@ export class ClientSink {
   endStreamWithError(frame: unknown): void {
     if (this.gone || this.ended) return;
     if (!this.started) this.start();
+    const s = this.direct;
+    const f = sseFrame(JSON.stringify(frame));
     this.ended = true;
-    this.res.write(sseFrame(JSON.stringify(frame)));
+    if (s !== null) writeChunked(s, f);
+    else this.res.write(f);
     this.res.end(SSE_DONE);
   }
 
