@@ -56,7 +56,12 @@ export class Worker {
     this.pool = new Pool(url, { ...common, connections: 512, connect, keepAliveTimeout: 30_000 });
     this.spares = spareConnections > 0 ? new SpareConnections(new URL(url), connect) : null;
     const spares = this.spares;
-    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: 30_000, spare: spares ? () => spares.claim() : null });
+    // Idle connections close after 4 s, under the 5 s after which the worker closes them: SGLang
+    // runs uvicorn with `timeout_keep_alive=5` (python/sglang/srt/entrypoints/http_server.py,
+    // launch_server), uvicorn's default for vLLM, and Node's http server (the simulator) has 5 s
+    // too. So a request is not written on a connection the worker is closing at that moment
+    // (undici's own default is 4 s for the same reason).
+    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: 4_000, spare: spares ? () => spares.claim() : null });
   }
 
   /** Close every connection to the worker; in-flight attempts end with an error. */

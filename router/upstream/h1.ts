@@ -343,16 +343,22 @@ export class H1Connection {
    */
   private onHead(ex: H1Exchange, head: string): number {
     // HTTP/1.x SP 3DIGIT SP reason
-    if (!head.startsWith('HTTP/1.') || head.charCodeAt(8) !== 0x20) {
+    const minor = head.charCodeAt(7);
+    if (!head.startsWith('HTTP/1.') || !(minor >= 48 && minor <= 57) || head.charCodeAt(8) !== 0x20) {
       this.protocolError('not an HTTP/1.x status line');
       return -1;
     }
-    const status = Number(head.slice(9, 12));
+    // Three digits (Number() would take '2e2' for 200).
+    let status = 0;
+    for (let k = 9; k < 12; k++) {
+      const d = head.charCodeAt(k) - 48;
+      status = d >= 0 && d <= 9 ? status * 10 + d : NaN;
+    }
     if (!(status >= 100 && status <= 999) || (head.length > 12 && head.charCodeAt(12) !== 0x20 && head.charCodeAt(12) !== CR)) {
       this.protocolError('invalid status code');
       return -1;
     }
-    const http10 = head.charCodeAt(7) === 0x30;
+    const http10 = minor === 0x30;
     let contentType = '';
     let chunked = false;
     let te = false;
