@@ -28,7 +28,7 @@ import type { buildConnector } from 'undici';
 /**
  * Diagnostics channels, as undici has its own (each published only while someone subscribes; the
  * bench's W4 probe times migrations with them): `baton:h1:create` `{ exchange }` when a request is
- * handed to the client, `baton:h1:send` `{ exchange }` when it is written to its socket,
+ * handed to the client, `baton:h1:send` `{ exchange }` when it is handed to its socket (just before the write),
  * `baton:h1:data` `{ exchange, chunk }` for every piece of a response body, `baton:h1:error`
  * `{ exchange, error }` when an exchange fails.
  */
@@ -137,6 +137,10 @@ export class H1Exchange {
       this.fail(new H1Error('the worker closed the connection before the request was written', CLOSED));
       return;
     }
+    // Published as the bytes are handed to the socket, before the write (as undici publishes its
+    // sendHeaders): a write that wakes the worker may let the scheduler run it first, and that
+    // time is the worker's, not the router's.
+    if (sendChannel.hasSubscribers) sendChannel.publish({ exchange: this });
     if (this.body === null) {
       s.write(this.head, 'latin1');
     } else if (typeof this.body === 'string') {
@@ -149,7 +153,6 @@ export class H1Exchange {
       s.uncork();
     }
     if (this.paused) s.pause();
-    if (sendChannel.hasSubscribers) sendChannel.publish({ exchange: this });
   }
 
   fail(err: Error): void {
