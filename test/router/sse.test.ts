@@ -44,6 +44,23 @@ describe('SseSplitter', () => {
       { numRuns: 500 },
     );
   });
+
+  it('a frame over many reads, its blank line split between two: every cut into three pieces, and one byte at a time', () => {
+    const text = 'data: {"a":1}\n\ndata: {"b":"' + 'x'.repeat(40) + '"}\n\ndata: [DONE]\n\n';
+    const want = ['data: {"a":1}\n\n', `data: {"b":"${'x'.repeat(40)}"}\n\n`, 'data: [DONE]\n\n'];
+    const bytes = Buffer.from(text);
+    const run = (pieces: Buffer[]) => {
+      const got: string[] = [];
+      const s = new SseSplitter();
+      for (const p of pieces) s.push(p, (b, st, en) => got.push(b.toString('utf8', st, en)));
+      expect(s.pendingBytes).toBe(0);
+      return got;
+    };
+    for (let i = 1; i < bytes.length; i++) {
+      for (let j = i; j < bytes.length; j++) expect(run([bytes.subarray(0, i), bytes.subarray(i, j), bytes.subarray(j)])).toEqual(want);
+    }
+    expect(run([...bytes].map((b) => Buffer.from([b])))).toEqual(want);
+  });
 });
 
 describe('runningAt', () => {

@@ -9,36 +9,62 @@ const LF = 0x0a;
 export type FrameSink = (buf: Buffer, start: number, end: number) => void;
 
 export class SseSplitter {
-  private rest: Buffer | null = null;
+  /**
+   * The start of a frame that the reads so far have not finished, as the reads' own views:
+   * joined once, when the frame's end arrives. (Joining the rest with every read copied a
+   * frame longer than a read over and over: W2's ~90 KB frames came in 64 KiB reads.)
+   */
+  private parts: Buffer[] | null = null;
+  private partsLength = 0;
 
   /** Calls `sink(buf, start, end)` for every complete frame; `end` is past the blank line. */
   push(chunk: Buffer, sink: FrameSink): void {
-    let buf = chunk;
-    let searchFrom = 0;
-    if (this.rest !== null) {
-      // Resume the search one byte early: the first \n of the delimiter may end the old rest.
-      searchFrom = this.rest.length - 1;
-      buf = Buffer.concat([this.rest, chunk]);
-      this.rest = null;
-    }
+    if (chunk.length === 0) return; // an empty part would hide a blank line split around it
     let start = 0;
-    for (;;) {
-      const i = buf.indexOf(LF, searchFrom);
-      if (i < 0 || i + 1 >= buf.length) break;
-      if (buf[i + 1] !== LF) {
-        searchFrom = i + 1;
-        continue;
+    if (this.parts !== null) {
+      // The frame in progress ends at the first blank line, which may begin in the last part.
+      const last = this.parts[this.parts.length - 1]!;
+      let end = -1;
+      if (last[last.length - 1] === LF && chunk[0] === LF) end = 1;
+      else {
+        const i = delimiterAt(chunk, 0);
+        if (i >= 0) end = i + 2;
       }
-      sink(buf, start, i + 2);
-      start = i + 2;
-      searchFrom = start;
+      if (end < 0) {
+        this.parts.push(chunk);
+        this.partsLength += chunk.length;
+        return;
+      }
+      this.parts.push(chunk.subarray(0, end));
+      const frame = Buffer.concat(this.parts, this.partsLength + end);
+      this.parts = null;
+      this.partsLength = 0;
+      sink(frame, 0, frame.length);
+      start = end;
     }
-    if (start < buf.length) this.rest = buf.subarray(start);
+    for (;;) {
+      const i = delimiterAt(chunk, start);
+      if (i < 0) break;
+      sink(chunk, start, i + 2);
+      start = i + 2;
+    }
+    if (start < chunk.length) {
+      this.parts = [start === 0 ? chunk : chunk.subarray(start)];
+      this.partsLength = chunk.length - start;
+    }
   }
 
   get pendingBytes(): number {
-    return this.rest?.length ?? 0;
+    return this.partsLength;
   }
+}
+
+/** Where the first `\n\n` at or after `from` starts in `buf`, or -1 (a final `\n` waits for the next read). */
+function delimiterAt(buf: Buffer, from: number): number {
+  for (let i = buf.indexOf(LF, from); i >= 0 && i + 1 < buf.length; i = buf.indexOf(LF, i + 1)) {
+    if (buf[i + 1] === LF) return i;
+  }
+  return -1;
 }
 
 export const enum FrameKind {
