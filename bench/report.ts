@@ -180,8 +180,8 @@ export interface MigrationGap {
   ok: number;
   errors: number;
   errorSamples: string[];
-  /** Continuations sent on a spare connection / on a new one (Baton's /metrics); null if unread. */
-  connections: { spare: number; new: number } | null;
+  /** Continuations sent on a spare connection / an idle keep-alive one / a new one (Baton's /metrics); null if unread. */
+  connections: { spare: number; keepalive: number; new: number } | null;
 }
 
 export interface GapInput {
@@ -196,7 +196,7 @@ export interface GapInput {
   ok: number;
   errors: number;
   errorSamples: string[];
-  connections?: { spare: number; new: number } | null;
+  connections?: { spare: number; keepalive: number; new: number } | null;
   ownCpu?: boolean;
   nice?: number | null;
 }
@@ -771,7 +771,7 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   }
   for (const gap of gaps) {
     const ms = (us: number) => num(us / 1000, 2);
-    const conns = gap.connections ? `; ${gap.connections.spare} sent on a spare connection, ${gap.connections.new} on a new one` : '';
+    const conns = gap.connections ? `; ${gap.connections.spare} sent on a spare connection, ${gap.connections.keepalive} on an idle keep-alive one, ${gap.connections.new} on a new one` : '';
     lines.push(`W4 migration gap (Baton, ${gap.format === 'vllm' ? "W1's load in vLLM's format" : "W1's load"}, ${gapLabel(gap)}; ${gap.kills} worker kills, ${gap.continuations} continuations, ${gap.matched} matched to the failed connection${conns}):`);
     lines.push('');
     lines.push('| measure | p50 ms | p99 ms | max ms | n |');

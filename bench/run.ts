@@ -782,8 +782,8 @@ export class BenchRun {
   }
 }
 
-/** How many continuations Baton sent on a spare connection and on a new one, from its /metrics. */
-async function continuationConnections(router: string): Promise<{ spare: number; new: number } | null> {
+/** How many continuations Baton sent on a spare connection, an idle keep-alive one and a new one, from its /metrics. */
+async function continuationConnections(router: string): Promise<{ spare: number; keepalive: number; new: number } | null> {
   try {
     const text = await (await fetch(`${router}/metrics`)).text();
     const sum = (source: string) => {
@@ -791,7 +791,7 @@ async function continuationConnections(router: string): Promise<{ spare: number;
       for (const m of text.matchAll(new RegExp(`^baton_continuation_connections_total\\{[^}]*source="${source}"[^}]*\\} (\\d+)$`, 'gm'))) n += Number(m[1]);
       return n;
     };
-    return { spare: sum('spare'), new: sum('new') };
+    return { spare: sum('spare'), keepalive: sum('keepalive'), new: sum('new') };
   } catch {
     return null;
   }

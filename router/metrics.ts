@@ -17,6 +17,7 @@ export interface SpareStats {
   worker: string;
   idle: number;
   taken: number;
+  reused: number;
   missed: number;
 }
 
@@ -168,13 +169,14 @@ export class RouterMetrics {
   });
   readonly continuationConnections: Counter = new Counter({
     name: 'baton_continuation_connections_total',
-    help: 'Connections continuations were sent on, by worker and source: spare (written at once) or new (connected first)',
+    help: 'Connections continuations were sent on, by worker and source: spare or keepalive (written at once), or new (connected first)',
     labelNames: ['worker', 'source'], registers: [this.registry],
     collect: () => {
       if (!this.sources) return;
       this.continuationConnections.reset();
       for (const s of this.sources.spares()) {
         this.continuationConnections.inc({ worker: s.worker, source: 'spare' }, s.taken);
+        this.continuationConnections.inc({ worker: s.worker, source: 'keepalive' }, s.reused);
         this.continuationConnections.inc({ worker: s.worker, source: 'new' }, s.missed);
       }
     },

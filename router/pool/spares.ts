@@ -38,8 +38,12 @@ interface Spare {
 export class SpareConnections {
   /** How many spares to keep; set by the pool from the load, 0 when there is no traffic. */
   target = 0;
-  /** Continuations sent on a spare, and those that found none and connected anew (metrics). */
+  /**
+   * Continuations sent on a spare, those that found none and went out on an idle keep-alive
+   * connection, and those that found neither and connected anew (metrics).
+   */
   taken = 0;
+  reused = 0;
   missed = 0;
   private readonly idle: Spare[] = [];
   private connecting = 0;
@@ -56,18 +60,22 @@ export class SpareConnections {
   }
 
   /**
-   * A spare for a continuation, counted (taken, or missed: the caller connects anew), and the
-   * stash refilled. Null when none is ready.
+   * A spare for a continuation, counted, and the stash refilled. Null when none is ready (the
+   * caller says where the continuation went instead: `noSpare`).
    */
   claim(): Socket | null {
     const socket = this.take();
     if (socket) {
       this.taken++;
       this.refill();
-    } else {
-      this.missed++;
     }
     return socket;
+  }
+
+  /** A continuation found no spare: it went out on an idle keep-alive connection, or a new one. */
+  noSpare(reused: boolean): void {
+    if (reused) this.reused++;
+    else this.missed++;
   }
 
   /** The newest usable spare, detached from the stash; null if none. */

@@ -299,7 +299,7 @@ export class WorkerPool {
   spareStats(): SpareStats[] {
     const out: SpareStats[] = [];
     for (const w of this.workers.values()) {
-      if (w.spares) out.push({ worker: w.url, idle: w.spares.size, taken: w.spares.taken, missed: w.spares.missed });
+      if (w.spares) out.push({ worker: w.url, idle: w.spares.size, taken: w.spares.taken, reused: w.spares.reused, missed: w.spares.missed });
     }
     return out;
   }

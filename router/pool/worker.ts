@@ -61,7 +61,12 @@ export class Worker {
     // launch_server), uvicorn's default for vLLM, and Node's http server (the simulator) has 5 s
     // too. So a request is not written on a connection the worker is closing at that moment
     // (undici's own default is 4 s for the same reason).
-    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: 4_000, spare: spares ? () => spares.claim() : null });
+    this.h1 = new H1Pool(new URL(url), connect, {
+      connections: 512,
+      keepAliveMs: 4_000,
+      spare: spares ? () => spares.claim() : null,
+      onNoSpare: spares ? (reused) => spares.noSpare(reused) : null,
+    });
   }
 
   /** Close every connection to the worker; in-flight attempts end with an error. */

@@ -459,6 +459,11 @@ export interface H1PoolOptions {
   keepAliveMs: number;
   /** Where one-shot exchanges (continuations) get a connected socket first; null for a new one. */
   spare?: (() => Socket | null) | null;
+  /**
+   * A one-shot exchange found no spare: it went out on an idle keep-alive connection (`reused`),
+   * or waits for a new one to connect.
+   */
+  onNoSpare?: ((reused: boolean) => void) | null;
 }
 
 /** The connections to one worker. */
@@ -512,10 +517,32 @@ export class H1Pool {
     }
     if (oneShot) {
       const spare = this.opts.spare?.() ?? null;
-      if (spare) ex.send(this.adopt(spare, false));
+      if (spare) {
+        ex.send(this.adopt(spare, false));
+        return ex;
+      }
+      // No spare ready: an idle keep-alive connection is written at once too (this client does
+      // not wait a turn before reusing one, and the idle timeout keeps it under the worker's),
+      // and closed after this answer; a new connection needs a turn to connect, tens of ms on a
+      // saturated router.
+      const idle = this.takeIdle();
+      this.opts.onNoSpare?.(idle !== null);
+      if (idle) ex.send(idle);
       else this.dial(ex, false);
       return ex;
     }
+    const idle = this.takeIdle();
+    if (idle) {
+      ex.send(idle);
+      return ex;
+    }
+    if (this.open + this.keepAlive.size < this.opts.connections) this.dial(ex, true);
+    else this.queue.push(ex);
+    return ex;
+  }
+
+  /** The most recently idle connection still open, out of the idle list; null if none. */
+  private takeIdle(): H1Connection | null {
     while (this.idle.length > 0) {
       const conn = this.idle.pop()!;
       // A FIN or bytes read while it sat idle have closed it already; this is the last look.
@@ -523,12 +550,9 @@ export class H1Pool {
         conn.close();
         continue;
       }
-      ex.send(conn);
-      return ex;
+      return conn;
     }
-    if (this.open + this.keepAlive.size < this.opts.connections) this.dial(ex, true);
-    else this.queue.push(ex);
-    return ex;
+    return null;
   }
 
   private adopt(socket: Socket, keepAlive: boolean): H1Connection {

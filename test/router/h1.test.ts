@@ -858,6 +858,31 @@ describe('H1Pool: one-shot exchanges', () => {
     expect(p.idleCount).toBe(1);
   });
 
+  it('no spare ready: an idle keep-alive connection carries it at once (with connection: close), said through onNoSpare', async () => {
+    const said: boolean[] = [];
+    const p = pool({ spare: () => null, onNoSpare: (reused) => said.push(reused) });
+    const warm = new Rec();
+    p.request('GET', '/warm', '', null, warm);
+    await settledWithin(warm);
+    expect(p.idleCount).toBe(1);
+    const rec = new Rec();
+    p.request('POST', '/cont', '', '{}', rec, true);
+    // Written in the same turn: the server needs no new connection for it.
+    await settledWithin(rec);
+    expect(rec.body.toString()).toBe('ok');
+    expect(srv.sockets).toHaveLength(1);
+    expect(srv.requests[1]!.socketIndex).toBe(0);
+    expect(srv.requests[1]!.head).toContain('\r\nconnection: close\r\n');
+    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2000, 'the reused connection closed after the answer');
+    expect(p.idleCount).toBe(0);
+    // Nothing idle now: a new connection.
+    const rec2 = new Rec();
+    p.request('POST', '/cont', '', '{}', rec2, true);
+    await settledWithin(rec2);
+    expect(srv.sockets).toHaveLength(2);
+    expect(said).toEqual([true, false]);
+  });
+
   it('a one-shot exchange is not held by the cap', async () => {
     const p = pool({ connections: 1 });
     srv.respond = (r) => setTimeout(() => r.socket.write(OK), r.path === '/slow' ? 300 : 0);
