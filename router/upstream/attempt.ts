@@ -61,8 +61,9 @@ export class UpstreamCall implements Watched, H1Handler {
   }
 
   /**
-   * Send the request. A continuation goes out on a connection of its own (a spare when one is
-   * ready, see pool/spares.ts), closed after its answer, so that it is written at once.
+   * Send the request. A continuation goes out one request per connection, closed after its
+   * answer, so that it is written at once: on a spare when one is ready (pool/spares.ts), else on
+   * an idle keep-alive connection, else on a new one (h1.ts).
    */
   start(continuation = false, extraHeaders: Record<string, string> | null = null): void {
     if (this.done) return;
