@@ -8,6 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientSink, SSE_DONE, type ErrorShapes } from '../../router/format/client-sink.ts';
+import { waitUntil } from './harness/procs.ts';
 
 const ERRORS: ErrorShapes = {
   body: (_s, m) => ({ error: { message: m } }),
@@ -17,13 +18,6 @@ const ERRORS: ErrorShapes = {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /** Whether the sink writes on the socket itself (its private `direct`). */
 function isDirect(sink: ClientSink): boolean {
@@ -148,7 +142,7 @@ class RawClient {
   /** The next chunked response from `from`, once whole. */
   async response(from = 0, ms = 5000): Promise<Parsed> {
     let got: Parsed | null = null;
-    await waitFor(() => (got = parseChunked(this.bytes, from)) !== null, ms, `a whole response at ${from}`);
+    await waitUntil(() => (got = parseChunked(this.bytes, from)) !== null, ms, `a whole response at ${from}`);
     return got!;
   }
 }
@@ -288,7 +282,7 @@ describe('ClientSink: frames on an HTTP/1.1 keep-alive connection', () => {
     };
     const c = client();
     c.socket.write(GET('/', '1.0'));
-    await waitFor(() => c.ended, 5000, 'the server closing the connection');
+    await waitUntil(() => c.ended, 5000, 'the server closing the connection');
     const buf = c.bytes;
     const headEnd = buf.indexOf('\r\n\r\n');
     expect(headEnd).toBeGreaterThan(0);
@@ -348,7 +342,7 @@ describe('ClientSink: backpressure', () => {
     // Stuck: waiting for a drain, with nothing written for a while.
     let last = -1;
     let still = 0;
-    await waitFor(
+    await waitUntil(
       () => {
         if (st.waiting && st.written === last) still++;
         else still = 0;
@@ -364,7 +358,7 @@ describe('ClientSink: backpressure', () => {
     st.resumed = true;
     c.socket.resume();
     const tail = Buffer.concat([Buffer.from(`${SSE_DONE.length.toString(16)}\r\n`), SSE_DONE, Buffer.from('\r\n0\r\n\r\n')]);
-    await waitFor(() => st.ended && c.length >= tail.length && c.bytes.subarray(c.length - tail.length).equals(tail), 15_000, 'the whole stream');
+    await waitUntil(() => st.ended && c.length >= tail.length && c.bytes.subarray(c.length - tail.length).equals(tail), 15_000, 'the whole stream');
     const r = parseChunked(c.bytes)!;
     expect(r).not.toBeNull();
     expect(r.end).toBe(c.length);
@@ -374,7 +368,7 @@ describe('ClientSink: backpressure', () => {
     expect(st.drains).toBe(st.falses);
     // Direct writes listen to the socket's drain while streaming, and give it back at the end.
     expect(st.listenersDuring).toBe(st.listenersBase + 1);
-    await waitFor(() => st.listenersAfter >= 0, 2000, "the response's close");
+    await waitUntil(() => st.listenersAfter >= 0, 2000, "the response's close");
     expect(st.listenersAfter).toBe(st.listenersBase);
   }, 30_000);
 });
@@ -414,7 +408,7 @@ describe('ClientSink: the end of a stream', () => {
     const c = client();
     c.socket.write(GET('/'));
     const body = JSON.stringify({ error: { message: 'no worker' } });
-    await waitFor(() => c.bytes.includes(body), 5000, 'the error body');
+    await waitUntil(() => c.bytes.includes(body), 5000, 'the error body');
     const text = c.bytes.toString();
     expect(text.startsWith('HTTP/1.1 503 ')).toBe(true);
     expect(text.toLowerCase()).toContain(`content-length: ${Buffer.byteLength(body)}\r\n`);
@@ -430,9 +424,9 @@ describe('ClientSink: the end of a stream', () => {
     };
     const c = client();
     c.socket.write(GET('/'));
-    await waitFor(() => c.length > 0, 5000, 'the first bytes');
+    await waitUntil(() => c.length > 0, 5000, 'the first bytes');
     c.socket.destroy();
-    await waitFor(() => gone > 0, 5000, 'onGone');
+    await waitUntil(() => gone > 0, 5000, 'onGone');
     expect(sink!.gone).toBe(true);
     expect(sink!.writeRaw(FRAMES[1]!)).toBe(true);
     sink!.endStream();

@@ -9,18 +9,12 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
 import { CLOSED, H1Pool, PROTOCOL, type H1Handler } from '../../router/upstream/h1.ts';
+import { waitUntil } from './harness/procs.ts';
 
 const connector = buildConnector({ timeout: 2000 });
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 type CodedError = Error & { code?: string };
 
@@ -162,7 +156,7 @@ class RawServer {
   /** Every socket closed and every record cleared (between runs of a property). */
   async reset(): Promise<void> {
     for (const s of this.sockets) s.destroy();
-    await waitFor(() => this.open === 0, 2000, 'server sockets closed');
+    await waitUntil(() => this.open === 0, 2000, 'server sockets closed');
     this.sockets = [];
     this.closed = new Set();
     this.requests = [];
@@ -377,7 +371,7 @@ describe('H1Pool: responses as a worker may frame them', () => {
           expect(srv.requests).toHaveLength(2);
           expect(srv.sockets).toHaveLength(built.reusable ? 1 : 2);
           expect(srv.requests[1]!.socket === req.socket).toBe(built.reusable);
-          if (!built.reusable) await waitFor(() => srv.closed.has(req.socket), 2000, 'the first connection closed');
+          if (!built.reusable) await waitUntil(() => srv.closed.has(req.socket), 2000, 'the first connection closed');
           await tick();
           expect(rec.late).toEqual([]);
           expect(rec2.late).toEqual([]);
@@ -481,7 +475,7 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
     expect(rec.errors).toHaveLength(1);
     expect(rec.errors[0]!.code).toBe(PROTOCOL);
     // The client closed the connection: the server sees it go.
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2000, 'the connection closed by the client');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the connection closed by the client');
     expect(p.size).toBe(0);
     await tick();
     expect(rec.late).toEqual([]);
@@ -506,7 +500,7 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
     expect(rec2.body.toString()).toBe('ok'); // not 'fake'
     expect(srv.sockets).toHaveLength(2);
     expect(srv.requests[1]!.socketIndex).toBe(1);
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2000, 'the first connection closed');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the first connection closed');
   });
 
   it('bytes on an idle connection (after a complete response) close it: the next request gets a new socket', async () => {
@@ -520,7 +514,7 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
     await settledWithin(rec);
     expect(rec.body.toString()).toBe('ok');
     expect(p.idleCount).toBe(1);
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2000, 'the idle connection closed by the client');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the idle connection closed by the client');
     expect(p.size).toBe(0);
     const rec2 = new Rec();
     p.request('GET', '/b', '', null, rec2);
@@ -665,7 +659,7 @@ describe('H1Pool: the cap and its queue', () => {
     const p = pool({ connections: 1 });
     const rec = new Rec();
     p.request('GET', '/aborted', '', null, rec).abort();
-    await waitFor(() => p.idleCount === 1, 2000, 'the connection idle');
+    await waitUntil(() => p.idleCount === 1, 2000, 'the connection idle');
     expect(srv.requests).toHaveLength(0);
     const rec2 = new Rec();
     p.request('GET', '/b', '', null, rec2);
@@ -689,8 +683,8 @@ describe('H1Pool: abort, pause and resume', () => {
     const ex = p.request('GET', '/x', '', null, rec);
     rec.onData = () => ex.abort();
     try {
-      await waitFor(() => rec.datas > 0, 2000, 'the first data');
-      await waitFor(() => srv.sockets.length === 1 && srv.closed.has(srv.sockets[0]!), 2000, 'the server seeing the socket closed');
+      await waitUntil(() => rec.datas > 0, 2000, 'the first data');
+      await waitUntil(() => srv.sockets.length === 1 && srv.closed.has(srv.sockets[0]!), 2000, 'the server seeing the socket closed');
       const calls = rec.calls;
       await sleep(60);
       expect(rec.calls).toBe(calls);
@@ -708,7 +702,7 @@ describe('H1Pool: abort, pause and resume', () => {
     srv.respond = () => ex!.abort();
     const rec = new Rec();
     ex = p.request('POST', '/x', '', 'body', rec);
-    await waitFor(() => srv.sockets.length === 1 && srv.closed.has(srv.sockets[0]!), 2000, 'the server seeing the socket closed');
+    await waitUntil(() => srv.sockets.length === 1 && srv.closed.has(srv.sockets[0]!), 2000, 'the server seeing the socket closed');
     await sleep(20);
     expect(rec.calls).toBe(0);
     expect(p.size).toBe(0);
@@ -751,7 +745,7 @@ describe('H1Pool: abort, pause and resume', () => {
       }
     };
     for (let k = 0; k < 2; k++) {
-      await waitFor(() => pauses === k + 1, 3000, `pause ${k + 1}`);
+      await waitUntil(() => pauses === k + 1, 3000, `pause ${k + 1}`);
       await sleep(150);
       const at = bytes;
       await sleep(150);
@@ -775,7 +769,7 @@ describe('H1Pool: abort, pause and resume', () => {
     const rec = new Rec();
     const ex = p.request('GET', '/x', '', null, rec);
     ex.pause();
-    await waitFor(() => srv.requests.length === 1, 2000, 'the request');
+    await waitUntil(() => srv.requests.length === 1, 2000, 'the request');
     await sleep(100);
     expect(rec.calls).toBe(0);
     ex.resume();
@@ -816,7 +810,7 @@ describe('H1Pool: one-shot exchanges', () => {
 
   it('goes out on the spare with connection: close, and its connection closes after the answer', async () => {
     const spare = await spareSocket();
-    await waitFor(() => srv.sockets.length === 1, 2000, 'the spare accepted');
+    await waitUntil(() => srv.sockets.length === 1, 2000, 'the spare accepted');
     let given: Socket | null = spare;
     let asked = 0;
     const p = pool({
@@ -836,7 +830,7 @@ describe('H1Pool: one-shot exchanges', () => {
     expect(srv.requests[0]!.socketIndex).toBe(0);
     expect(srv.requests[0]!.head).toBe(`POST /cont HTTP/1.1\r\nhost: 127.0.0.1:${srv.port}\r\nx-a: b\r\nconnection: close\r\ncontent-length: 7`);
     expect(srv.requests[0]!.body.toString()).toBe('{"c":1}');
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2000, 'the one-shot connection closed');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the one-shot connection closed');
     expect(spare.destroyed).toBe(true);
     expect(p.size).toBe(0);
     expect(p.idleCount).toBe(0);
@@ -847,7 +841,7 @@ describe('H1Pool: one-shot exchanges', () => {
     await settledWithin(rec2);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(2);
-    await waitFor(() => srv.closed.has(srv.sockets[1]!), 2000, 'the second one-shot connection closed');
+    await waitUntil(() => srv.closed.has(srv.sockets[1]!), 2000, 'the second one-shot connection closed');
     expect(p.size).toBe(0);
 
     // A keep-alive exchange never takes a spare.
@@ -873,7 +867,7 @@ describe('H1Pool: one-shot exchanges', () => {
     expect(srv.sockets).toHaveLength(1);
     expect(srv.requests[1]!.socketIndex).toBe(0);
     expect(srv.requests[1]!.head).toContain('\r\nconnection: close\r\n');
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2000, 'the reused connection closed after the answer');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the reused connection closed after the answer');
     expect(p.idleCount).toBe(0);
     // Nothing idle now: a new connection.
     const rec2 = new Rec();
@@ -916,7 +910,7 @@ describe('H1Pool: idle connections', () => {
     await settledWithin(rec);
     const t0 = Date.now();
     expect(p.idleCount).toBe(1);
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 2500, 'the idle connection closed');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2500, 'the idle connection closed');
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     expect(p.size).toBe(0);
     expect(p.idleCount).toBe(0);
@@ -932,14 +926,14 @@ describe('H1Pool: idle connections', () => {
     await settledWithin(rec);
     expect(rec.body.toString()).toBe('ok');
     expect(idleAtEnd).toBe(0);
-    await waitFor(() => srv.closed.has(srv.sockets[0]!), 900, 'the connection closed at once (not by a sweep)');
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 900, 'the connection closed at once (not by a sweep)');
 
     const rec2 = new Rec();
     p.request('GET', '/two', '', null, rec2);
     await settledWithin(rec2);
     const t0 = Date.now();
     expect(p.idleCount).toBe(1);
-    await waitFor(() => srv.closed.has(srv.sockets[1]!), 2500, 'the idle connection closed');
+    await waitUntil(() => srv.closed.has(srv.sockets[1]!), 2500, 'the idle connection closed');
     expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
   });
 
@@ -953,7 +947,7 @@ describe('H1Pool: idle connections', () => {
     p.request('GET', '/a', '', null, rec);
     await settledWithin(rec);
     expect(p.idleCount).toBe(1);
-    await waitFor(() => p.size === 0, 2000, 'the pool noticing the close');
+    await waitUntil(() => p.size === 0, 2000, 'the pool noticing the close');
     const rec2 = new Rec();
     p.request('GET', '/b', '', null, rec2);
     await settledWithin(rec2);
@@ -976,7 +970,7 @@ describe('H1Pool: close() and destroy()', () => {
     p.request('GET', '/slow', '', null, inflight);
     let closed = false;
     const done = p.close().then(() => (closed = true));
-    await waitFor(() => srv.closed.size === 1, 1000, 'the idle connection closed at once');
+    await waitUntil(() => srv.closed.size === 1, 1000, 'the idle connection closed at once');
     expect(closed).toBe(false);
     await sleep(50);
     expect(closed).toBe(false);
@@ -985,7 +979,7 @@ describe('H1Pool: close() and destroy()', () => {
     expect(inflight.ends).toBe(1);
     expect(inflight.body.toString()).toBe('ok');
     expect(p.size).toBe(0);
-    await waitFor(() => srv.closed.size === 2, 1000, 'the busy connection closed after its answer');
+    await waitUntil(() => srv.closed.size === 2, 1000, 'the busy connection closed after its answer');
 
     const after = new Rec();
     p.request('GET', '/late', '', null, after);
@@ -1019,10 +1013,10 @@ describe('H1Pool: close() and destroy()', () => {
     srv.respond = () => undefined; // never answers
     const a = new Rec();
     p.request('GET', '/a', '', null, a);
-    await waitFor(() => srv.requests.length === 1, 2000, 'the request');
+    await waitUntil(() => srv.requests.length === 1, 2000, 'the request');
     await p.destroy();
     expect(a.errors.map((e) => e.code)).toEqual([CLOSED]);
     expect(p.size).toBe(0);
-    await waitFor(() => srv.closed.size === 1, 1000, 'the server seeing the close');
+    await waitUntil(() => srv.closed.size === 1, 1000, 'the server seeing the close');
   });
 });
