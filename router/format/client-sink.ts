@@ -34,8 +34,8 @@ function uncork(s: Socket): void {
  * corked socket's buffer and an iovec of its writev, with its checks on the way (in W1's heap
  * profile Node's writeOrBuffer and clearBuffer were 30 % of the bytes allocated, 11 % after:
  * docs/benchmarks.md, "An upstream client of Baton's own, and the client's frames"). The
- * socket is corked for the rest of the turn as
- * Node does it, so the frames of one upstream read still leave in one writev.
+ * socket is corked for the rest of the turn as Node does it, so the frames of one upstream read
+ * still leave in one writev.
  */
 function writeChunked(s: Socket, data: Buffer | string): boolean {
   if (s.destroyed) return true;
