@@ -87,6 +87,14 @@ async function settledWithin(rec: Rec, ms = 3000): Promise<void> {
   }
 }
 
+/** One request on `p`, awaited to its end (or a hang's timeout): the handler's record. */
+async function exchange(p: H1Pool, method: string, path: string, headers: string, body: Buffer | string | null, oneShot = false): Promise<Rec> {
+  const rec = new Rec();
+  p.request(method, path, headers, body, rec, oneShot);
+  await settledWithin(rec);
+  return rec;
+}
+
 interface ReqInfo {
   socket: Socket;
   /** Index of the socket in the order the server accepted them. */
@@ -363,9 +371,7 @@ describe('H1Pool: responses as a worker may frame them', () => {
           expect(idleAtEnd).toBe(built.reusable ? 1 : 0);
 
           srv.respond = (r) => r.socket.write(OK);
-          const rec2 = new Rec();
-          p.request('GET', '/second', '', null, rec2);
-          await settledWithin(rec2);
+          const rec2 = await exchange(p, 'GET', '/second', '', null);
           expect(rec2.errors).toEqual([]);
           expect(rec2.body.toString()).toBe('ok');
           expect(srv.requests).toHaveLength(2);
@@ -392,9 +398,7 @@ describe('H1Pool: responses as a worker may frame them', () => {
         // A read boundary at the cut: the second piece goes out only after the first was read.
         setTimeout(() => r.socket.write(res.subarray(cut)), 3);
       };
-      const rec = new Rec();
-      p.request('POST', '/generate', '', '{}', rec);
-      await settledWithin(rec);
+      const rec = await exchange(p, 'POST', '/generate', '', '{}');
       expect({ cut, body: rec.body.toString(), ends: rec.ends, errors: rec.errors.map((e) => e.code) }).toEqual({ cut, body: 'hello!', ends: 1, errors: [] });
     }
     expect(srv.sockets).toHaveLength(1); // every answer left the connection reusable
@@ -403,13 +407,9 @@ describe('H1Pool: responses as a worker may frame them', () => {
   it('a 204 has no body whatever its headers say, and the connection carries the next request', async () => {
     const p = pool();
     srv.respond = (r) => r.socket.write(r.path === '/a' ? 'HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\n\r\n' : OK);
-    const rec = new Rec();
-    p.request('GET', '/a', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/a', '', null);
     expect([rec.status, rec.contentType, rec.datas, rec.ends]).toEqual([204, 'text/plain', 0, 1]);
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(1);
   });
@@ -417,14 +417,10 @@ describe('H1Pool: responses as a worker may frame them', () => {
   it('reads a response with both Transfer-Encoding and Content-Length as chunked, and never reuses its connection', async () => {
     const p = pool();
     srv.respond = (r) => r.socket.write(r.path === '/a' ? 'HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' : OK);
-    const rec = new Rec();
-    p.request('GET', '/a', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/a', '', null);
     expect(rec.errors).toEqual([]);
     expect(rec.body.toString()).toBe('hello');
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(2);
   });
@@ -468,9 +464,7 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
   it.each(cases)('%s', async (_name, response) => {
     const p = pool();
     srv.respond = (r) => r.socket.write(response); // and the server keeps the connection open
-    const rec = new Rec();
-    p.request('GET', '/x', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/x', '', null);
     expect(rec.ends).toBe(0);
     expect(rec.errors).toHaveLength(1);
     expect(rec.errors[0]!.code).toBe(PROTOCOL);
@@ -487,15 +481,11 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
   ])('bytes after a complete %s response in the same read: the answer is whole, the connection never reused', async (_name, response) => {
     const p = pool();
     srv.respond = (r) => r.socket.write(r.path === '/a' ? response : OK);
-    const rec = new Rec();
-    p.request('GET', '/a', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/a', '', null);
     expect(rec.errors).toEqual([]);
     expect(rec.body.toString()).toBe('ok');
     expect(p.idleCount).toBe(0);
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.errors).toEqual([]);
     expect(rec2.body.toString()).toBe('ok'); // not 'fake'
     expect(srv.sockets).toHaveLength(2);
@@ -509,16 +499,12 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
       r.socket.write(OK);
       if (r.path === '/a') setTimeout(() => r.socket.write('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n'), 30);
     };
-    const rec = new Rec();
-    p.request('GET', '/a', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/a', '', null);
     expect(rec.body.toString()).toBe('ok');
     expect(p.idleCount).toBe(1);
     await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the idle connection closed by the client');
     expect(p.size).toBe(0);
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.errors).toEqual([]);
     expect(rec2.status).toBe(200);
     expect(srv.sockets).toHaveLength(2);
@@ -540,9 +526,7 @@ describe('H1Pool: the worker closing the connection', () => {
       setTimeout(() => r.socket.write('3\r\nabc\r\n'), 10);
       setTimeout(() => close(r.socket), 40);
     };
-    const rec = new Rec();
-    p.request('GET', '/x', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/x', '', null);
     expect(rec.status).toBe(200);
     expect(rec.body.toString()).toBe('data: abc');
     expect(rec.ends).toBe(0);
@@ -562,9 +546,7 @@ describe('H1Pool: the worker closing the connection', () => {
   ])('the worker ends the connection %s: CLOSED', async (_name, partial) => {
     const p = pool();
     srv.respond = (r) => r.socket.end(partial);
-    const rec = new Rec();
-    p.request('GET', '/x', '', null, rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'GET', '/x', '', null);
     expect(rec.ends).toBe(0);
     expect(rec.errors.map((e) => e.code)).toEqual([CLOSED]);
   });
@@ -575,9 +557,7 @@ describe('H1Pool: the worker closing the connection', () => {
   ])('before any answer: the worker %s after reading the request: an error, not a hang', async (_name, close) => {
     const p = pool();
     srv.respond = (r) => close(r.socket);
-    const rec = new Rec();
-    p.request('POST', '/x', '', '{}', rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'POST', '/x', '', '{}');
     expect(rec.starts).toBe(0);
     expect(rec.errors.map((e) => e.code)).toEqual([CLOSED]);
     expect(p.size).toBe(0);
@@ -586,9 +566,7 @@ describe('H1Pool: the worker closing the connection', () => {
   it('before any answer: the worker resets the connection at accept: an error, not a hang', async () => {
     const p = pool();
     srv.onAccept = (s) => s.resetAndDestroy();
-    const rec = new Rec();
-    p.request('POST', '/x', '', '{}', rec);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'POST', '/x', '', '{}');
     expect(rec.starts).toBe(0);
     expect(rec.errors).toHaveLength(1);
     expect([CLOSED, 'ECONNRESET', 'EPIPE']).toContain(rec.errors[0]!.code);
@@ -661,9 +639,7 @@ describe('H1Pool: the cap and its queue', () => {
     p.request('GET', '/aborted', '', null, rec).abort();
     await waitUntil(() => p.idleCount === 1, 2000, 'the connection idle');
     expect(srv.requests).toHaveLength(0);
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.requests.map((r) => r.path)).toEqual(['/b']);
     expect(srv.sockets).toHaveLength(1);
@@ -776,9 +752,7 @@ describe('H1Pool: abort, pause and resume', () => {
     await settledWithin(rec);
     expect(rec.body.toString()).toBe('ok');
     // And the reused connection is not left paused: the next exchange reads its answer.
-    const rec2 = new Rec();
-    p.request('GET', '/y', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/y', '', null);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(1);
   });
@@ -791,9 +765,7 @@ describe('H1Pool: abort, pause and resume', () => {
     rec.onData = () => ex.pause();
     await settledWithin(rec);
     expect(rec.body.toString()).toBe('abcd');
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(1);
   });
@@ -821,9 +793,7 @@ describe('H1Pool: one-shot exchanges', () => {
         return s;
       },
     });
-    const rec = new Rec();
-    p.request('POST', '/cont', 'x-a: b\r\n', '{"c":1}', rec, true);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'POST', '/cont', 'x-a: b\r\n', '{"c":1}', true);
     expect(rec.errors).toEqual([]);
     expect(rec.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(1); // no new connection: the spare carried it
@@ -836,18 +806,14 @@ describe('H1Pool: one-shot exchanges', () => {
     expect(p.idleCount).toBe(0);
 
     // No spare left: a connection of its own, closed after the answer too.
-    const rec2 = new Rec();
-    p.request('POST', '/cont', '', '{}', rec2, true);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'POST', '/cont', '', '{}', true);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.sockets).toHaveLength(2);
     await waitUntil(() => srv.closed.has(srv.sockets[1]!), 2000, 'the second one-shot connection closed');
     expect(p.size).toBe(0);
 
     // A keep-alive exchange never takes a spare.
-    const rec3 = new Rec();
-    p.request('GET', '/k', '', null, rec3);
-    await settledWithin(rec3);
+    await exchange(p, 'GET', '/k', '', null);
     expect(asked).toBe(2);
     expect(p.idleCount).toBe(1);
   });
@@ -855,9 +821,7 @@ describe('H1Pool: one-shot exchanges', () => {
   it('no spare ready: an idle keep-alive connection carries it at once (with connection: close), said through onNoSpare', async () => {
     const said: boolean[] = [];
     const p = pool({ spare: () => null, onNoSpare: (reused) => said.push(reused) });
-    const warm = new Rec();
-    p.request('GET', '/warm', '', null, warm);
-    await settledWithin(warm);
+    await exchange(p, 'GET', '/warm', '', null);
     expect(p.idleCount).toBe(1);
     const rec = new Rec();
     p.request('POST', '/cont', '', '{}', rec, true);
@@ -870,9 +834,7 @@ describe('H1Pool: one-shot exchanges', () => {
     await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the reused connection closed after the answer');
     expect(p.idleCount).toBe(0);
     // Nothing idle now: a new connection.
-    const rec2 = new Rec();
-    p.request('POST', '/cont', '', '{}', rec2, true);
-    await settledWithin(rec2);
+    await exchange(p, 'POST', '/cont', '', '{}', true);
     expect(srv.sockets).toHaveLength(2);
     expect(said).toEqual([true, false]);
   });
@@ -882,9 +844,7 @@ describe('H1Pool: one-shot exchanges', () => {
     srv.respond = (r) => setTimeout(() => r.socket.write(OK), r.path === '/slow' ? 300 : 0);
     const slow = new Rec();
     p.request('GET', '/slow', '', null, slow);
-    const one = new Rec();
-    p.request('POST', '/cont', '', '{}', one, true);
-    await settledWithin(one);
+    const one = await exchange(p, 'POST', '/cont', '', '{}', true);
     expect(one.body.toString()).toBe('ok');
     expect(slow.finished).toBe(false);
     await settledWithin(slow);
@@ -894,9 +854,7 @@ describe('H1Pool: one-shot exchanges', () => {
     const spare = await spareSocket();
     spare.destroy();
     const p = pool({ spare: () => spare });
-    const rec = new Rec();
-    p.request('POST', '/cont', '', '{}', rec, true);
-    await settledWithin(rec);
+    const rec = await exchange(p, 'POST', '/cont', '', '{}', true);
     expect(rec.errors.map((e) => e.code)).toEqual([CLOSED]);
     expect(p.size).toBe(0);
   });
@@ -905,9 +863,7 @@ describe('H1Pool: one-shot exchanges', () => {
 describe('H1Pool: idle connections', () => {
   it('closes an idle connection after keepAliveMs (the sweep runs every second)', async () => {
     const p = pool({ keepAliveMs: 300 });
-    const rec = new Rec();
-    p.request('GET', '/x', '', null, rec);
-    await settledWithin(rec);
+    await exchange(p, 'GET', '/x', '', null);
     const t0 = Date.now();
     expect(p.idleCount).toBe(1);
     await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2500, 'the idle connection closed');
@@ -928,9 +884,7 @@ describe('H1Pool: idle connections', () => {
     expect(idleAtEnd).toBe(0);
     await waitUntil(() => srv.closed.has(srv.sockets[0]!), 900, 'the connection closed at once (not by a sweep)');
 
-    const rec2 = new Rec();
-    p.request('GET', '/two', '', null, rec2);
-    await settledWithin(rec2);
+    await exchange(p, 'GET', '/two', '', null);
     const t0 = Date.now();
     expect(p.idleCount).toBe(1);
     await waitUntil(() => srv.closed.has(srv.sockets[1]!), 2500, 'the idle connection closed');
@@ -943,14 +897,10 @@ describe('H1Pool: idle connections', () => {
       r.socket.write(OK);
       if (r.path === '/a') setTimeout(() => r.socket.end(), 20);
     };
-    const rec = new Rec();
-    p.request('GET', '/a', '', null, rec);
-    await settledWithin(rec);
+    await exchange(p, 'GET', '/a', '', null);
     expect(p.idleCount).toBe(1);
     await waitUntil(() => p.size === 0, 2000, 'the pool noticing the close');
-    const rec2 = new Rec();
-    p.request('GET', '/b', '', null, rec2);
-    await settledWithin(rec2);
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
     expect(rec2.errors).toEqual([]);
     expect(rec2.body.toString()).toBe('ok');
     expect(srv.requests.map((r) => r.socketIndex)).toEqual([0, 1]);
