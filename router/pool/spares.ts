@@ -2,18 +2,18 @@
 // so that a continuation can be written to the survivor in the same event-loop turn in which the
 // failure was seen.
 //
-// Why: a new connection needs a turn to connect, and a keep-alive socket that has carried a
-// request before may hold a FIN or bytes the server sent while it sat idle that the router has
-// not read yet (undici waits a setImmediate before reusing one for that reason:
-// GHSA-35p6-xmwp-9g52); a continuation is also the request that must not land on a connection
-// the worker is about to close. Either way a migration would wait one whole event-loop iteration,
-// which on a busy router is tens of ms. A socket that never carried a request has nothing of that
-// kind to wait for, so the continuation is written on it at once (upstream/h1.ts, one-shot
-// exchanges). Continuations are rare and come in bursts (every stream of a dead worker at once), so the
-// spares are sized from the in-flight load of the other workers, exist only while there is
-// traffic, and are replaced before any server's idle timeout can close them.
+// Why: a new connection needs a turn to connect, which on a busy router is tens of ms. A
+// keep-alive socket that has carried a request is written at once too (upstream/h1.ts takes one
+// when no spare is ready), but it may hold a FIN or bytes the worker sent while it sat idle that
+// the router has not read yet (undici waits a setImmediate before reusing one for that reason:
+// GHSA-35p6-xmwp-9g52), and a continuation that lands on a connection the worker is closing
+// fails once more. A socket that never carried a request has nothing of that kind. Continuations
+// are rare and come in bursts (every stream of a dead worker at once), so the spares are sized
+// from the in-flight load of the other workers, exist only while there is traffic, and are
+// replaced before any server's idle timeout can close them.
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
+import type { SpareSource } from '../upstream/h1.ts';
 
 /**
  * A spare older than this is closed. Under the shortest idle timeout of the servers SGLang-style
@@ -35,7 +35,7 @@ interface Spare {
   onGone: () => void;
 }
 
-export class SpareConnections {
+export class SpareConnections implements SpareSource {
   /** How many spares to keep; set by the pool from the load, 0 when there is no traffic. */
   target = 0;
   /**

@@ -55,7 +55,6 @@ export class Worker {
     const common = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const;
     this.pool = new Pool(url, { ...common, connections: 512, connect, keepAliveTimeout: 30_000 });
     this.spares = spareConnections > 0 ? new SpareConnections(new URL(url), connect) : null;
-    const spares = this.spares;
     // Idle connections close after 4 s, under the 5 s after which the worker closes them: SGLang
     // runs uvicorn with `timeout_keep_alive=5` (python/sglang/srt/entrypoints/http_server.py,
     // both `uvicorn.run` calls at the end of `launch_server`), vLLM with
@@ -65,8 +64,7 @@ export class Worker {
     this.h1 = new H1Pool(new URL(url), connect, {
       connections: 512,
       keepAliveMs: 4_000,
-      spare: spares ? () => spares.claim() : null,
-      onNoSpare: spares ? (reused) => spares.noSpare(reused) : null,
+      spares: this.spares,
     });
   }
 

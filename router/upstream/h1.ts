@@ -457,13 +457,16 @@ export interface H1PoolOptions {
   connections: number;
   /** How long a connection may sit idle before it is closed. */
   keepAliveMs: number;
-  /** Where one-shot exchanges (continuations) get a connected socket first; null for a new one. */
-  spare?: (() => Socket | null) | null;
-  /**
-   * A one-shot exchange found no spare: it went out on an idle keep-alive connection (`reused`),
-   * or waits for a new one to connect.
-   */
-  onNoSpare?: ((reused: boolean) => void) | null;
+  /** Where one-shot exchanges (continuations) get a connected socket first (pool/spares.ts). */
+  spares?: SpareSource | null;
+}
+
+/** Sockets connected in advance for one-shot exchanges, and where the others went (its counts). */
+export interface SpareSource {
+  /** A connected socket that never carried a request, or null when none is ready. */
+  claim(): Socket | null;
+  /** No spare was ready: the exchange went out on an idle keep-alive connection (`reused`), or a new one. */
+  noSpare(reused: boolean): void;
 }
 
 /** The connections to one worker. */
@@ -516,7 +519,7 @@ export class H1Pool {
       return ex;
     }
     if (oneShot) {
-      const spare = this.opts.spare?.() ?? null;
+      const spare = this.opts.spares?.claim() ?? null;
       if (spare) {
         ex.send(this.adopt(spare, false));
         return ex;
@@ -526,7 +529,7 @@ export class H1Pool {
       // and closed after this answer; a new connection needs a turn to connect, tens of ms on a
       // saturated router.
       const idle = this.takeIdle();
-      this.opts.onNoSpare?.(idle !== null);
+      this.opts.spares?.noSpare(idle !== null);
       if (idle) ex.send(idle);
       else this.dial(ex, false);
       return ex;

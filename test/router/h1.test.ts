@@ -786,11 +786,14 @@ describe('H1Pool: one-shot exchanges', () => {
     let given: Socket | null = spare;
     let asked = 0;
     const p = pool({
-      spare: () => {
-        asked++;
-        const s = given;
-        given = null;
-        return s;
+      spares: {
+        claim: () => {
+          asked++;
+          const s = given;
+          given = null;
+          return s;
+        },
+        noSpare: () => undefined,
       },
     });
     const rec = await exchange(p, 'POST', '/cont', 'x-a: b\r\n', '{"c":1}', true);
@@ -818,9 +821,9 @@ describe('H1Pool: one-shot exchanges', () => {
     expect(p.idleCount).toBe(1);
   });
 
-  it('no spare ready: an idle keep-alive connection carries it at once (with connection: close), said through onNoSpare', async () => {
+  it('no spare ready: an idle keep-alive connection carries it at once (with connection: close), said through noSpare', async () => {
     const said: boolean[] = [];
-    const p = pool({ spare: () => null, onNoSpare: (reused) => said.push(reused) });
+    const p = pool({ spares: { claim: () => null, noSpare: (reused) => said.push(reused) } });
     await exchange(p, 'GET', '/warm', '', null);
     expect(p.idleCount).toBe(1);
     const rec = new Rec();
@@ -853,7 +856,7 @@ describe('H1Pool: one-shot exchanges', () => {
   it('a spare the worker already closed: CLOSED, not a hang', async () => {
     const spare = await spareSocket();
     spare.destroy();
-    const p = pool({ spare: () => spare });
+    const p = pool({ spares: { claim: () => spare, noSpare: () => undefined } });
     const rec = await exchange(p, 'POST', '/cont', '', '{}', true);
     expect(rec.errors.map((e) => e.code)).toEqual([CLOSED]);
     expect(p.size).toBe(0);
