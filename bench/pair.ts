@@ -39,6 +39,7 @@ const USAGE = `usage: node --import tsx bench/pair.ts [options]
                        REV+--flag=value+...: with router flags of its own, REV+node:--flag with
                        Node flags of its own; '.': this checkout (e.g. --ref .+--spare-connections=0)
   --bare               the bare undici proxy too (bench/bare-proxy.ts)
+  --bare-node-flag F   a Node flag for the bare proxy (repeatable; e.g. --bare-node-flag=--no-parallel-scavenge)
   --workload W         W1 (default), W2, W1-vllm, W2-vllm
   --runs N             measured paired runs (default 8)
   --run-ms T           one run (default 2500)
@@ -58,6 +59,7 @@ const { values: v } = parseArgs({
   options: {
     ref: { type: 'string', multiple: true, default: [] },
     bare: { type: 'boolean', default: false },
+    'bare-node-flag': { type: 'string', multiple: true, default: [] },
     workload: { type: 'string', default: 'W1' },
     runs: { type: 'string', default: '8' },
     'run-ms': { type: 'string', default: '2500' },
@@ -132,7 +134,10 @@ async function main(): Promise<void> {
     refs.push(r);
     targets.push({ label: label(`baton@${r.sha.slice(0, 7)}`), target: await startBaton(group, urls, { bin: r.bin, flags: [...flags, ...own], nodeFlags: [...nodeFlags, ...ownNode] }) });
   }
-  if (v.bare) targets.push({ label: 'bare', target: await startBare(group, urls) });
+  if (v.bare) {
+    const bareFlags = v['bare-node-flag'];
+    targets.push({ label: bareFlags.length > 0 ? `bare ${bareFlags.join(' ')}` : 'bare', target: await startBare(group, urls, bareFlags) });
+  }
   say(`${base.name}: ${targets.map((t) => `${t.label} (pid ${t.target.proc!.pid})`).join(', ')}; workers ${cluster.workers().map((w) => w.pid).join(', ')}`);
   if (v.pin) {
     for (const t of targets) pinProcess(t.target.proc!.pid, '1');

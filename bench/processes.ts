@@ -1,4 +1,5 @@
 // Every process the bench starts goes through here, so that one call stops them all: at the end,
+import { createWriteStream } from 'node:fs';
 // on Ctrl-C and on error. Node children also get an IPC channel and exit when it closes, so even
 // a bench killed outright leaves none of them behind.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
@@ -31,6 +32,8 @@ export class ProcessGroup {
     const child = spawn(command, args, so);
     if (child.pid === undefined) throw new Error(`could not start ${name} (${command})`);
     const tail: string[] = [];
+    // BENCH_TEE_DIR: keep a copy of each piped stdout (e.g. a router's --trace-gc-nvp lines).
+    if (process.env.BENCH_TEE_DIR && child.stdout) child.stdout.pipe(createWriteStream(`${process.env.BENCH_TEE_DIR}/${name.replace(/\W+/g, '_')}-${child.pid}.out`));
     child.stderr?.setEncoding('utf8').on('data', (s: string) => {
       tail.push(s);
       if (tail.length > 20) tail.shift();

@@ -77,8 +77,9 @@ export function direct(workers: string[]): Target {
 /** Both Node proxies carry the probe, and --expose-gc so it can measure memory after a full GC (only when asked). */
 const PROBE = { preload: [join(BENCH_DIR, 'proxy-probe.ts')], nodeFlags: ['--expose-gc'] };
 
-export async function startBare(group: ProcessGroup, workers: string[]): Promise<Target> {
-  const proc = group.spawnNode('bare proxy', join(BENCH_DIR, 'bare-proxy.ts'), workers.flatMap((w) => ['--worker', w]), PROBE);
+/** `nodeFlags`: Node flags of its own (bench/pair.ts --bare-node-flag). */
+export async function startBare(group: ProcessGroup, workers: string[], nodeFlags: string[] = []): Promise<Target> {
+  const proc = group.spawnNode('bare proxy', join(BENCH_DIR, 'bare-proxy.ts'), workers.flatMap((w) => ['--worker', w]), { ...PROBE, nodeFlags: [...PROBE.nodeFlags, ...nodeFlags] });
   const url = await waitForMessage(proc, (m) => (m as { type?: string; url?: string })?.type === 'listening' ? (m as { url: string }).url : undefined);
   return { name: 'bare', urls: [url], proc, stop: () => group.stop(proc) };
 }

@@ -35,6 +35,9 @@ const HELP = `usage: baton router [options]
   --tokenizer DIR|NAME=DIR     serve the OpenAI-compatible front (/v1/completions,
                                /v1/chat/completions) with the Hugging Face tokenizer in DIR, for
                                the workers' model or for model NAME (repeatable; docs/openai.md)
+  --gc-scavenge serial|parallel
+                               V8's young-generation GC on the main thread only (default
+                               serial: cheaper beside a busy host's load) or with helper threads
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -64,6 +67,7 @@ const OPTIONS = {
   'otlp-endpoint': { type: 'string' },
   'trace-url-template': { type: 'string' },
   tokenizer: { type: 'string', multiple: true },
+  'gc-scavenge': { type: 'string' },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -95,6 +99,7 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         otlpEndpoint: v['otlp-endpoint'],
         traceUrlTemplate: v['trace-url-template'],
         tokenizers: v.tokenizer,
+        gcScavenge: v['gc-scavenge'],
       },
     });
   } catch (err) {

@@ -3,6 +3,7 @@
 // names where the bad value came from.
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES } from './pool/policies/index.ts';
 
 export interface RouterConfig {
@@ -54,6 +55,8 @@ export interface RouterConfig {
    * or `NAME=DIR`. None: the front is off and GET /v1/models is a worker's.
    */
   tokenizers: string[];
+  /** V8's scavenges on the main thread only (`serial`) or with helper threads (router/gc.ts). */
+  gcScavenge: GcScavenge;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -85,6 +88,7 @@ export const DEFAULTS: RouterConfig = {
   otlpEndpoint: null,
   traceUrlTemplate: null,
   tokenizers: [],
+  gcScavenge: 'serial',
 };
 
 export class ConfigError extends Error {}
@@ -131,6 +135,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   }
   if (typeof value !== 'string' || value === '') throw bad('must be a string');
   if (key === 'policy' && !(POLICY_NAMES as readonly string[]).includes(value)) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
+  if (key === 'gcScavenge' && !(GC_SCAVENGE_MODES as readonly string[]).includes(value)) throw bad(`must be one of ${GC_SCAVENGE_MODES.join(', ')}`);
   return value;
 }
 

@@ -32,6 +32,7 @@ import { passThrough } from './upstream/passthrough.ts';
 import type { TraceRow } from './trace/row.ts';
 import { ServedModels } from './format/openai/models.ts';
 import { addOpenAiRoutes, reportedModels } from './openai-api.ts';
+import { applyGcScavenge } from './gc.ts';
 
 export type { RouterHandle } from './api.ts';
 export type { RouterConfig } from './config.ts';
@@ -99,6 +100,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
+  applyGcScavenge(config.gcScavenge); // process-wide (router/gc.ts)
   const otel = tracingSettings(config); // OTLP export (docs/tracing.md); a bad OTEL_* value fails here
   const bus = new EventBus();
   const traces = new TraceStore(config.traceRingSize, config.traceFile);

@@ -29,6 +29,8 @@ describe('loadConfig', () => {
     [{ flags: { migrationLimit: '-1' } }, /command line: migration-limit must be a non-negative integer/],
     [{ flags: { policy: 'fastest' } }, /policy must be one of least_inflight, round_robin, power_of_two/],
     [{ flags: { port: '70000' } }, /port must be a port number/],
+    [{ flags: { gcScavenge: 'threads' } }, /gc-scavenge must be one of serial, parallel, got "threads"/],
+    [{ env: { BATON_GC_SCAVENGE: '' } }, /environment BATON_GC_SCAVENGE: gc-scavenge must be a string/],
     [{ env: { BATON_MIGRATION_MAX_SEQ_LEN: '0' } }, /environment BATON_MIGRATION_MAX_SEQ_LEN: migration-max-seq-len must be a positive integer/],
     [{ file: 'unknown.yaml' }, /unknown setting 'migraton_limit'/],
     [{ file: 'list.yaml' }, /must be a mapping/],
@@ -51,6 +53,7 @@ describe('baton router command line', () => {
     [['--bogus'], /Unknown option '--bogus'/],
     [['--worker', 'not a url', '--port', '0'], /invalid worker URL/],
     [['--host', '0.0.0.0', '--port', '0'], /--admin-token/],
+    [['--gc-scavenge', 'none', '--port', '0'], /gc-scavenge must be one of serial, parallel/],
   ])('%j exits 2 with one clear line', (args, msg) => {
     const r = run(...args);
     expect(r.status).toBe(2);
