@@ -1,8 +1,8 @@
 // Every process the bench starts goes through here, so that one call stops them all: at the end,
-import { createWriteStream } from 'node:fs';
 // on Ctrl-C and on error. Node children also get an IPC channel and exit when it closes, so even
 // a bench killed outright leaves none of them behind.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
