@@ -180,8 +180,15 @@ export interface MigrationGap {
   ok: number;
   errors: number;
   errorSamples: string[];
-  /** Continuations sent on a spare connection / an idle keep-alive one / a new one (Baton's /metrics); null if unread. */
-  connections: { spare: number; keepalive: number; new: number } | null;
+  /** Where the continuations were sent (Baton's /metrics); null if unread. */
+  connections: ContinuationConnections | null;
+}
+
+/** Continuations sent on a spare connection, on an idle keep-alive one, on a new one. */
+export interface ContinuationConnections {
+  spare: number;
+  keepalive: number;
+  new: number;
 }
 
 export interface GapInput {
@@ -196,7 +203,7 @@ export interface GapInput {
   ok: number;
   errors: number;
   errorSamples: string[];
-  connections?: { spare: number; keepalive: number; new: number } | null;
+  connections?: ContinuationConnections | null;
   ownCpu?: boolean;
   nice?: number | null;
 }

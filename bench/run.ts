@@ -11,7 +11,7 @@ import type { GapRecord, MemReply, ProbeCommand, ProbeReply } from './proxy-prob
 import { findNginx } from './nginx.ts';
 import { describeMachine, pinProcess, processTree, procAvailable, treeCpuMicros, treeRssBytes } from './proc.ts';
 import { BENCH_DIR, ProcessGroup, waitForMessage, type Proc } from './processes.ts';
-import { migrationGap, requestIdOf, traceGaps, type BuildPair, type MemoryRun, type MigrationGap, type RunInfo, type Sample, type SideBySideRun } from './report.ts';
+import { migrationGap, requestIdOf, traceGaps, type BuildPair, type ContinuationConnections, type MemoryRun, type MigrationGap, type RunInfo, type Sample, type SideBySideRun } from './report.ts';
 import { alternateBuilds, direct, isBatonRef, ridTag, startBare, startBaton, startBatonOtel, startNginx, targetLabel, type Target, type TargetName } from './targets.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
 import { prepareRef, type RefBuild } from './ref-build.ts';
@@ -783,7 +783,7 @@ export class BenchRun {
 }
 
 /** How many continuations Baton sent on a spare connection, an idle keep-alive one and a new one, from its /metrics. */
-async function continuationConnections(router: string): Promise<{ spare: number; keepalive: number; new: number } | null> {
+async function continuationConnections(router: string): Promise<ContinuationConnections | null> {
   try {
     const text = await (await fetch(`${router}/metrics`)).text();
     const sum = (source: string) => {

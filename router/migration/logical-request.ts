@@ -229,21 +229,18 @@ export class LogicalRequest implements ProgressSource {
    * What the outputs ring keeps of this request, in arrays of its own. Handing the ring the
    * request's own arrays (`out.ids`, `segments`) made the whole object graph of every W1 request
    * outlive its scavenges: a promotion rate of ~75 % against ~20 %, 3x the mark-compacts, 72 MiB
-   * of survivors against 11 MiB (docs/benchmarks.md, "GC: serial scavenges, and what outlived a scavenge"). Measured, not
-   * traced through V8; the likely path is allocation-site pretenuring: arrays that outlive their
-   * request teach V8 to allocate that initializer's objects (folded with the request's others)
-   * in the old generation, where a dead object keeps the young ones it points to alive until
-   * the next mark-compact. Copies are allocated here, apart from the request's own objects.
+   * of survivors against 11 MiB (docs/benchmarks.md, "GC: serial scavenges, and what outlived a
+   * scavenge"). Measured, not traced through V8; the likely path is allocation-site pretenuring:
+   * arrays that outlive their request teach V8 to allocate that initializer's objects (folded
+   * with the request's others) in the old generation, where a dead object keeps the young ones it
+   * points to alive until the next mark-compact. The copies are allocated here, apart from the
+   * request's own objects (the OpenAI session's token texts are its own array too).
    */
   private keptOutput(): RequestOutput {
-    const output_ids = this.out.ids.slice() as number[];
-    const attempts = this.segments.map((s) => ({ attempt: s.attempt, worker: s.worker, from_token: s.from_token, tokens: s.tokens }));
-    return { request_id: this.id, output_ids, attempts, ...this.tokenTexts() };
-  }
-
-  private tokenTexts(): { token_text?: string[] } {
-    const t = this.out.tokenTexts?.() ?? null;
-    return t === null ? {} : { token_text: t.slice() }; // the session's own array (see keptOutput)
+    const kept: RequestOutput = { request_id: this.id, output_ids: this.out.ids.slice(), attempts: this.segments.map((s) => ({ ...s })) };
+    const texts = this.out.tokenTexts?.() ?? null;
+    if (texts !== null) kept.token_text = texts.slice();
+    return kept;
   }
 
   /** Attempts until one finishes, the client leaves, or migration may not go on. */

@@ -58,14 +58,11 @@ export class Worker {
     // Idle connections close after 4 s, under the 5 s after which the worker closes them: SGLang
     // runs uvicorn with `timeout_keep_alive=5` (python/sglang/srt/entrypoints/http_server.py,
     // both `uvicorn.run` calls at the end of `launch_server`), vLLM with
-    // `timeout_keep_alive=envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE` (vllm/entrypoints/openai/api_server.py),
-    // whose default is "5" (vllm/envs.py), and Node's http server (the simulator) has 5 s too. So a request is not written on a connection the worker is closing at that moment
-    // (undici's own default is 4 s for the same reason).
-    this.h1 = new H1Pool(new URL(url), connect, {
-      connections: 512,
-      keepAliveMs: 4_000,
-      spares: this.spares,
-    });
+    // `timeout_keep_alive=envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE`
+    // (vllm/entrypoints/openai/api_server.py), whose default is "5" (vllm/envs.py), and Node's
+    // http server (the simulator) has 5 s too. So a request is not written on a connection the
+    // worker is closing at that moment (undici's own default is 4 s for the same reason).
+    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: 4_000, spares: this.spares });
   }
 
   /** Close every connection to the worker; in-flight attempts end with an error. */

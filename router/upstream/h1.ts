@@ -28,9 +28,9 @@ import type { buildConnector } from 'undici';
 /**
  * Diagnostics channels, as undici has its own (each published only while someone subscribes; the
  * bench's W4 probe times migrations with them): `baton:h1:create` `{ exchange }` when a request is
- * handed to the client, `baton:h1:send` `{ exchange }` when it is handed to its socket (just before the write),
- * `baton:h1:data` `{ exchange, chunk }` for every piece of a response body, `baton:h1:error`
- * `{ exchange, error }` when an exchange fails.
+ * handed to the client, `baton:h1:send` `{ exchange }` when it is handed to its socket (just
+ * before the write), `baton:h1:data` `{ exchange, chunk }` for every piece of a response body,
+ * `baton:h1:error` `{ exchange, error }` when an exchange fails.
  */
 export const createChannel = channel('baton:h1:create');
 export const sendChannel = channel('baton:h1:send');
