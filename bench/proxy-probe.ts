@@ -56,7 +56,8 @@ interface Exchange {
 }
 
 /** Where an upstream body names its attempt: SGLang's `rid`, vLLM's `request_id`. */
-const RID_KEYS = [Buffer.from('"rid":"'), Buffer.from('"request_id":"')];
+const RID_STRING_KEYS = ['"rid":"', '"request_id":"'];
+const RID_KEYS = RID_STRING_KEYS.map((k) => Buffer.from(k));
 
 /**
  * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton
@@ -66,7 +67,18 @@ const RID_KEYS = [Buffer.from('"rid":"'), Buffer.from('"request_id":"')];
  * worker, like any JSON reader, keeps the last of duplicate keys), after any rid of the client's.
  */
 export function ridOf(body: unknown): string | null {
-  if (!Buffer.isBuffer(body)) return typeof body === 'string' ? ridOf(Buffer.from(body)) : null;
+  if (typeof body === 'string') {
+    // A string body (a continuation's) is searched as it is: copying it to a buffer first would
+    // add to the migration window this probe runs inside.
+    for (const key of RID_STRING_KEYS) {
+      const k = body.lastIndexOf(key);
+      if (k < 0) continue;
+      const end = body.indexOf('"', k + key.length);
+      return end < 0 ? null : body.slice(k + key.length, end);
+    }
+    return null;
+  }
+  if (!Buffer.isBuffer(body)) return null;
   for (const key of RID_KEYS) {
     const k = body.lastIndexOf(key);
     if (k < 0) continue;
@@ -96,10 +108,13 @@ let records: GapRecord[] = [];
 let waiting = new WeakMap<object, GapRecord>();
 let created = new WeakMap<object, number>();
 
+// Each handler reads the clock first: what it does after (finding the rid in a body, which
+// copies a string body) runs inside the router's window and must not count in it.
 function onError(msg: unknown): void {
+  const t = nowUs();
   const rid = ridOf((msg as { exchange: Exchange }).exchange.body);
   const key = rid === null ? null : attemptKey(rid);
-  if (key !== null && !failures.has(key)) failures.set(key, nowUs());
+  if (key !== null && !failures.has(key)) failures.set(key, t);
 }
 
 function onCreate(msg: unknown): void {
@@ -107,6 +122,7 @@ function onCreate(msg: unknown): void {
 }
 
 function onSend(msg: unknown): void {
+  const t = nowUs();
   const request = (msg as { exchange: Exchange }).exchange;
   const rid = ridOf(request.body);
   const prev = rid === null ? null : previousAttemptKey(rid);
@@ -115,7 +131,7 @@ function onSend(msg: unknown): void {
     rid,
     failedUs: failures.get(prev) ?? null,
     createdUs: created.get(request) ?? null,
-    sentUs: nowUs(),
+    sentUs: t,
     firstChunkUs: null,
   };
   records.push(rec);

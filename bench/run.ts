@@ -1,7 +1,7 @@
 // The benchmark run: simulated workers, the targets, the load generator, and the order of runs.
 // Every workload runs against every target in the same run, interleaved by rounds whose target
 // order rotates, so a machine that gets busier or quieter midway shifts all targets alike.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus as osCpus, loadavg, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster, type SimCluster } from '../sim/cluster.ts';
@@ -732,6 +732,7 @@ export class BenchRun {
     send({ type: 'probe', on: false });
     const reply = await waitForMessage(probe, (m) => ((m as ProbeReply)?.type === 'probe-records' ? (m as ProbeReply) : undefined));
     const records: GapRecord[] = reply.records;
+    if (process.env.BENCH_TEE_DIR) writeFileSync(join(process.env.BENCH_TEE_DIR, `w4-${w.format}-${how.replace(/\W+/g, '_')}-records.json`), JSON.stringify(records));
     const bases = [...new Set(records.map((r) => requestIdOf(r.rid)))];
     const client = new Map((await lg.records(bases)).map((r) => [r.rid, { ok: r.ok, maxWaitUs: r.maxWaitUs }]));
     const connections = await continuationConnections(baton.urls[0]!);

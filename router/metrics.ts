@@ -101,6 +101,8 @@ export class RouterMetrics {
     cachedPromptTokens: 0,
     recomputedTokens: 0,
     inFlight: 0,
+    /** baton_migrations_total by migration_type. Counted between a failure and its continuation's write (W4's gap). */
+    migrations: { new_request: 0, ongoing_request: 0 },
   };
 
   readonly requests: Counter = new Counter({
@@ -118,7 +120,15 @@ export class RouterMetrics {
     },
   });
   readonly attemptsStarted = this.plainCounter('baton_attempts_started_total', 'Upstream attempts started', () => this.count.attemptsStarted);
-  readonly migrations = new Counter({ name: 'baton_migrations_total', help: 'Migrations (continuations started on another worker), by migration_type: new_request (no token yet) or ongoing_request', labelNames: ['migration_type'], registers: [this.registry] });
+  readonly migrations: Counter = new Counter({
+    name: 'baton_migrations_total', help: 'Migrations (continuations started on another worker), by migration_type: new_request (no token yet) or ongoing_request', labelNames: ['migration_type'], registers: [this.registry],
+    collect: () => {
+      this.migrations.reset();
+      const m = this.count.migrations;
+      this.migrations.inc({ migration_type: 'new_request' }, m.new_request);
+      this.migrations.inc({ migration_type: 'ongoing_request' }, m.ongoing_request);
+    },
+  });
   readonly migrationDuration = new Histogram({
     name: 'baton_migration_duration_seconds',
     help: 'From the first failed attempt of a migrated request to its end, by outcome (success, failure, cancelled)',
@@ -187,7 +197,6 @@ export class RouterMetrics {
     // Series with known label values exist from the start at 0, so that rate() and absent()
     // see the first failure or migration as a change rather than as a series appearing.
     for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm', 'openai']) this.count.requests.add(outcome, format, 0);
-    for (const migration_type of ['new_request', 'ongoing_request']) this.migrations.inc({ migration_type }, 0);
     for (const outcome of ['success', 'failure', 'cancelled']) this.migrationDuration.zero({ outcome });
   }
 

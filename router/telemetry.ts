@@ -124,7 +124,8 @@ export class Telemetry {
 
   /** `_replayed` is not counted here: recompute is counted when the continuation ends (see attemptEnded). */
   migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, _replayed: number): void {
-    this.metrics.migrations.inc({ migration_type: ongoing ? 'ongoing_request' : 'new_request' });
+    if (ongoing) this.metrics.count.migrations.ongoing_request++;
+    else this.metrics.count.migrations.new_request++;
     if (this.tracing !== null) this.tracing.migrated(requestId, attempt, kind, atToken, ongoing);
     if (this.bus.active) this.bus.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
   }

@@ -1,6 +1,9 @@
 // Trace rows: a bounded in-memory ring for the dashboard and export, and an optional JSON Lines
-// file appended row by row with a synchronous write, so that a router killed with SIGKILL loses
-// no row it had finished (a buffered stream would lose its buffer).
+// file appended with a synchronous write before the router's current turn ends (the rows of one
+// run of code in one write, from a microtask), so that a router killed with SIGKILL loses no row
+// it had finished (a buffered stream would lose its buffer). Not in the row's own call: a failed
+// attempt's row is written on the way from the failure to its continuation, and a file write
+// there was the largest part of that path (W4's gap, docs/benchmarks.md).
 //
 // The rows of a request that migrated or failed are also kept in a second ring of their own, so
 // an incident stays inspectable after ordinary traffic has pushed its rows out of the first: a
@@ -26,6 +29,8 @@ export class TraceStore {
   written = 0;
   /** Rows that could not be appended to the trace file (disk full, file gone, ...). */
   fileErrors = 0;
+  /** Rows added in this run of code, for the file: appended together once it is done. */
+  private unwritten: TraceRow[] = [];
 
   constructor(capacity: number, private readonly file: string | null) {
     this.ring = new Array(Math.max(1, capacity));
@@ -44,7 +49,7 @@ export class TraceStore {
   add(row: TraceRow): void {
     this.ring[this.written % this.ring.length] = row;
     this.written++;
-    if (this.fd !== null) this.append(row);
+    if (this.fd !== null && this.unwritten.push(row) === 1) queueMicrotask(this.flush);
     if (row.kind === 'request' && (row.migrations > 0 || row.outcome === 'failed')) this.keepNotable(row);
   }
 
@@ -92,8 +97,17 @@ export class TraceStore {
     }
   }
 
-  private append(row: TraceRow): void {
-    const buf = Buffer.from(JSON.stringify(row) + '\n');
+  /** Append the rows added since the last flush (in order, one write). */
+  private readonly flush = (): void => {
+    const rows = this.unwritten;
+    if (rows.length === 0 || this.fd === null) return;
+    this.unwritten = [];
+    let text = '';
+    for (const row of rows) text += JSON.stringify(row) + '\n';
+    this.append(Buffer.from(text), rows.length);
+  };
+
+  private append(buf: Buffer, rows: number): void {
     try {
       // writeSync may write less than asked; a line cut short would not parse.
       let off = 0;
@@ -101,13 +115,16 @@ export class TraceStore {
     } catch (err) {
       // A full disk must not fail the request whose row this is: the ring still has the row,
       // the error is counted (baton_trace_file_errors_total) and reported once.
-      if (this.fileErrors++ === 0) {
+      const first = this.fileErrors === 0;
+      this.fileErrors += rows;
+      if (first) {
         console.error(`baton: cannot append to trace file ${this.file}: ${(err as Error).message} (further errors are counted, not printed)`);
       }
     }
   }
 
   close(): void {
+    this.flush();
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }

@@ -268,6 +268,10 @@ describe('W4 migration gap', () => {
   it('finds the rid in an upstream body and the attempt a continuation follows', () => {
     expect(ridOf(Buffer.from('{"rid":"W4-1-7~m1","input_ids":[1]}'))).toBe('W4-1-7~m1');
     expect(ridOf('{"input_ids":[1]}')).toBeNull();
+    // A continuation's body is a string; vLLM's key is request_id, and the last occurrence counts.
+    expect(ridOf('{"rid":"a","text":"é","rid":"W4-1-7~m2~00ff"}')).toBe('W4-1-7~m2~00ff');
+    expect(ridOf('{"request_id":"W4-2-1~m1~0a","token_ids":[1]}')).toBe('W4-2-1~m1~0a');
+    expect(ridOf('{"rid":"unterminated')).toBeNull();
     // Attempt 0's body: the client's bytes (with the client's own rid) and Baton's rid appended.
     expect(ridOf(Buffer.from('{"rid":"W4-1-7","input_ids":[1],"stream":true,"rid":"W4-1-7~m0","stream":true}'))).toBe('W4-1-7~m0');
     const r0 = upstreamRid('r', 0);

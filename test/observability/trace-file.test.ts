@@ -1,6 +1,6 @@
-// --trace-file: rows are appended one synchronous write each, so a router killed with SIGKILL in
-// the middle of traffic leaves a file whose every line is a whole row, and every request that
-// had finished by then has its rows in it.
+// --trace-file: the rows of one run of code are appended in one synchronous write before the
+// router's turn ends, so a router killed with SIGKILL in the middle of traffic leaves a file whose
+// every line is a whole row, and every request that had finished by then has its rows in it.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,7 +86,7 @@ describe('TraceStore file', () => {
     expect(() => new TraceStore(10, join(dir, 'no-such-dir', 'x.jsonl'))).toThrow(/--trace-file .*ENOENT/);
   });
 
-  it('a write that fails (disk full) is counted, and the row is still kept in memory', () => {
+  it('a write that fails (disk full) is counted, and the row is still kept in memory', async () => {
     const store = new TraceStore(10, '/dev/full');
     const errors: unknown[] = [];
     const original = console.error;
@@ -95,13 +95,32 @@ describe('TraceStore file', () => {
       const row = { kind: 'request', request_id: 'x' } as TraceRow;
       store.add(row);
       store.add(row);
-      expect(store.fileErrors).toBe(2);
-      expect([...store.rows()]).toHaveLength(2);
+      await Promise.resolve(); // the turn's rows are written together, once its code has run
+      store.add(row);
+      await Promise.resolve();
+      expect(store.fileErrors).toBe(3);
+      expect([...store.rows()]).toHaveLength(3);
       expect(errors).toHaveLength(1); // said once, then counted
     } finally {
       console.error = original;
       store.close();
     }
+  });
+
+  it('appends the rows of one run of code after it, in order, and the rest on close()', async () => {
+    const f = join(dir, 'turn.jsonl');
+    const store = new TraceStore(10, f);
+    const ids = (text: string) => text.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as TraceRow).request_id);
+    store.add({ kind: 'attempt', request_id: 'a' } as TraceRow);
+    store.add({ kind: 'request', request_id: 'b' } as TraceRow);
+    // Not within the code that added them: a failed attempt's row is added between the failure
+    // and its continuation's write, which must not wait for the disk.
+    expect(readFileSync(f, 'utf8')).toBe('');
+    await Promise.resolve();
+    expect(ids(readFileSync(f, 'utf8'))).toEqual(['a', 'b']);
+    store.add({ kind: 'request', request_id: 'c' } as TraceRow);
+    store.close(); // before its turn ends: close() writes it
+    expect(ids(readFileSync(f, 'utf8'))).toEqual(['a', 'b', 'c']);
   });
 
   it("starts on a fresh line after a previous run's torn last line", () => {

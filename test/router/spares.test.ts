@@ -36,16 +36,27 @@ describe('SpareConnections against a real TCP server', () => {
   });
 
   it('opens the target, hands out a connected socket, refills, and closes everything on close()', async () => {
-    spares = new SpareConnections(await listen(), buildConnector({ timeout: 2000 }));
+    const connector = buildConnector({ timeout: 2000 });
+    let connects = 0;
+    spares = new SpareConnections(await listen(), (opts, cb) => {
+      connects++;
+      return connector(opts, cb);
+    });
     spares.maintain();
     expect(spares.size).toBe(0); // no target, no traffic: no connections
     spares.target = 3;
     spares.maintain();
     await waitUntil(() => spares.size === 3 && accepted.length === 3, 5000, 'three spares');
 
+    const before = connects;
     const got = spares.claim()!;
     expect(got).not.toBeNull();
     expect(spares.taken).toBe(1);
+    // Its replacement connects once the caller's code (which writes the continuation on it) has
+    // run: a connect wakes the worker, and must not come between a failure and its continuation.
+    expect(connects).toBe(before);
+    await Promise.resolve();
+    expect(connects).toBe(before + 1);
     expect(got.destroyed).toBe(false);
     expect(got.remotePort).toBe((server.address() as { port: number }).port);
     // Taking one starts a replacement at once.
