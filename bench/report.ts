@@ -384,6 +384,8 @@ export interface SideBySide {
   vsBareMedian: number | null;
   vsNginxByRound: number[];
   vsNginxMedian: number | null;
+  /** The bare Node proxy / nginx, median of the rounds: the Node floor against nginx, which bounds what Baton / nginx can be. */
+  bareVsNginxMedian: number | null;
 }
 
 export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
@@ -406,7 +408,8 @@ export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
     }
     const bare = byRound('bare');
     const nginx = byRound('nginx');
-    out.push({ workload: w, usPerRequest: [...totals].map(([target, t]) => ({ target, us: t.ok > 0 ? t.cpuUs / t.ok : null })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx) });
+    const floor = mine.map((r) => ratio(us(r, 'bare'), us(r, 'nginx'))).filter((v): v is number => v !== null);
+    out.push({ workload: w, usPerRequest: [...totals].map(([target, t]) => ({ target, us: t.ok > 0 ? t.cpuUs / t.ok : null })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx), bareVsNginxMedian: median(floor) });
   }
   return out;
 }
@@ -571,7 +574,9 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
     if (!c || byRound.length === 0) return { v: a.v, how: `${a.how}, each proxy alone`, also: '' };
     const m = v === 'bare' ? c.vsBareMedian : c.vsNginxMedian;
     const how = byRound.length > 1 ? ` (median of ${byRound.length} rounds)` : '';
-    return { v: m, how: `, side by side${how}`, also: a.v === null ? '' : ` (alone${a.how}: ${x(a.v)})` };
+    // Against nginx, the Node floor beside it: Baton builds on Node's HTTP server as the bare proxy does.
+    const floor = v === 'nginx' && c.bareVsNginxMedian !== null ? `; the bare Node proxy / nginx ${x(c.bareVsNginxMedian)}` : '';
+    return { v: m, how: `, side by side${how}`, also: a.v === null ? floor : ` (alone${a.how}: ${x(a.v)}${floor})` };
   };
   // Only the workloads that ran (a --format vllm run has no SGLang figures to judge).
   const ran = (w: WorkloadName) => fs.some((f) => f.workload === w);
@@ -609,7 +614,7 @@ export function checks(fs: Figures[], gaps: MigrationGap[], nginxPresent: boolea
     const figure = added === null ? 'n/a' : `${added.toFixed(2)} ms`;
     const value = judged === 'W3'
       ? `n/a (${notPinned}; shared layout: ${figure}, not judged)`
-      : `${figure}${streams ? ` at ${streams} streams` : ''}${saturated ? ` (not judged: direct's own p99 is ${d3!.gapMs.p99.toFixed(0)} ms at a ${interval} ms interval, CPU 0 is saturated)` : ''}`;
+      : `${figure}${streams ? ` at ${streams} streams` : ''}${saturated ? ` (not judged: direct's own p99 is ${d3!.gapMs.p99.toFixed(0)} ms at a ${interval} ms interval, CPU 0 is saturated: the workers used ${d3!.workersCores.toFixed(2)} of a core and the load generator ${d3!.loadgenCores.toFixed(2)} in direct's rounds)` : ''}`;
     out.push({ workload: 'W3-pinned', what: 'added p99 inter-frame latency vs direct, pinned layout', limit: '≤ 10 ms', value, met: judged === 'W3' || saturated ? null : le(added, 10) });
   }
   const w3 = find(fs, 'W3', 'baton') ?? find(fs, 'W3-pinned', 'baton');

@@ -159,9 +159,11 @@ describe('figures and ratios', () => {
     expect(judged.met).toBe(true);
     expect(judged.workload).toBe('W3-pinned');
     expect(judged.value).toMatch(/^5\.\d+ ms at 2000 streams$/);
-    const saturated = judge([w3('W3-pinned', 'direct', 400), w3('W3-pinned', 'baton', 300)]);
+    const busy = { ...w3('W3-pinned', 'direct', 400), workersCpuUs: 610_000, loadgenCpuUs: 330_000 };
+    const saturated = judge([busy, w3('W3-pinned', 'baton', 300)]);
     expect(saturated.met).toBeNull();
-    expect(saturated.value).toContain('saturated');
+    // What filled CPU 0, from direct's own rounds (1 s of wall time each here).
+    expect(saturated.value).toContain('CPU 0 is saturated: the workers used 0.61 of a core and the load generator 0.33');
     // Without the pinned layout the shared figure is shown, not judged.
     const shared = judge([w3('W3', 'direct', 120), w3('W3', 'baton', 125)], 'one CPU only');
     expect(shared.met).toBeNull();
@@ -301,6 +303,8 @@ describe('side-by-side runs', () => {
     expect(c!.vsBareMedian).toBeCloseTo(1.1);
     expect(c!.vsNginxByRound).toEqual([2.2, 2, 2]);
     expect(c!.vsNginxMedian).toBe(2);
+    // The Node floor: the bare proxy / nginx, 1.67, 2 and 2 by round.
+    expect(c!.bareVsNginxMedian).toBe(2);
     // Baton: (220 + 300 + 260) * 200 / 600 requests.
     expect(c!.usPerRequest.find((q) => q.target === 'baton')!.us).toBeCloseTo(260);
     expect(c!.usPerRequest.find((q) => q.target === 'bare')!.us).toBeCloseTo((250 + 200 + 260) / 3);
@@ -312,6 +316,7 @@ describe('side-by-side runs', () => {
     expect(c!.vsBareByRound).toEqual([1.1]);
     expect(c!.vsNginxByRound).toEqual([]);
     expect(c!.vsNginxMedian).toBeNull();
+    expect(c!.bareVsNginxMedian).toBeNull();
   });
 
   it('judges the CPU targets on the side-by-side runs when the run has them, the ratio alone shown beside', () => {
@@ -325,7 +330,8 @@ describe('side-by-side runs', () => {
     expect(bare.what).toBe('CPU per request, Baton / bare proxy, side by side (median of 3 rounds), shared layout');
     expect(bare.value).toBe('1.10× (alone: 1.50×)');
     expect(bare.met).toBe(true);
-    expect(nginx.value).toBe('1.76× (alone: 2.50×)');
+    // With the bare proxy's own ratio to nginx (1.6, 2, 1.25 by round): the floor Baton sits on.
+    expect(nginx.value).toBe('1.76× (alone: 2.50×; the bare Node proxy / nginx 1.60×)');
     expect(nginx.met).toBe(true);
     // Without side-by-side runs (or without nginx in them) the runs alone are judged, and say so.
     const aloneOnly = checks(summarize(samples), [], true, samples);
