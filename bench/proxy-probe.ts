@@ -55,9 +55,8 @@ interface Exchange {
   body?: unknown;
 }
 
-/** Where an upstream body names its attempt: SGLang's `rid`, vLLM's `request_id`. */
-const RID_STRING_KEYS = ['"rid":"', '"request_id":"'];
-const RID_KEYS = RID_STRING_KEYS.map((k) => Buffer.from(k));
+/** Where an upstream body names its attempt: SGLang's `rid`, vLLM's `request_id` (ASCII: as long in bytes as in characters). */
+const RID_KEYS = ['"rid":"', '"request_id":"'];
 
 /**
  * The upstream rid in a request body (SGLang's `rid` or vLLM's `request_id`), or null. Baton
@@ -65,25 +64,18 @@ const RID_KEYS = RID_STRING_KEYS.map((k) => Buffer.from(k));
  * value appear exactly as written here; a vLLM abort's `request_ids` list does not match. The
  * last occurrence: attempt 0's SGLang body is the client's bytes with Baton's rid appended (the
  * worker, like any JSON reader, keeps the last of duplicate keys), after any rid of the client's.
+ * A string body (a continuation's) is searched as it is, not copied to a buffer first: this runs
+ * inside the migration window it measures.
  */
 export function ridOf(body: unknown): string | null {
-  if (typeof body === 'string') {
-    // A string body (a continuation's) is searched as it is: copying it to a buffer first would
-    // add to the migration window this probe runs inside.
-    for (const key of RID_STRING_KEYS) {
-      const k = body.lastIndexOf(key);
-      if (k < 0) continue;
-      const end = body.indexOf('"', k + key.length);
-      return end < 0 ? null : body.slice(k + key.length, end);
-    }
-    return null;
-  }
-  if (!Buffer.isBuffer(body)) return null;
+  if (typeof body !== 'string' && !Buffer.isBuffer(body)) return null;
   for (const key of RID_KEYS) {
     const k = body.lastIndexOf(key);
     if (k < 0) continue;
-    const end = body.indexOf(0x22, k + key.length);
-    return end < 0 ? null : body.toString('utf8', k + key.length, end);
+    const from = k + key.length;
+    const end = body.indexOf('"', from);
+    if (end < 0) return null;
+    return typeof body === 'string' ? body.slice(from, end) : body.toString('utf8', from, end);
   }
   return null;
 }

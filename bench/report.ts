@@ -396,7 +396,7 @@ export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
       const x = r.targets.find((q) => q.target === t);
       return x && x.ok > 0 ? x.cpuUs / x.ok : null;
     };
-    const byRound = (t: TargetName) => mine.map((r) => ratio(us(r, 'baton'), us(r, t))).filter((v): v is number => v !== null);
+    const byRound = (t: TargetName, of: TargetName = 'baton') => mine.map((r) => ratio(us(r, of), us(r, t))).filter((v): v is number => v !== null);
     const totals = new Map<TargetName, { cpuUs: number; ok: number }>();
     for (const r of mine) {
       for (const q of r.targets) {
@@ -408,8 +408,7 @@ export function sideBySide(runs: SideBySideRun[]): SideBySide[] {
     }
     const bare = byRound('bare');
     const nginx = byRound('nginx');
-    const floor = mine.map((r) => ratio(us(r, 'bare'), us(r, 'nginx'))).filter((v): v is number => v !== null);
-    out.push({ workload: w, usPerRequest: [...totals].map(([target, t]) => ({ target, us: t.ok > 0 ? t.cpuUs / t.ok : null })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx), bareVsNginxMedian: median(floor) });
+    out.push({ workload: w, usPerRequest: [...totals].map(([target, t]) => ({ target, us: t.ok > 0 ? t.cpuUs / t.ok : null })), vsBareByRound: bare, vsBareMedian: median(bare), vsNginxByRound: nginx, vsNginxMedian: median(nginx), bareVsNginxMedian: median(byRound('nginx', 'bare')) });
   }
   return out;
 }

@@ -100,7 +100,8 @@ export class TraceStore {
   /** Append the rows added since the last flush (in order, one write). */
   private readonly flush = (): void => {
     const rows = this.unwritten;
-    if (rows.length === 0 || this.fd === null) return;
+    // Empty when close() wrote them before the queued flush came (rows are only kept while the file is open).
+    if (rows.length === 0) return;
     this.unwritten = [];
     let text = '';
     for (const row of rows) text += JSON.stringify(row) + '\n';
