@@ -16,7 +16,7 @@
 // `--solo` runs each target alone in turn instead, with the workload's whole load, as the bench's
 // own runs do, and prints each target's read and write system calls per request beside its CPU.
 //
-// A caution (docs/benchmarks.md, "GC: serial scavenges, and what outlived a scavenge"): a router
+// A caution (docs/benchmarks.md, "The outputs ring keeps copies"): a router
 // settles in one of two GC modes, and the first one started took the heavy one more often than
 // the others, at 4-7 % of its CPU (this checkout's router is started first): a few per cent
 // between two builds needs runs both ways round (each build once as the checkout, once as --ref).

@@ -6,7 +6,7 @@
 // busy host the helpers wait for a CPU the workers hold, and with the router pinned to one CPU
 // they take turns on it with the main thread. Scavenging on the main thread alone cost 3-7 % less
 // CPU per W1 request where CPUs were short and the same where they were not (docs/benchmarks.md,
-// "GC: serial scavenges, and what outlived a scavenge"). `parallel` keeps V8's default, for a
+// "GC: serial scavenges"). `parallel` keeps V8's default, for a
 // router with idle cores of its own.
 //
 // `--parallel-scavenge` is safe to change after start: V8 reads it at every scavenge to size the

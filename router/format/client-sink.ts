@@ -33,7 +33,7 @@ function uncork(s: Socket): void {
  * does the same in four writes (the size's hex, CRLF, the data, CRLF), each an entry in the
  * corked socket's buffer and an iovec of its writev, with its checks on the way (in W1's heap
  * profile Node's writeOrBuffer and clearBuffer were 30 % of the bytes allocated, 11 % after:
- * docs/benchmarks.md, "An upstream client of Baton's own, and the client's frames"). The
+ * docs/benchmarks.md, "Baton's own upstream client"). The
  * socket is corked for the rest of the turn as Node does it, so the frames of one upstream read
  * still leave in one writev.
  */

@@ -229,8 +229,8 @@ export class LogicalRequest implements ProgressSource {
    * What the outputs ring keeps of this request, in arrays of its own. Handing the ring the
    * request's own arrays (`out.ids`, `segments`) made the whole object graph of every W1 request
    * outlive its scavenges: a promotion rate of ~75 % against ~20 %, 3x the mark-compacts, 72 MiB
-   * of survivors against 11 MiB (docs/benchmarks.md, "GC: serial scavenges, and what outlived a
-   * scavenge"). Measured, not traced through V8; the likely path is allocation-site pretenuring:
+   * of survivors against 11 MiB (docs/benchmarks.md, "The outputs ring keeps copies").
+   * Measured, not traced through V8; the likely path is allocation-site pretenuring:
    * arrays that outlive their request teach V8 to allocate that initializer's objects (folded
    * with the request's others) in the old generation, where a dead object keeps the young ones it
    * points to alive until the next mark-compact. The copies are allocated here, apart from the

@@ -3,7 +3,7 @@
 // call to a worker (probes, health checks, aborts, the endpoints passed through) still goes
 // through undici, which is the general client.
 //
-// Why a client of our own here (docs/benchmarks.md, "An upstream client of Baton's own"): in W1's
+// Why a client of our own here (docs/benchmarks.md, "Baton's own upstream client"): in W1's
 // profiles undici was the largest share of Baton's CPU after the kernel's writev, about as much
 // as all of Baton's own code: per request a Request object with its validations, the header
 // object built from llhttp's arrays, handler wrappers for the controller API, and per read a
