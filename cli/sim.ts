@@ -39,6 +39,10 @@ vLLM workers only (--format vllm):
   --legacy-logprobs            older logprobs shape: {"token":"token_id:N","logprob","bytes","top_logprobs"}
   --legacy-generate            older serve/disagg generate: no output_mode / weight_versions, and a stream
                                skips every output without new tokens (even an abort's final one)
+  --legacy-abort               older abort API (vLLM before PR #58588, 2026-10; implied by --legacy-generate):
+                               no /inference/v1/abort_requests, only /abort_requests
+  --enable-scale-out           as vLLM's --enable-scale-out without --tokens-only: no /abort_requests
+                               (with --legacy-abort: no abort endpoint, only a closed connection aborts)
   --enable-prompt-tokens-details  usage.prompt_tokens_details.cached_tokens, like vLLM's flag
   --scheduling-policy fcfs|priority  like vLLM's (default fcfs: a non-zero priority is refused)
 
@@ -60,6 +64,8 @@ function flags(argv: string[]) {
       'max-logprobs': { type: 'string' },
       'legacy-logprobs': { type: 'boolean' },
       'legacy-generate': { type: 'boolean' },
+      'legacy-abort': { type: 'boolean' },
+      'enable-scale-out': { type: 'boolean' },
       'enable-prompt-tokens-details': { type: 'boolean' },
       'scheduling-policy': { type: 'string' },
       workers: { type: 'string' },
@@ -100,7 +106,7 @@ export async function run(argv: string[]): Promise<void> {
   if (format !== 'sglang' && format !== 'vllm') throw new UsageError(`--format must be sglang or vllm, got '${format}'`);
   const given = (names: string[]) => names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
   const sglangOnly = given(['incremental', 'text', 'preferred-max-new-tokens', 'legacy-errors', 'enable-custom-logit-processor', 'enable-return-hidden-states']);
-  const vllmOnly = given(['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'enable-prompt-tokens-details', 'scheduling-policy']);
+  const vllmOnly = given(['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'legacy-abort', 'enable-scale-out', 'enable-prompt-tokens-details', 'scheduling-policy']);
   if (format === 'vllm' && sglangOnly.length > 0) throw new UsageError(`--${sglangOnly[0]} is an SGLang worker option (not with --format vllm)`);
   if (format === 'sglang' && vllmOnly.length > 0) throw new UsageError(`--${vllmOnly[0]} is a vLLM worker option (needs --format vllm)`);
   const policy = v['scheduling-policy'];
@@ -112,6 +118,8 @@ export async function run(argv: string[]): Promise<void> {
           maxLogprobs: v['max-logprobs'] === undefined ? undefined : intFlag('max-logprobs', v['max-logprobs'], 20),
           legacyLogprobs: v['legacy-logprobs'] ?? false,
           legacyGenerate: v['legacy-generate'] ?? false,
+          legacyAbort: v['legacy-abort'] ?? false,
+          enableScaleOut: v['enable-scale-out'] ?? false,
           enablePromptTokensDetails: v['enable-prompt-tokens-details'] ?? false,
           schedulingPolicy: policy as 'fcfs' | 'priority' | undefined,
         }

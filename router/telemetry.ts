@@ -108,10 +108,12 @@ export class Telemetry {
     row.trace_id = this.tracing === null ? null : this.tracing.attemptEnded(row, this.inFlight);
     this.traces.add(row);
     this.metrics.count.attempts.add(row.worker, row.outcome);
-    // Migration's prefill cost, known once the continuation's worker has said what it had cached.
-    // A continuation that failed before its first chunk reported nothing and is not counted.
-    if (row.attempt > 0 && row.ttft_ms !== null) {
-      this.metrics.count.recomputedTokens += Math.max(0, row.prompt_tokens_sent - (row.cached_tokens ?? 0));
+    // Migration's prefill cost, known once the continuation's worker has said what it had cached
+    // (SGLang: every chunk's meta_info; vLLM: only the usage chunk after the finish). A
+    // continuation that reported nothing (failed before that, or a vLLM worker without
+    // --enable-prompt-tokens-details) is not counted: counting all it was sent overstated the cost.
+    if (row.attempt > 0 && row.ttft_ms !== null && row.cached_tokens !== null) {
+      this.metrics.count.recomputedTokens += Math.max(0, row.prompt_tokens_sent - row.cached_tokens);
     }
     // Finished attempts only: a failed one's end includes the time it took to notice the failure
     // (up to the inter-token timeout), which is not a gap between tokens.

@@ -18,8 +18,8 @@ export interface ClusterOptions {
    * The wire format every worker of this cluster speaks: SGLang's native `/generate` (default) or
    * vLLM's `/inference/v1/generate` (sim/vllm/worker.ts). SGLang-only options (incremental, text,
    * preferredSamplingParams, legacyErrors, enableCustomLogitProcessor, enableReturnHiddenStates)
-   * and vLLM-only ones (maxModelLen, maxLogprobs, legacyLogprobs, legacyGenerate,
-   * enablePromptTokensDetails, schedulingPolicy) are refused for the other format.
+   * and vLLM-only ones (maxModelLen, maxLogprobs, legacyLogprobs, legacyGenerate, legacyAbort,
+   * enableScaleOut, enablePromptTokensDetails, schedulingPolicy) are refused for the other format.
    */
   format?: 'sglang' | 'vllm';
   /** 0 (default): each worker picks a free port. Otherwise workers listen on port, port+1, ... */
@@ -57,6 +57,10 @@ export interface ClusterOptions {
   legacyLogprobs?: boolean;
   /** vLLM: the older serve/disagg generate (no output_mode / weight_versions, token-less chunks skipped). */
   legacyGenerate?: boolean;
+  /** vLLM: the older abort API (no /inference/v1/abort_requests; before vLLM PR #58588). */
+  legacyAbort?: boolean;
+  /** vLLM: as `--enable-scale-out` without `--tokens-only` (no /abort_requests). */
+  enableScaleOut?: boolean;
   /** vLLM: --enable-prompt-tokens-details. */
   enablePromptTokensDetails?: boolean;
   /** vLLM: --scheduling-policy (default fcfs). */
@@ -130,6 +134,8 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
     if (opts.maxLogprobs !== undefined) f.push('--max-logprobs', String(opts.maxLogprobs));
     if (opts.legacyLogprobs) f.push('--legacy-logprobs');
     if (opts.legacyGenerate) f.push('--legacy-generate');
+    if (opts.legacyAbort) f.push('--legacy-abort');
+    if (opts.enableScaleOut) f.push('--enable-scale-out');
     if (opts.enablePromptTokensDetails) f.push('--enable-prompt-tokens-details');
     if (opts.schedulingPolicy !== undefined) f.push('--scheduling-policy', opts.schedulingPolicy);
     if (opts.tokenIntervalMs !== undefined) f.push('--token-interval-ms', String(opts.tokenIntervalMs));

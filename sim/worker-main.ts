@@ -23,7 +23,7 @@ function nonEmpty(name: string, value: string | undefined): string | undefined {
 export type WorkerLaunch = { format: 'sglang'; options: WorkerOptions } | { format: 'vllm'; options: VllmWorkerOptions };
 
 const SGLANG_ONLY = ['incremental', 'text', 'preferred-sampling-params', 'preferred-max-new-tokens', 'legacy-errors', 'enable-custom-logit-processor', 'enable-return-hidden-states'] as const;
-const VLLM_ONLY = ['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'enable-prompt-tokens-details', 'scheduling-policy'] as const;
+const VLLM_ONLY = ['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'legacy-abort', 'enable-scale-out', 'enable-prompt-tokens-details', 'scheduling-policy'] as const;
 
 function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
   const v = parseFlags(argv, {
@@ -32,6 +32,8 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
     'max-logprobs': { type: 'string' },
     'legacy-logprobs': { type: 'boolean' },
     'legacy-generate': { type: 'boolean' },
+    'legacy-abort': { type: 'boolean' },
+    'enable-scale-out': { type: 'boolean' },
     'enable-prompt-tokens-details': { type: 'boolean' },
     'scheduling-policy': { type: 'string' },
     host: { type: 'string' },
@@ -81,6 +83,8 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
         maxLogprobs: intFlag('max-logprobs', v['max-logprobs'], 20),
         legacyLogprobs: v['legacy-logprobs'] ?? false,
         legacyGenerate: v['legacy-generate'] ?? false,
+        legacyAbort: v['legacy-abort'] ?? false,
+        enableScaleOut: v['enable-scale-out'] ?? false,
         enablePromptTokensDetails: v['enable-prompt-tokens-details'] ?? false,
         schedulingPolicy: policy,
         inProcess: false,

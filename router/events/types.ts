@@ -18,6 +18,12 @@ export interface WorkerInfo {
   simulated: boolean;                  // a worker of the embedded simulated cluster (has fault controls)
   sim_index: number | null;
   draining: boolean;
+  /**
+   * The abort endpoint the worker serves, where probed (vLLM: `/inference/v1/abort_requests` or
+   * the older `/abort_requests`); null: none, closing the attempt's connection is its abort;
+   * absent: the format's own (SGLang's `/abort_request`), or not probed.
+   */
+  abort_path?: string | null;
 }
 
 export type BatonEvent =

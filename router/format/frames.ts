@@ -45,6 +45,12 @@ export abstract class JsonFrameAttempt implements FormatAttempt {
   cached: number | null = null;
   finish: string | null = null;
   protected ended = false;
+  /**
+   * A finished answer held for the frame its worker sends after the finish (vLLM's usage chunk,
+   * the only frame with `cached_tokens`): the next frame, whatever it is, or the call's end
+   * (finishHeld) delivers it through `release`.
+   */
+  protected holding = false;
 
   constructor(
     readonly spec: AttemptSpec,
@@ -84,8 +90,30 @@ export abstract class JsonFrameAttempt implements FormatAttempt {
   settle(): void {}
 
   protected fail(f: Failure): void {
+    if (this.holding) {
+      // [DONE], an error or a broken frame after the finish: the answer is whole without the trailer.
+      this.release();
+      return;
+    }
     this.ended = true;
     this.host.failed(f);
+  }
+
+  /** Deliver the held answer (the format's final frames) and end the attempt as finished. */
+  protected release(): void {
+    this.holding = false;
+    this.ended = true;
+    this.deliverHeld();
+    this.host.finished();
+  }
+
+  /** The format's part of `release`: the final answer, with what the trailer brought. */
+  protected deliverHeld(): void {}
+
+  finishHeld(): boolean {
+    if (!this.holding) return false;
+    this.release();
+    return true;
   }
 
   onFrame(buf: Buffer, start: number, end: number): void {

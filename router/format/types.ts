@@ -120,6 +120,13 @@ export interface FormatAttempt {
   readonly weightVersion: string | null;
   /** The finish reason's type of a finished attempt, or null. */
   finishReason(): string | null;
+  /**
+   * The upstream call ended (the connection's end, a stall, a transport error) while the attempt
+   * held a finished answer for the frame its worker sends after the finish (vLLM's usage chunk):
+   * the answer is delivered now, and true says the attempt finished. Formats without such a
+   * trailer leave it out.
+   */
+  finishHeld?(): boolean;
   /** The answer contains text that cannot be stitched token-exactly. */
   readonly sawText: boolean;
 }
@@ -168,6 +175,11 @@ export interface ProbeResult {
   weightVersion: string | null;
   contextLength: number | null;
   maxTotalTokens: number | null;
+  /**
+   * The abort endpoint the worker serves, where the format's servers differ in it (vLLM): the
+   * path, null when it serves none, undefined when not probed (the format's own path is used).
+   */
+  abortPath?: string | null;
 }
 
 /** A wire format, client side and worker side. */
@@ -188,8 +200,12 @@ export interface WireFormat {
    * advertised), which a continuation must send reduced even where the client sent none.
    */
   attemptBody(req: FormatRequest, promptIds: readonly number[], spec: AttemptSpec, minNewTokens: number): string | Buffer;
-  /** The worker's abort call for one upstream rid. */
-  abortRequest(rid: string): { path: string; body: string };
+  /**
+   * The worker's abort call for one upstream rid. `served`: the abort path the worker was probed
+   * to serve (ProbeResult.abortPath): undefined, the format's own; null, none, and the answer is
+   * null: closing the attempt's connection is the worker's only abort.
+   */
+  abortRequest(rid: string, served?: string | null): { path: string; body: string } | null;
   /** The stitching and rendering of one logical request, answering through `sink`. */
   session(req: FormatRequest, info: { id: string; budget: number | null; startedAt: number }, sink: ClientSink): FormatSession;
   /** The shapes of the errors the router writes itself. */
@@ -252,11 +268,18 @@ export interface TokenFinish {
 export type TokenFrame =
   | { kind: 'tokens'; ids: readonly number[]; logprobs: readonly TokenLogprob[] | null; finish: TokenFinish | null; weightVersion: string | null; cachedTokens: number | null }
   | { kind: 'failed'; failure: Failure }
+  /** A usage-only frame (vLLM's, after the finish), with the prompt tokens it reports cached. */
+  | { kind: 'usage'; cachedTokens: number | null }
   | { kind: 'skip' };
 
 export interface TokenReader {
   /** Read one parsed frame of the attempt. */
   read(chunk: JsonObject): TokenFrame;
+  /**
+   * The worker sends one more frame after the finish (vLLM: the usage chunk of `include_usage`,
+   * the only one that carries `cached_tokens`): the attempt reads it before it ends.
+   */
+  readonly trailer?: boolean;
 }
 
 export interface TokenWorker {

@@ -17,6 +17,7 @@ import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const FINISHED: AttemptResult = { kind: 'finished' };
 
 export interface MigrationSettings {
   migrationLimit: number;
@@ -162,15 +163,24 @@ export class LogicalRequest implements ProgressSource {
     if (this.aborted || this.cancelled) return;
     this.aborted = true;
     const a = this.current;
-    if (a) this.sendAbort(a);
+    if (!a || this.sendAbort(a)) return;
+    // The worker serves no abort endpoint (an older vLLM): closing the attempt's connection is its
+    // abort, and the client gets the abort answer from the router (the loop's `aborted` branch).
+    a.call.abort({ kind: 'failed', failure: { kind: 'client_cancel', message: 'aborted by the client: the worker serves no abort endpoint, so its connection was closed', status: 499, evidence: `abort requested; ${a.worker.url} serves no abort endpoint (probed)` } });
   }
 
-  /** The worker's abort call for one attempt, best effort (the worker may be gone). */
-  sendAbort(a: AttemptState): void {
-    const { path, body } = this.format.abortRequest(a.rid);
+  /**
+   * The worker's abort call for one attempt, best effort (the worker may be gone). False when the
+   * worker serves none: only closing the attempt's connection aborts it there.
+   */
+  sendAbort(a: AttemptState): boolean {
+    const call = this.format.abortRequest(a.rid, a.worker.abortPath);
+    if (call === null) return false;
+    const { path, body } = call;
     void a.worker.pool
       .request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(2000) })
       .then((r) => r.body.dump(), () => undefined);
+    return true;
   }
 
   private countHeaders(): Record<string, string> {
@@ -281,7 +291,10 @@ export class LogicalRequest implements ProgressSource {
         pending = null;
       }
       const a = this.startAttempt(worker);
-      const result = await a.call.result;
+      let result = await a.call.result;
+      // A finish the format held for the frame after it (vLLM's usage chunk) is the answer, whatever
+      // ended the call before that frame came: the answer is whole.
+      if (result.kind === 'failed' && a.reader.finishHeld?.() === true) result = FINISHED;
       this.current = null;
       worker.inFlight--;
       const reader = a.reader;

@@ -268,6 +268,8 @@ export class WorkerPool {
       if (found && this.workers.has(w.id)) {
         const probe = found.probe;
         if (JSON.stringify(probe.preferred) !== JSON.stringify(w.preferred) || !w.probed || w.format !== found.format) this.defaultsCache.clear();
+        // A probe that could not tell the abort path keeps what an earlier one of the format found.
+        if (probe.abortPath !== undefined || w.format !== found.format) w.abortPath = probe.abortPath;
         w.format = found.format;
         w.tokenOnly = probe.tokenOnly;
         w.incremental = probe.incremental;
@@ -293,7 +295,7 @@ export class WorkerPool {
     }
     if (before.health !== after.health || before.circuit !== after.circuit || before.incremental !== after.incremental
       || before.weight_version !== after.weight_version || before.model_path !== after.model_path || before.token_only !== after.token_only
-      || before.format !== after.format) this.onChange(w);
+      || before.format !== after.format || before.abort_path !== after.abort_path) this.onChange(w);
   }
 
   spareStats(): SpareStats[] {

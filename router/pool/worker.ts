@@ -35,6 +35,8 @@ export class Worker {
   weightVersion: string | null = null;
   contextLength: number | null = null;
   maxTotalTokens: number | null = null;
+  /** The abort endpoint it serves, as probed (vLLM: format/vllm/probe.ts); undefined: the format's own. */
+  abortPath: string | null | undefined = undefined;
   probed = false;
   healthFailures = 0;
   readonly circuit: CircuitBreaker;
@@ -118,6 +120,7 @@ export class Worker {
       simulated: this.simulated,
       sim_index: this.simIndex,
       draining: this.draining,
+      abort_path: this.abortPath,
     };
   }
 }

@@ -16,8 +16,16 @@ export interface UsageNumbers {
   cached: number | null;
 }
 
-/** UsageInfo.model_dump(): every field, None as null (serve/engine/protocol.py @ f1bf7bd0). */
-export function usageFull(u: UsageNumbers): string {
+/**
+ * UsageInfo.model_dump(): every field, None as null (serve/engine/protocol.py @ f1bf7bd0); `legacy`:
+ * the older UsageInfo the serve/disagg serving.py imported (openai/engine/protocol.py), without
+ * completion_tokens_details, whose PromptTokenUsageInfo has cached_tokens alone.
+ */
+export function usageFull(u: UsageNumbers, legacy = false): string {
+  if (legacy) {
+    const d = u.cached === null ? 'null' : `{"cached_tokens":${u.cached}}`;
+    return `{"prompt_tokens":${u.prompt},"total_tokens":${u.prompt + u.completion},"completion_tokens":${u.completion},"prompt_tokens_details":${d}}`;
+  }
   const details = u.cached === null ? 'null' : `{"cached_tokens":${u.cached},"created_cache_tokens":null,"multimodal_tokens":null}`;
   return `{"prompt_tokens":${u.prompt},"total_tokens":${u.prompt + u.completion},"completion_tokens":${u.completion},"prompt_tokens_details":${details},"completion_tokens_details":null}`;
 }
@@ -121,7 +129,7 @@ export class ResponseShape {
     const pl = promptLogprobs ?? 'null';
     const m = JSON.stringify(model);
     if (this.legacy) {
-      return `{"request_id":${this.ridJson},"model":${m},"created":${created},"choices":[${choices.join(',')}],"usage":${usageFull(u)},"prompt_logprobs":${pl},"kv_transfer_params":null,"ec_transfer_params":null}`;
+      return `{"request_id":${this.ridJson},"model":${m},"created":${created},"choices":[${choices.join(',')}],"usage":${usageFull(u, true)},"prompt_logprobs":${pl},"kv_transfer_params":null,"ec_transfer_params":null}`;
     }
     const pti = promptIds === null ? 'null' : `[${promptIds.join(',')}]`;
     const mm = promptIds === null ? 'null' : '{}';

@@ -1,7 +1,7 @@
 // A simulated vLLM worker: vLLM's native token-in/token-out generate API
-// (`vllm serve --tokens-only`: POST /inference/v1/generate, /abort_requests, /health, /v1/models,
-// /load, ...) over the same deterministic model as the SGLang worker, with the same timing
-// options and faults. docs/simulator.md ("Simulated vLLM workers") cites vLLM's source for each
+// (`vllm serve --tokens-only`: POST /inference/v1/generate, /inference/v1/abort_requests,
+// /abort_requests, /health, /v1/models, /load, ...) over the same deterministic model as the
+// SGLang worker, with the same timing options and faults. docs/simulator.md ("Simulated vLLM workers") cites vLLM's source for each
 // behaviour. Runs in-process (tests) or as its own process (worker-main.ts --format vllm).
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -49,7 +49,23 @@ export interface VllmWorkerOptions {
    * finish_reason). Default false.
    */
   legacyGenerate?: boolean;
-  /** --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens. Default false. */
+  /**
+   * The older abort API: vLLM before PR #58588 (2026-10) serves no `/inference/v1/abort_requests`,
+   * only `/abort_requests` on a `--tokens-only` server (token_in_token_out/api_router.py and
+   * serve/disagg/api_router.py `attach_router`). Implied by `legacyGenerate`. Default false.
+   */
+  legacyAbort?: boolean;
+  /**
+   * Serve as `vllm serve --enable-scale-out` (no `--tokens-only`): no `/abort_requests`, which
+   * vLLM registers only with `--tokens-only`. With `legacyAbort`: no abort endpoint at all, and
+   * only closing the connection aborts a request. Nothing else changes. Default false.
+   */
+  enableScaleOut?: boolean;
+  /**
+   * --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens (the stream's final
+   * usage chunk, and the unary answer). The older serve/disagg generate sends it only when non-zero
+   * (`if enable_prompt_tokens_details and num_cached_tokens:`). Default false.
+   */
   enablePromptTokensDetails?: boolean;
   /** --scheduling-policy. Default "fcfs" (non-zero priority is refused). */
   schedulingPolicy?: 'fcfs' | 'priority';
@@ -87,6 +103,8 @@ class VllmWorkerServer implements VllmGenerationHost {
   readonly legacyLogprobs: boolean;
   private readonly legacyGenerate: boolean;
   private readonly promptDetails: boolean;
+  /** The abort paths served (vLLM's attach_router: by version and flags). */
+  private readonly abortPaths: ReadonlySet<string>;
   private readonly pageSize: number;
   private readonly cache: PrefixCache;
   private readonly salted = new Map<string, PrefixCache>();
@@ -129,6 +147,10 @@ class VllmWorkerServer implements VllmGenerationHost {
     this.legacyLogprobs = opts.legacyLogprobs ?? false;
     this.legacyGenerate = opts.legacyGenerate ?? false;
     this.promptDetails = opts.enablePromptTokensDetails ?? false;
+    const abortPaths = new Set<string>();
+    if (!(opts.legacyAbort || this.legacyGenerate)) abortPaths.add('/inference/v1/abort_requests');
+    if (!opts.enableScaleOut) abortPaths.add('/abort_requests');
+    this.abortPaths = abortPaths;
     this.pageSize = opts.pageSize ?? 16;
     this.cache = new PrefixCache(MAX_TOTAL_TOKENS, this.pageSize);
     this.weightVersion = opts.weightVersion ?? DEFAULT_WEIGHT_VERSION;
@@ -310,6 +332,7 @@ class VllmWorkerServer implements VllmGenerationHost {
         return this.generate(req, res);
       case '/inference/v1/abort_requests':
       case '/abort_requests':
+        if (!this.abortPaths.has(path)) return json(res, 404, JSON.stringify({ detail: 'Not Found' }));
         if (!allow('POST')) return;
         return this.abortRequests(req, res);
       case '/health':
@@ -552,7 +575,10 @@ class VllmWorkerServer implements VllmGenerationHost {
   }
 
   private usage(call: VllmCall, completion: number): UsageNumbers {
-    return { prompt: call.req.promptIds.length, completion, cached: this.promptDetails ? call.cached : null };
+    // serving.py: `enable_prompt_tokens_details and num_cached_tokens is not None`; the older
+    // serve/disagg serving.py tests `num_cached_tokens` itself, so 0 sends no details.
+    const details = this.promptDetails && !(this.legacyGenerate && call.cached === 0);
+    return { prompt: call.req.promptIds.length, completion, cached: details ? call.cached : null };
   }
 
   emit(call: VllmCall, g: VllmGeneration, final: boolean, flushed?: () => void): void {

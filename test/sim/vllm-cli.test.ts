@@ -75,7 +75,7 @@ describe('baton sim --format vllm', () => {
   it('--help lists --format and the vLLM flags', () => {
     const r = spawnSync(process.execPath, [BIN, 'sim', '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(0);
-    for (const flag of ['--format sglang|vllm', '--max-model-len', '--max-logprobs', '--legacy-logprobs', '--legacy-generate', '--enable-prompt-tokens-details', '--scheduling-policy']) {
+    for (const flag of ['--format sglang|vllm', '--max-model-len', '--max-logprobs', '--legacy-logprobs', '--legacy-generate', '--legacy-abort', '--enable-scale-out', '--enable-prompt-tokens-details', '--scheduling-policy']) {
       expect(r.stdout).toContain(flag);
     }
   }, 60_000);

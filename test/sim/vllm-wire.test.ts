@@ -355,6 +355,55 @@ describe('abort_requests', () => {
   });
 });
 
+describe('abort routes by version and flags (api_router.py attach_router)', () => {
+  const status = async (url: string, path: string, method: string) => (await fetch(url + path, { method, ...(method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: '{"request_ids":["generate-tokens-none"]}' } : {}) })).status;
+
+  it('current: both paths; a GET is 405 (POST-only routes), which is how the router probes them', async () => {
+    const w = await worker();
+    for (const path of ['/inference/v1/abort_requests', '/abort_requests']) {
+      expect(await status(w.url, path, 'GET'), path).toBe(405);
+      expect(await status(w.url, path, 'POST'), path).toBe(200);
+    }
+  });
+
+  it('--legacy-abort (and --legacy-generate): /abort_requests only; --enable-scale-out: no /abort_requests; both: none', async () => {
+    for (const [opts, served] of [
+      [{ legacyAbort: true }, ['/abort_requests']],
+      [{ legacyGenerate: true }, ['/abort_requests']],
+      [{ enableScaleOut: true }, ['/inference/v1/abort_requests']],
+      [{ legacyAbort: true, enableScaleOut: true }, []],
+    ] as const) {
+      const w = await worker(opts);
+      for (const path of ['/inference/v1/abort_requests', '/abort_requests']) {
+        const want = (served as readonly string[]).includes(path);
+        expect(await status(w.url, path, 'GET'), `${JSON.stringify(opts)} GET ${path}`).toBe(want ? 405 : 404);
+        expect(await status(w.url, path, 'POST'), `${JSON.stringify(opts)} POST ${path}`).toBe(want ? 200 : 404);
+      }
+    }
+  });
+
+  it('--legacy-abort: /abort_requests stops a running request with the abort finish', async () => {
+    const w = await worker({ tokenIntervalMs: 5, legacyAbort: true });
+    const s = await openSse(w.url + GEN, { token_ids: PROMPT, stream: true, request_id: 'la', sampling_params: { max_tokens: 5000, ignore_eos: true } });
+    await s.waitFrames(2);
+    expect((await postJson(w.url + '/inference/v1/abort_requests', { request_ids: ['generate-tokens-la'] })).status).toBe(404);
+    expect((await postJson(w.url + '/abort_requests', { request_ids: ['generate-tokens-la'] })).status).toBe(200);
+    expect((await s.ended).sawDone).toBe(true);
+    expect(chunksOf(s).at(-1)!.choices[0]!.finish_reason).toBe('abort');
+    expect(w.stats()).toMatchObject({ requestsAborted: 1, inFlight: 0 });
+  });
+
+  it('--legacy-generate with --enable-prompt-tokens-details: no prompt_tokens_details for 0 cached tokens (`and num_cached_tokens:`)', async () => {
+    const w = await worker({ legacyGenerate: true, enablePromptTokensDetails: true });
+    const prompt = Array.from({ length: 40 }, (_, i) => 300 + i);
+    const body = { token_ids: prompt, stream_options: { include_usage: true }, sampling_params: { max_tokens: 2 } };
+    expect((await streamed(w.url, body)).chunks.at(-1)!.usage).toEqual({ prompt_tokens: 40, total_tokens: 42, completion_tokens: 2 });
+    expect((await streamed(w.url, body)).chunks.at(-1)!.usage).toEqual({ prompt_tokens: 40, total_tokens: 42, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 32 } });
+    const unary = await postJson(w.url + GEN, { token_ids: prompt, sampling_params: { max_tokens: 2 } });
+    expect((unary.body as { usage: unknown }).usage).toEqual({ prompt_tokens: 40, total_tokens: 42, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 32 } });
+  });
+});
+
 describe('faults', () => {
   it('abort: running requests end with finish_reason "abort" (as /pause?mode=abort)', async () => {
     const w = await worker();

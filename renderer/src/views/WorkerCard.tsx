@@ -69,6 +69,11 @@ export function WorkerCard({ worker, sim, tokensPerSec, sparkline, probe, readAt
         {format && <span className="badge">{format}</span>}
         <span title="model_path">{worker.model_path ?? 'model not probed'}</span>
         <span title="weight_version (probed, and re-read from each attempt)" data-testid="worker-weights">weights {worker.weight_version ?? '?'}</span>
+        {worker.abort_path !== undefined && (
+          <span title="the abort endpoint the worker serves, as probed (docs/vllm.md)" data-testid="worker-abort">
+            abort {worker.abort_path ?? 'by closing the connection'}
+          </span>
+        )}
       </div>
       <div className="stats">
         <div><b>{mode(worker)}</b><span>mode</span></div>

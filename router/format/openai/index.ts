@@ -45,7 +45,7 @@ export function openAiOver(native: WireFormat, oreq: OpenAiRequest): { format: W
     parse: () => request,
     admit: (req, ctx) => native.admit(req, ctx),
     attemptBody: (req, promptIds, spec, minNewTokens) => native.attemptBody(req, promptIds, spec, minNewTokens),
-    abortRequest: (rid) => native.abortRequest(rid),
+    abortRequest: (rid, served) => native.abortRequest(rid, served),
     session: (_req, info, sink) => new OpenAiSession(oreq, tokens, info, sink),
     errors: OPENAI_ERRORS,
     writeRequestError: (res, _stream, status, message, headers) => writeOpenAiError(res, status, message, null, headers),

@@ -66,9 +66,29 @@ export class OpenAiAttempt extends JsonFrameAttempt {
     return this.version;
   }
 
+  /** A worker finish held for the frame after it (TokenReader.trailer: vLLM's usage chunk). */
+  private heldFinish: TokenFinish | null = null;
+
+  private noteCached(cached: number | null): void {
+    if (cached === null || this.cached !== null) return;
+    this.cached = cached;
+    // The attempt that prefills the original prompt reports the logical request's cache hits.
+    if (this.spec.replayed.length === 0) this.session.cachedTokens ??= cached;
+  }
+
+  protected override deliverHeld(): void {
+    this.session.finishFromWorker(this.heldFinish!);
+  }
+
   protected onChunk(chunk: JsonObject): void {
     const f = this.reader.read(chunk);
-    if (f.kind === 'skip') return;
+    if (this.holding) {
+      // The frame after the finish: vLLM's usage chunk, with the cache hits it alone reports.
+      if (f.kind === 'usage') this.noteCached(f.cachedTokens);
+      this.release();
+      return;
+    }
+    if (f.kind === 'skip' || f.kind === 'usage') return;
     if (f.kind === 'failed') {
       this.fail(f.failure);
       return;
@@ -82,11 +102,7 @@ export class OpenAiAttempt extends JsonFrameAttempt {
     }
     this.frames++;
     if (f.weightVersion !== null) this.version = f.weightVersion;
-    if (f.cachedTokens !== null && this.cached === null) {
-      this.cached = f.cachedTokens;
-      // The attempt that prefills the original prompt reports the logical request's cache hits.
-      if (this.spec.replayed.length === 0) this.session.cachedTokens ??= f.cachedTokens;
-    }
+    if (f.cachedTokens !== null) this.noteCached(f.cachedTokens);
     const stopped = this.session.absorb(this, f.ids, f.logprobs);
     if (stopped) {
       this.ended = true;
@@ -95,8 +111,13 @@ export class OpenAiAttempt extends JsonFrameAttempt {
       return;
     }
     if (f.finish) {
-      this.ended = true;
       this.finish = f.finish.reason;
+      if (this.reader.trailer) {
+        this.heldFinish = f.finish;
+        this.holding = true;
+        return;
+      }
+      this.ended = true;
       this.session.finishFromWorker(f.finish);
       this.host.finished();
     }

@@ -8,7 +8,7 @@ import type { WireFormat } from '../types.ts';
 import { VLLM_TOKENS } from './tokens.ts';
 import { VLLM_ADMISSION } from './admission.ts';
 import { vllmAttemptBody } from './continuation.ts';
-import { probeVllm } from './probe.ts';
+import { VLLM_ABORT_PATHS, probeVllm } from './probe.ts';
 import { parseVllmRequest, type VllmRequest } from './request.ts';
 import { VllmSession } from './session.ts';
 
@@ -26,8 +26,9 @@ export const VLLM: WireFormat = {
   parse: (json, opts) => parseVllmRequest(json, opts),
   admit: (req, ctx) => admit(req as VllmRequest, ctx, VLLM_ADMISSION),
   attemptBody: (req, promptIds, spec, minNewTokens) => vllmAttemptBody(req as VllmRequest, promptIds, spec, minNewTokens),
-  // The engine knows a request as `generate-tokens-<request_id>` (serving.py serve_tokens).
-  abortRequest: (rid) => ({ path: '/inference/v1/abort_requests', body: JSON.stringify({ request_ids: [`generate-tokens-${rid}`] }) }),
+  // The engine knows a request as `generate-tokens-<request_id>` (serving.py serve_tokens), at the
+  // path the worker was probed to serve (probe.ts); with none, closing the connection aborts.
+  abortRequest: (rid, served) => (served === null ? null : { path: served ?? VLLM_ABORT_PATHS[0], body: JSON.stringify({ request_ids: [`generate-tokens-${rid}`] }) }),
   session: (req, info, sink) => new VllmSession(req as VllmRequest, info, sink),
   writeRequestError(res: ServerResponse, _stream: boolean, status: number, message: string, headers: Record<string, string> = {}) {
     const text = JSON.stringify(vllmError(status, message, TYPES[status] ?? 'BadRequestError'));

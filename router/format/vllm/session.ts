@@ -41,7 +41,35 @@ export class VllmAttempt extends JsonFrameAttempt {
     return last && typeof last.version === 'string' ? last.version : null;
   }
 
+  /**
+   * The finishing frame, held until the frame after it: with `include_usage` (which every attempt
+   * asks for) vLLM's serve_tokens_stream_generator sends, after the last choice chunk, one
+   * `{choices: [], usage}` chunk, the only one whose usage has `prompt_tokens_details.cached_tokens`
+   * (with --enable-prompt-tokens-details), then `[DONE]`.
+   */
+  private heldChunk: JsonObject | null = null;
+  private heldChoice: JsonObject | null = null;
+
+  /** `usage.prompt_tokens_details.cached_tokens` of a frame (read on the finish and its trailer only). */
+  private readCached(chunk: JsonObject): void {
+    const usage = chunk.usage;
+    if (isObject(usage) && isObject(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number') {
+      this.cached = usage.prompt_tokens_details.cached_tokens;
+    }
+  }
+
+  protected override deliverHeld(): void {
+    this.session.deliverFinal(this, this.heldChunk!, this.heldChoice!, this.headers);
+  }
+
   protected onChunk(chunk: JsonObject, buf: Buffer, start: number, end: number): void {
+    if (this.holding) {
+      // The frame after the finish: the usage chunk (or, from a server that sends none, [DONE],
+      // an error frame or the call's end, which deliver without it: JsonFrameAttempt.fail).
+      this.readCached(chunk);
+      this.release();
+      return;
+    }
     if (chunk.error !== undefined && !Array.isArray(chunk.choices)) {
       const f = classifyVllmError(chunk.error);
       if (f.kind === 'validation') {
@@ -53,11 +81,7 @@ export class VllmAttempt extends JsonFrameAttempt {
     }
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     const choice = choices.find((c) => isObject(c)) as JsonObject | undefined;
-    const usage = isObject(chunk.usage) ? chunk.usage : null;
-    if (usage && isObject(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number' && this.cached === null) {
-      this.cached = usage.prompt_tokens_details.cached_tokens;
-    }
-    if (!choice) return; // a usage-only chunk (after the last choice chunk)
+    if (!choice) return; // a chunk without a choice before the finish: nothing to read
     const finish = typeof choice.finish_reason === 'string' ? choice.finish_reason : null;
     if (finish !== null) {
       const f = classifyVllmFinish(finish);
@@ -80,9 +104,13 @@ export class VllmAttempt extends JsonFrameAttempt {
     const session = this.session;
     if (finish !== null) {
       this.finish = finish;
-      this.ended = true;
-      session.deliverFinal(this, chunk, choice, this.headers);
-      this.host.finished();
+      // A unary body (a worker that answered unary) carries its usage in the same object.
+      this.readCached(chunk);
+      this.heldChunk = chunk;
+      this.heldChoice = choice;
+      this.holding = true;
+      // A streaming client gets the finishing chunk now; its usage chunk and the end wait for the trailer.
+      if (session.sink.streaming) session.sink.writeRaw(session.frame(session.renderChunk(this, chunk, choice)));
       return;
     }
     if (session.sink.streaming) this.host.write(session.frame(session.renderChunk(this, chunk, choice)));
@@ -207,12 +235,16 @@ export class VllmSession implements FormatSession {
     return out;
   }
 
-  /** The finishing chunk (and the usage chunk the client asked for), or the whole unary answer. */
+  /**
+   * After the finishing chunk (written when it came) and the worker's usage chunk: the usage chunk
+   * the client asked for and the stream's end, or the whole unary answer.
+   */
   deliverFinal(a: VllmAttempt, chunk: JsonObject, choice: JsonObject, headers: Record<string, string>): void {
     const sink = this.sink;
     const total = a.spec.replayed.length + a.ids.length;
+    // The attempt that prefilled the original prompt reports the logical prompt's cache hits (commit keeps them too).
+    if (a.spec.replayed.length === 0 && a.cached !== null && this.cached === null) this.cached = a.cached;
     if (sink.streaming) {
-      sink.writeRaw(this.frame(this.renderChunk(a, chunk, choice)));
       if (this.req.includeUsage) sink.writeRaw(this.frame(this.usageChunk(chunk, total)));
       sink.endStream();
       return;
@@ -240,7 +272,13 @@ export class VllmSession implements FormatSession {
     if ('weight_versions' in c || spans.length > 0) c.weight_versions = spans.length > 0 ? spans : null;
     const usage: JsonObject = { ...this.usage(ids.length) };
     usage.prompt_tokens_details ??= null;
-    if (newer) usage.completion_tokens_details = null;
+    if (newer) {
+      // UsageInfo.model_dump() of the newer protocol (serve/engine/protocol.py @ f1bf7bd0): every
+      // field, None as null; the stream's usage chunk (exclude_none) dropped the null ones.
+      const d = usage.prompt_tokens_details;
+      if (isObject(d)) usage.prompt_tokens_details = { cached_tokens: d.cached_tokens ?? null, created_cache_tokens: d.created_cache_tokens ?? null, multimodal_tokens: d.multimodal_tokens ?? null };
+      usage.completion_tokens_details = null;
+    }
     return newer
       ? {
           request_id: this.engineId, model: this.model, created: this.created, usage,

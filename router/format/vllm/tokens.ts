@@ -32,13 +32,20 @@ function idOf(e: JsonObject): number | null {
   return null;
 }
 
+/** `usage.prompt_tokens_details.cached_tokens`, which vLLM sends only in the usage chunk after the finish. */
+function cachedOf(chunk: JsonObject): number | null {
+  const usage = chunk.usage;
+  return isObject(usage) && isObject(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number' ? usage.prompt_tokens_details.cached_tokens : null;
+}
+
 class VllmTokenReader implements TokenReader {
+  /** Every attempt asks for include_usage: the usage chunk follows the finish (serving.py). */
+  readonly trailer = true;
+
   read(chunk: JsonObject): TokenFrame {
     if (chunk.error !== undefined && !Array.isArray(chunk.choices)) return { kind: 'failed', failure: classifyVllmError(chunk.error) };
     const choice = Array.isArray(chunk.choices) ? chunk.choices.find(isObject) : undefined;
-    const usage = isObject(chunk.usage) ? chunk.usage : null;
-    const cached = usage && isObject(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number' ? usage.prompt_tokens_details.cached_tokens : null;
-    if (!choice) return { kind: 'skip' }; // a usage-only chunk
+    if (!choice) return isObject(chunk.usage) ? { kind: 'usage', cachedTokens: cachedOf(chunk) } : { kind: 'skip' };
     const reason = typeof choice.finish_reason === 'string' ? choice.finish_reason : null;
     if (reason !== null) {
       const failure = classifyVllmFinish(reason);
@@ -64,7 +71,8 @@ class VllmTokenReader implements TokenReader {
       logprobs,
       finish: reason === null ? null : { reason: reason === 'length' ? 'length' : 'stop', matched: typeof choice.stop_reason === 'number' ? choice.stop_reason : null },
       weightVersion: last && typeof last.version === 'string' ? last.version : null,
-      cachedTokens: cached,
+      // Read on the finish only: a unary body (a worker that answered unary) carries its usage there.
+      cachedTokens: reason === null ? null : cachedOf(chunk),
     };
   }
 }
