@@ -10,11 +10,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import type { RouterConfig } from '../../router/config.ts';
-import { APT_LINE, realStack, startUvicornWorker, type HttpImpl, type UvicornWorker } from './worker.ts';
+import { realStack, startUvicornWorker, type HttpImpl, type UvicornWorker } from './worker.ts';
 
 const stack = realStack();
 if (!stack.ok) console.log(`test/realstack/sglang-stack.test.ts skipped: ${stack.reason}`);
-const SKIP_NOTE = stack.ok ? '' : ` [SKIPPED: ${stack.reason}] (${APT_LINE})`;
+const SKIP_NOTE = stack.ok ? '' : ` [SKIPPED: ${stack.reason}]`;
 
 interface Answer {
   status: number;
