@@ -790,6 +790,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       );
     }
 
+    if (opts.keepDir) writeFileSync(join(opts.keepDir, 'benchings.json'), JSON.stringify({ t0, aftermathMs, faults: faultWindows, benchings, benchedByClient }, null, 1));
+
     // --- the special clients -------------------------------------------------------------------
     const byClient = (c: ClientKind) => records.filter((r) => r.client === c);
     const uk = byClient('unknown_key');

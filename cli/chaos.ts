@@ -45,7 +45,7 @@ options:
                          never-reading clients, keep-alive bursts)
   --json                 print the report as JSON instead of the table
   --verbose              also log every fault and every worker state change
-  --keep-dir DIR         keep the trace rows, client records and fault log in DIR
+  --keep-dir DIR         keep the trace rows, client records, fault log and benchings in DIR
   -h, --help             show this help
 
 Progress goes to stderr, the summary to stdout; the exit code is 1 when any violation was found.`;
