@@ -308,12 +308,16 @@ export function holdUnread(spec: RequestSpec, routerUrl: string, holdMs: number)
       else if (r.status === 0) r.transport = `no response head within ${holdMs} ms`;
       finish();
     }, holdMs);
+    // After a 200, an end seen early is the router cutting the client (if the paused socket shows
+    // it at all): the stream is over for this client, as a cancel is.
     socket.on('error', (err: NodeJS.ErrnoException) => {
-      if (r.status !== 200 && r.error === null) r.transport = `${err.code ?? ''} ${err.message}`.trim();
+      if (r.status === 200) r.cancelled = true;
+      else if (r.error === null) r.transport = `${err.code ?? ''} ${err.message}`.trim();
       finish();
     });
     socket.on('close', () => {
-      if (r.status === 0 && r.transport === null) r.transport = 'the router closed the connection before a response head';
+      if (r.status === 200) r.cancelled = true;
+      else if (r.status === 0 && r.transport === null) r.transport = 'the router closed the connection before a response head';
       finish();
     });
     socket.on('data', (chunk: Buffer) => {
