@@ -2,9 +2,11 @@
 // attempts can land on workers of both modes) plus one on other weights, one worker behind a
 // proxy that answers 429 to a seeded share of continuations, the router in its own process,
 // seeded traffic (with bad requests, shared header ids and prefix-rid cancels) and a seeded fault
-// schedule over a duration; then the verdict: every answer against the fault-free reference of
-// its weights, every failure and refusal against the rules, the trace rows, workers benched by a
-// client's mistake, in-flight counts and the router's memory.
+// schedule over a duration, and the clients that must hurt nobody else (unknown sampling keys,
+// stream_interval, never-reading clients, requests paced around the keep-alive limit); then the
+// verdict: every answer against the fault-free reference of its weights, every failure and refusal
+// against the rules, the trace rows, workers benched by a client's mistake (a benching the router
+// reported that no injected fault explains), in-flight counts and the router's memory.
 //
 // Formats: SGLang workers (the default), vLLM workers (`format: 'vllm'`), or both (`mixed`: half
 // the workers each, and traffic of both formats, each request to its format's endpoint). The
@@ -17,24 +19,45 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { startCluster, type SimCluster } from '../sim/cluster.ts';
-import type { RouterConfig } from '../router/config.ts';
+import { DEFAULTS as ROUTER_DEFAULTS, type RouterConfig } from '../router/config.ts';
 import type { AttemptRow, TraceRow } from '../router/trace/row.ts';
 import { DEFAULT_MODEL_PATH, weightsSalt } from '../sim/model.ts';
-import { sendRequest, type PromptLists } from './client.ts';
+import { holdUnread, sendRequest, type ClientResult, type PromptLists } from './client.ts';
 import { FaultInjector, sleep, type WorkerRef } from './faults.ts';
 import { ContinuationProxy } from './proxy.ts';
 import { referenceAnswer, referenceFor, type Reference } from './reference.ts';
 import { startRouterProcess, type MemorySample, type RouterProcess } from './router-proc.ts';
 import { FAULT_KINDS, planFaults, type FaultKind, type PlannedFault } from './schedule.ts';
-import { planUnit, TRAFFIC_DEFAULTS, vocabRefusal, type CampaignFormat, type TrafficKind, type VllmShape, type WireFormat } from './traffic.ts';
+import {
+  planKeepAliveBurst,
+  planNeverReader,
+  planUnit,
+  TRAFFIC_DEFAULTS,
+  vocabRefusal,
+  type CampaignFormat,
+  type ClientKind,
+  type RequestSpec,
+  type TrafficKind,
+  type TrafficOptions,
+  type VllmShape,
+  type WireFormat,
+} from './traffic.ts';
+import { watchWorkerEvents } from './worker-events.ts';
 import {
   benchedByClientMistake,
+  benchingsOf,
+  FAULT_LEAD_MS,
+  faultAftermathMs,
   groupRows,
+  judgeNeverReader,
+  judgePaced,
+  judgeUnknownKey,
   judgeClient,
   judgeTrace,
   outages,
   sharedWorkerAtCancel,
   splitShared,
+  unexplainedBreakage,
   type ClientMistakeBench,
   type ReportedWindow,
   type RequestRecord,
@@ -76,11 +99,33 @@ export interface CampaignOptions {
   verbose?: boolean;
   /** Keep the trace file (and a JSON Lines file of client records) in this directory. */
   keepDir?: string;
+  /**
+   * The special clients (unknown sampling keys, stream_interval, never-reading clients,
+   * keep-alive bursts): on by default. Their SGLang requests need SGLang workers.
+   */
+  clients?: boolean;
+  /** The router's --client-write-timeout-ms in the campaign (when the router has the setting); default 3000. */
+  clientWriteTimeoutMs?: number;
 }
 
+/** The router's client write timeout in a campaign: a few seconds, so that a never-reading client is cut several times per run. */
+export const CAMPAIGN_CLIENT_WRITE_TIMEOUT_MS = 3000;
+
+/**
+ * Whether this router has a client write timeout (`--client-write-timeout-ms`): a router without
+ * it still starts the campaign (its never-reading clients are then judged against the campaign's
+ * intended timeout, and held streams show as violations).
+ */
+export const ROUTER_HAS_CLIENT_WRITE_TIMEOUT = 'clientWriteTimeoutMs' in ROUTER_DEFAULTS;
+
 /** The router settings of a campaign: short timers, so that a 20 s campaign sees faults resolve. */
-export function campaignRouterConfig(workers: string[], traceFile: string, adminToken: string): Partial<RouterConfig> {
-  return {
+export function campaignRouterConfig(
+  workers: string[],
+  traceFile: string,
+  adminToken: string,
+  extra: { clientWriteTimeoutMs?: number; maxConcurrentRequests?: number } = {},
+): Partial<RouterConfig> {
+  const config: Partial<RouterConfig> = {
     host: '127.0.0.1',
     port: 0,
     workers,
@@ -105,7 +150,22 @@ export function campaignRouterConfig(workers: string[], traceFile: string, admin
     traceFile,
     adminToken,
   };
+  if (extra.maxConcurrentRequests !== undefined) config.maxConcurrentRequests = extra.maxConcurrentRequests;
+  // Passed only to a router that has the setting (startRouter would ignore an unknown key, but
+  // the report would then claim a timeout the router never had).
+  if (extra.clientWriteTimeoutMs !== undefined && ROUTER_HAS_CLIENT_WRITE_TIMEOUT) (config as Record<string, unknown>).clientWriteTimeoutMs = extra.clientWriteTimeoutMs;
+  return config;
 }
+
+/**
+ * How long a never-reading client may keep its request open at the router: its first frames (at
+ * most the first-token deadline), then the client write timeout, then 2 s for the router's own
+ * timers on a loaded host.
+ */
+export function neverReaderCutMs(c: { firstTokenTimeoutMs: number }, clientWriteTimeoutMs: number): number {
+  return c.firstTokenTimeoutMs + clientWriteTimeoutMs + 2000;
+}
+
 
 export interface MemoryVerdict {
   samples: number;
@@ -119,6 +179,8 @@ export interface MemoryVerdict {
 
 export interface CampaignReport {
   options: Required<Omit<CampaignOptions, 'log' | 'progressEveryMs' | 'verbose' | 'keepDir'>>;
+  /** The special clients, and how they fared. */
+  clients: ClientCounts;
   routerConfig: Partial<RouterConfig>;
   workerModes: string[];
   /** The format of each worker, in the order of workerModes. */
@@ -138,9 +200,15 @@ export interface CampaignReport {
   continuation4xx: { worker: string | null; workers: string[]; share: number; continuations: number; refused: number; clientsGot429: number };
   /** Attempts moved by the first-token deadline (no blame). */
   firstTokenTimeouts: number;
-  /** Workers benched, circuit-open or dead right after a client's refusal with nothing else to explain it: must be 0. */
+  /**
+   * Benchings the router reported (worker_state events: benched, circuit_open, dead) that no fault
+   * injected on that worker explains (from just before it was applied to `faultAftermathMs` after
+   * it was cleared): must be 0.
+   */
   benchedByClient: number;
   benchedByClientDetails: ClientMistakeBench[];
+  /** Every benching the router reported, and the window after a fault that explains one. */
+  benchings: { total: number; explained: number; aftermathMs: number; eventStreamInterruptions: number };
   elapsedS: number;
   requests: number;
   admitted: number;
@@ -170,6 +238,15 @@ export interface CampaignReport {
   violationCount: number;
   violationsByKind: Record<string, number>;
   violations: string[];
+}
+
+export interface ClientCounts {
+  unknownKey: { sent: number; refused4xx: number; refusedInBand: number; answered: number; noWorker: number; keys: string[] };
+  streamInterval: { sent: number; answered: number; exact: number; tokens: readonly [number, number] | null; frameGapMs: readonly [number, number] | null; stalledAttempts: number; unexplained: number };
+  neverRead: { sent: number; cutInTime: number; heldPast: number; notJudged: number; cutMs: number; writeTimeoutMs: number; routerHasTimeout: boolean; slowestCutMs: number | null };
+  keepAlive: { bursts: number; requests: number; answered: number; exact: number; brokenAttempts: number; unexplained: number };
+  /** Requests (of any client) refused because the router was at its concurrency limit. */
+  concurrencyLimit503: number;
 }
 
 export interface FormatCounts {
@@ -255,7 +332,7 @@ function countMessages(records: readonly RequestRecord[]): [string, number][] {
   const counts = new Map<string, number>();
   for (const r of records) {
     if (r.errorMessage === null) continue;
-    const key = `${r.format === 'vllm' ? 'vllm ' : ''}${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').replace(/\[N(, N)*\]/g, '[...]').replace(/~mN~\w+/g, '~mN~<nonce>').slice(0, 160)}`;
+    const key = `${r.client ? `${r.client} ` : ''}${r.format === 'vllm' ? 'vllm ' : ''}${r.admitted ? 'admitted' : 'not admitted'}: ${r.errorMessage.replace(/https?:\/\/[^\s,)]+/g, '<worker>').replace(/\d+/g, 'N').replace(/\[N(, N)*\]/g, '[...]').replace(/~mN~\w+/g, '~mN~<nonce>').slice(0, 160)}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
@@ -283,7 +360,11 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     prefixShare: opts.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare,
     otherWeightsWorkers: opts.otherWeightsWorkers ?? (format === 'vllm' ? 0 : 1),
     continuation4xxShare: opts.continuation4xxShare ?? 0.3,
+    // The special clients speak SGLang (keep-alive bursts: the campaign's formats).
+    clients: opts.clients ?? true,
+    clientWriteTimeoutMs: opts.clientWriteTimeoutMs ?? CAMPAIGN_CLIENT_WRITE_TIMEOUT_MS,
   };
+  const sglangClients = o.clients && format !== 'vllm';
   const log = opts.log ?? (() => undefined);
   const durationMs = o.durationS * 1000;
   const dir = mkdtempSync(join(tmpdir(), 'baton-chaos-'));
@@ -292,6 +373,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
   const clusters: SimCluster[] = [];
   let router: RouterProcess | null = null;
   let client: Pool | null = null;
+  let stopEvents: (() => Promise<void>) | null = null;
   const proxies: ContinuationProxy[] = [];
   const violations: string[] = [];
   const byKind: Record<string, number> = {};
@@ -349,7 +431,15 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const totalWorkers = refs.length;
 
     // --- router ------------------------------------------------------------------------------
-    const routerConfig = campaignRouterConfig(workerUrls, traceFile, adminToken);
+    // The router's concurrency limit: the most requests the campaign ever has open while the
+    // router cuts never-reading clients in time (a loop's unit is at most 4 requests; one
+    // keep-alive burst at a time; never-readers 3–5 s apart, each open at most neverReaderCutMs),
+    // and a margin. A router that keeps cut clients' slots runs into it: a 503 is a violation.
+    const probeConfig = campaignRouterConfig([], '', '');
+    const cutMs = neverReaderCutMs({ firstTokenTimeoutMs: probeConfig.firstTokenTimeoutMs! }, o.clientWriteTimeoutMs);
+    const keepAliveBurst = TRAFFIC_DEFAULTS.keepAliveBurst;
+    const maxConcurrentRequests = o.concurrency * 4 + (o.clients ? keepAliveBurst + Math.ceil(cutMs / 3000) + 1 : 0) + 8;
+    const routerConfig = campaignRouterConfig(workerUrls, traceFile, adminToken, { clientWriteTimeoutMs: o.clientWriteTimeoutMs, maxConcurrentRequests });
     router = await startRouterProcess(routerConfig);
     const url = router.url;
     // Probed: streaming mode known, and each worker's format detected as the one it speaks.
@@ -358,6 +448,10 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       return body.workers.length === totalWorkers && body.workers.every((w) => w.health === 'healthy' && w.incremental !== null && (w.format ?? 'sglang') === formatByUrl.get(w.url));
     }, 20_000);
     if (!ready) throw new Error('the router did not see every worker healthy and probed (as the format it speaks) within 20 s');
+    // Every benching as the router decides it (verify.ts benchingsOf).
+    const workerEvents = watchWorkerEvents(url, adminToken);
+    stopEvents = () => workerEvents.stop();
+    if (o.clients && !ROUTER_HAS_CLIENT_WRITE_TIMEOUT) log(`this router has no --client-write-timeout-ms: never-reading clients are judged against ${o.clientWriteTimeoutMs} ms all the same`);
     log(`router ${url} (pid ${router.pid}); workers ${refs.map((r) => `${r.url} ${r.format === 'vllm' ? 'vllm' : r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ` weight_version ${OTHER_WEIGHT_VERSION}` : ''}`).join(', ')}`);
 
     // --- schedule ----------------------------------------------------------------------------
@@ -432,7 +526,12 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       });
     }, progressEvery);
 
-    const trafficOpts = {
+    // stream_interval values whose frames come 0.8–1.5 inter-token deadlines apart at the
+    // workers' token interval (none without one).
+    const deadline = routerConfig.interTokenTimeoutMs!;
+    const streamIntervalTokens: [number, number] | undefined =
+      sglangClients && o.tokenIntervalMs > 0 ? [Math.ceil((deadline * 0.8) / o.tokenIntervalMs), Math.ceil((deadline * 1.5) / o.tokenIntervalMs)] : undefined;
+    const trafficOpts: TrafficOptions = {
       seed: o.seed,
       nonMigratableShare: o.nonMigratableShare,
       maxNewTokens: o.maxNewTokens,
@@ -441,39 +540,76 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       sharedHeaderShare: o.sharedHeaderShare,
       prefixShare: o.prefixShare,
       format: o.format,
+      unknownKeyShare: sglangClients ? TRAFFIC_DEFAULTS.unknownKeyShare : 0,
+      streamIntervalShare: TRAFFIC_DEFAULTS.streamIntervalShare,
+      streamIntervalTokens,
+      keepAliveBurst,
     };
     const hasOther = refs.some((r) => r.weights === 'other');
     // What each vLLM request asked of its answer (usage, logprobs), for the report.
     const specShapes = new Map<string, VllmShape>();
+    // One request: sent, read, judged against its reference (of either weights).
+    const run = async (spec: RequestSpec, send: (spec: RequestSpec, inputs: PromptLists) => Promise<ClientResult>) => {
+      if (spec.vllm) specShapes.set(spec.key, spec.vllm);
+      const ref = referenceFor(spec);
+      // The other weights' worker is an SGLang worker: only SGLang answers may be of its weights.
+      const other = hasOther && spec.format === 'sglang' ? referenceAnswer(spec, otherSalt) : undefined;
+      const inputs: PromptLists = {};
+      if (spec.format === 'sglang') for (const key of ['input_token_logprobs', 'input_top_logprobs'] as const) {
+        const texts = [ref as Reference, other].filter((x): x is Reference => x?.[key] !== undefined).map((x) => JSON.stringify(x[key]));
+        if (texts.length > 0) inputs[key] = texts;
+      }
+      inFlight++;
+      const r = await send(spec, inputs);
+      inFlight--;
+      records.push(judgeClient(r, ref, other));
+    };
+    const read = (spec: RequestSpec, inputs: PromptLists) => sendRequest(spec, { dispatcher: client!, routerUrl: url, timeoutMs: 60_000, inputs, cancelAfterChunks: spec.cancelAfterChunks });
     const loop = async () => {
       while (Date.now() < tEnd && !routerDied) {
         // A unit is one request, or a group sent together (shared header, prefix-sharing rids).
         const unit = planUnit(trafficOpts, next++);
-        await Promise.all(
-          unit.map(async (spec) => {
-            if (spec.vllm) specShapes.set(spec.key, spec.vllm);
-            const ref = referenceFor(spec);
-            // The other weights' worker is an SGLang worker: only SGLang answers may be of its weights.
-            const other = hasOther && spec.format === 'sglang' ? referenceAnswer(spec, otherSalt) : undefined;
-            const inputs: PromptLists = {};
-            if (spec.format === 'sglang') for (const key of ['input_token_logprobs', 'input_top_logprobs'] as const) {
-              const texts = [ref as Reference, other].filter((x): x is Reference => x?.[key] !== undefined).map((x) => JSON.stringify(x[key]));
-              if (texts.length > 0) inputs[key] = texts;
-            }
-            inFlight++;
-            const r = await sendRequest(spec, { dispatcher: client!, routerUrl: url, timeoutMs: 60_000, inputs, cancelAfterChunks: spec.cancelAfterChunks });
-            inFlight--;
-            records.push(judgeClient(r, ref, other));
-          }),
-        );
+        // A stream_interval stream runs for seconds: none is started that would outlast the
+        // traffic (the campaign lasts its duration; the unit is skipped, not changed).
+        const si = unit[0]!.client === 'stream_interval' ? unit[0]!.decode.max_new_tokens * o.tokenIntervalMs * 1.5 : 0;
+        if (si > 0 && Date.now() + si > tEnd) continue;
+        await Promise.all(unit.map((spec) => run(spec, read)));
         if (!router!.alive()) routerDied = true;
       }
     };
-    await Promise.all(Array.from({ length: o.concurrency }, loop));
+    // Keep-alive bursts: each 4.8–5.2 s after the previous one ended.
+    let bursts = 0;
+    const keepAlive = async () => {
+      for (let k = 0; ; k++) {
+        const burst = planKeepAliveBurst(trafficOpts, k);
+        await sleep(burst.gapMs);
+        if (Date.now() >= tEnd || routerDied) return;
+        bursts++;
+        await Promise.all(burst.specs.map((spec) => run(spec, read)));
+      }
+    };
+    // Never-reading clients, 3–5 s apart, each holding its unread stream past the longest the
+    // router may keep it; none opened too late to be held that long before the traffic ends.
+    const holdMs = cutMs + 3000;
+    const neverReaders = async () => {
+      const open: Promise<void>[] = [];
+      let at = Date.now();
+      for (let k = 0; ; k++) {
+        const nr = planNeverReader(trafficOpts, k);
+        at += nr.gapMs;
+        if (at + holdMs > tEnd) break;
+        await sleep(at - Date.now());
+        if (routerDied) break;
+        open.push(run(nr.spec, (spec) => holdUnread(spec, url, holdMs)));
+      }
+      await Promise.all(open);
+    };
+    await Promise.all([...Array.from({ length: o.concurrency }, loop), ...(o.clients ? [keepAlive()] : []), ...(sglangClients ? [neverReaders()] : [])]);
     const tTrafficEnd = Date.now();
     clearInterval(sampler);
     clearInterval(progress);
     clearInterval(watcher);
+    await workerEvents.stop();
     if (routerDied || !router.alive()) violate('router_crashed', `the router process died: ${JSON.stringify(router.exitInfo())}\n${router.output().slice(-2000)}`);
 
     // --- settle: every fault cleared, every worker back, nothing left in flight -----------------
@@ -515,13 +651,16 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       mkdirSync(opts.keepDir, { recursive: true });
       copyFileSync(traceFile, join(opts.keepDir, 'traces.jsonl'));
       writeFileSync(join(opts.keepDir, 'requests.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
-      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0, reportedOut, refusals429: proxies.flatMap((p) => p.refusals) }, null, 1));
+      writeFileSync(join(opts.keepDir, 'faults.json'), JSON.stringify({ plan, windows: injector.windows, t0, reportedOut, workerEvents: workerEvents.events, refusals429: proxies.flatMap((p) => p.refusals) }, null, 1));
     }
     const rows: TraceRow[] = fileText.split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceRow);
     const attemptRows = rows.filter((r) => r.kind === 'attempt').length;
     const requestRows = rows.length - attemptRows;
     if (attemptRows !== attemptsStarted) violate('trace', `trace: ${attemptRows} attempt rows but ${attemptsStarted} attempts started`);
-    if (requestRows !== records.length) violate('trace', `trace: ${requestRows} request rows for ${records.length} requests`);
+    // A request the router refused at admission (an unknown sampling key, with a 4xx) may leave no row.
+    const idsWithRows = new Set(rows.map((r) => r.request_id));
+    const unrecorded = records.filter((r) => r.client === 'unknown_key' && r.status >= 400 && r.status < 500 && !idsWithRows.has(r.id)).length;
+    if (requestRows !== records.length - unrecorded) violate('trace', `trace: ${requestRows} request rows for ${records.length} requests${unrecorded ? ` (${unrecorded} refused at admission without one)` : ''}`);
     // Secrets: the admin token must not leak into anything the router writes.
     for (const [where, text] of [['router stdout/stderr', router.output()], ['trace file', fileText], ['CSV export', csvExport]] as const) {
       if (text.includes(adminToken)) violate('secret', `the admin token appears in the ${where}`);
@@ -532,7 +671,9 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // (threshold x interval, each up to its timeout) before a returning worker is taken back.
     const graceMs = routerConfig.circuitOpenMs! + routerConfig.healthFailureThreshold! * (routerConfig.healthIntervalMs! + routerConfig.healthTimeoutMs!) + 1000;
     const attemptRowList = rows.filter((r): r is AttemptRow => r.kind === 'attempt');
-    const faultWindows = injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end }));
+    const faultWindows = injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end, kind: w.kind }));
+    // What a fault on a worker may still cause after it is cleared (verify.ts faultAftermathMs).
+    const aftermathMs = faultAftermathMs({ interTokenTimeoutMs: routerConfig.interTokenTimeoutMs!, healthIntervalMs: routerConfig.healthIntervalMs!, healthTimeoutMs: routerConfig.healthTimeoutMs! });
     const ctx = {
       migrationLimit: routerConfig.migrationLimit!,
       incrementalByUrl,
@@ -562,6 +703,9 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       if (stray > 0) violate('trace', `${id}: trace: ${stray} rows of a shared-header group that match no member's prompt length`);
       if (recs.some((r) => r.group?.kind !== 'shared_header')) violate('trace', `${id}: trace: ${recs.length} requests of the campaign used one logical id outside a shared-header group`);
     }
+    let siUnexplained = 0;
+    let kaUnexplained = 0;
+    let limit503 = 0;
     let migrations = 0;
     let ongoing = 0;
     let migrated = 0;
@@ -575,7 +719,21 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       const g = rowsOf.get(rec.key);
       const label = rec.key === rec.id ? rec.id : `${rec.id} (${rec.key})`;
       for (const m of rec.violations) violate(m.split(':')[0]!, `${label}: ${m}`);
-      for (const m of judgeTrace(rec, g, ctx)) violate(m.split(':')[0]!.split(' (')[0]!, `${label}: ${m}`);
+      // The special clients' own rules; the ordinary ones for the rest (and for stream_interval
+      // and keep-alive requests too, which are ordinary requests but for their pacing).
+      const traceChecks =
+        rec.client === 'unknown_key' ? judgeUnknownKey(rec, g) : rec.client === 'never_read' ? judgeNeverReader(rec, g, cutMs, ROUTER_HAS_CLIENT_WRITE_TIMEOUT ? o.clientWriteTimeoutMs : null) : judgeTrace(rec, g, ctx);
+      for (const m of traceChecks) violate(m.split(':')[0]!.split(' (')[0]!, `${label}: ${m}`);
+      if (rec.client === 'stream_interval' || rec.client === 'keep_alive') {
+        const broke = unexplainedBreakage(g, faultWindows, aftermathMs).length;
+        if (rec.client === 'stream_interval') siUnexplained += broke;
+        else kaUnexplained += broke;
+        for (const m of judgePaced(rec, g, faultWindows, aftermathMs)) violate(m.split(':')[0]!, `${label}: ${m}`);
+      }
+      if (rec.status === 503 && /at its limit/.test(rec.errorMessage ?? '')) {
+        limit503++;
+        violate('concurrency limit', `${label}: refused at the router's concurrency limit (${maxConcurrentRequests}): ${rec.errorMessage}`);
+      }
       const row = g?.requests[0];
       if (row) {
         maxAttempts = Math.max(maxAttempts, row.attempts);
@@ -620,10 +778,70 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     if (lost429.length > 0) violate('continuation 4xx', `continuation 4xx: ${lost429.length} 429s of the proxy have no http_4xx attempt row (e.g. ${lost429[0]!.rid})`);
 
     // --- workers benched by a client's mistake ------------------------------------------------
-    const benchedByClient = benchedByClientMistake(attemptRowList, reportedOut, faultWindows, routerConfig.benchMs!, graceMs);
+    // Every benching the router reported, less those a fault injected on that worker explains.
+    const benchings = benchingsOf(workerEvents.events, routerConfig.benchMs!, routerConfig.circuitOpenMs!);
+    const clientByRequest = new Map<string, ClientKind>();
+    for (const r of records) if (r.client) clientByRequest.set(r.id, r.client);
+    const benchedByClient = benchedByClientMistake(benchings, faultWindows, aftermathMs, attemptRowList, (id) => clientByRequest.get(id));
     for (const b of benchedByClient) {
-      violate('benched by a client', `benched by a client: ${b.worker} was ${b.states.join('/')} right after ${b.after} ended with ${b.errorKind}, with no fault or blaming failure on it`);
+      violate(
+        'benched by a client',
+        `benched by a client: ${b.worker} ${b.health} at t=${((b.at - t0) / 1000).toFixed(1)}s with no fault on it from ${FAULT_LEAD_MS} ms before to ${aftermathMs} ms after; failed there just before: ${b.suspects.join(', ') || 'nothing'}`,
+      );
     }
+
+    if (opts.keepDir) writeFileSync(join(opts.keepDir, 'benchings.json'), JSON.stringify({ t0, aftermathMs, faults: faultWindows, benchings, benchedByClient }, null, 1));
+
+    // --- the special clients -------------------------------------------------------------------
+    const byClient = (c: ClientKind) => records.filter((r) => r.client === c);
+    const uk = byClient('unknown_key');
+    const si = byClient('stream_interval');
+    const nr = byClient('never_read');
+    const ka = byClient('keep_alive');
+    const nrTook = nr.map((r) => rowsOf.get(r.key)?.requests[0]).filter((row) => row !== undefined).map((row) => row.ended_at - row.started_at);
+    const nrJudged = nr.filter((r) => r.endedAt - r.startedAt >= cutMs);
+    const heldPast = nrJudged.filter((r) => {
+      const row = rowsOf.get(r.key)?.requests[0];
+      return row !== undefined && row.ended_at - row.started_at > cutMs;
+    }).length;
+    const clients: ClientCounts = {
+      unknownKey: {
+        sent: uk.length,
+        refused4xx: uk.filter((r) => r.result === 'error' && !r.errorInBand && r.status >= 400 && r.status < 500).length,
+        refusedInBand: uk.filter((r) => r.result === 'error' && r.errorInBand).length,
+        answered: uk.filter((r) => r.result === 'answer').length,
+        noWorker: uk.filter((r) => r.status === 503 || /no worker left|no healthy worker/i.test(r.errorMessage ?? '')).length,
+        keys: [...new Set(uk.map((r) => r.unknownKey!))],
+      },
+      streamInterval: {
+        sent: si.length,
+        answered: si.filter((r) => r.result === 'answer').length,
+        exact: si.filter((r) => r.exact).length,
+        tokens: streamIntervalTokens ?? null,
+        frameGapMs: streamIntervalTokens ? [streamIntervalTokens[0] * o.tokenIntervalMs, streamIntervalTokens[1] * o.tokenIntervalMs] : null,
+        stalledAttempts: si.reduce((n, r) => n + (rowsOf.get(r.key)?.attempts.filter((a) => a.error_kind === 'stalled').length ?? 0), 0),
+        unexplained: siUnexplained,
+      },
+      neverRead: {
+        sent: nr.length,
+        cutInTime: nrJudged.length - heldPast,
+        heldPast,
+        notJudged: nr.length - nrJudged.length,
+        cutMs,
+        writeTimeoutMs: o.clientWriteTimeoutMs,
+        routerHasTimeout: ROUTER_HAS_CLIENT_WRITE_TIMEOUT,
+        slowestCutMs: nrTook.length > 0 ? Math.max(...nrTook) : null,
+      },
+      keepAlive: {
+        bursts,
+        requests: ka.length,
+        answered: ka.filter((r) => r.result === 'answer').length,
+        exact: ka.filter((r) => r.exact).length,
+        brokenAttempts: ka.reduce((n, r) => n + (rowsOf.get(r.key)?.attempts.filter((a) => a.outcome === 'failed' && a.error_kind !== 'http_4xx' && a.error_kind !== 'validation').length ?? 0), 0),
+        unexplained: kaUnexplained,
+      },
+      concurrencyLimit503: limit503,
+    };
 
     const notAdmitted: Partial<Record<TrafficKind, number>> = {};
     for (const r of records) if (!r.admitted) notAdmitted[r.kind] = (notAdmitted[r.kind] ?? 0) + 1;
@@ -660,6 +878,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     }
     return {
       options: o,
+      clients,
+      benchings: { total: benchings.length, explained: benchings.length - benchedByClient.length, aftermathMs, eventStreamInterruptions: workerEvents.interruptions },
       routerConfig: { ...routerConfig, adminToken: '(set, redacted)', traceFile: '(temporary file)', workers: workerUrls },
       workerModes: refs.map((r) => `${r.format === 'vllm' ? 'vllm' : r.incremental ? 'incremental' : 'cumulative'}${r.weights === 'other' ? ' other-weights' : ''}${refusingUrls.includes(r.url) ? ' behind-429-proxy' : ''}`),
       workerFormats: refs.map((r) => r.format),
@@ -728,6 +948,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       violations,
     };
   } finally {
+    await stopEvents?.().catch(() => undefined);
     await client?.destroy().catch(() => undefined);
     await Promise.all(proxies.map((p) => p.close().catch(() => undefined)));
     await router?.stop().catch(() => undefined);

@@ -3,7 +3,9 @@
 // mode, carry the logical id, and never show a continuation's prompt window). It never throws: a
 // request's fate is data for the verifier. vLLM requests go to vllm-client.ts.
 
+import { connect } from 'node:net';
 import type { Dispatcher } from 'undici';
+import { GENERATE_PATH } from './formats.ts';
 import type { RequestSpec } from './traffic.ts';
 import { sendVllmRequest } from './vllm-client.ts';
 
@@ -275,4 +277,72 @@ async function readStream(body: AsyncIterable<Buffer>, spec: RequestSpec, o: Sen
   if (!done) r.problems.push('the stream ended without data: [DONE]');
   if (r.error === null && asm.finished && done) r.answer = asm.answer();
   else if (r.error === null && done) r.problems.push('the stream ended with [DONE] but no finished chunk and no error');
+}
+
+/**
+ * A client that opens a stream and never reads it: the request goes out on a connection of its
+ * own, the response head is read (status, and the error body when it is not a 200), then the
+ * socket is paused and nothing more is taken from the kernel. The router's writes fill the socket
+ * buffers and then block; the router must cut the client after its write timeout. Without reading
+ * the client cannot see that cut (a close stays queued behind the unread bytes), so it holds the
+ * connection for `holdMs` and then hangs up: the router's own record says when it let go.
+ */
+export function holdUnread(spec: RequestSpec, routerUrl: string, holdMs: number): Promise<ClientResult> {
+  const r: ClientResult = { spec, startedAt: Date.now(), endedAt: 0, status: 0, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown' };
+  const u = new URL(routerUrl);
+  const body = JSON.stringify(spec.body);
+  return new Promise((resolve) => {
+    const socket = connect(Number(u.port), u.hostname);
+    let head = '';
+    let rest = Buffer.alloc(0);
+    let bodyLength = -1;
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      if (r.endedAt === 0) r.endedAt = Date.now();
+      resolve(r);
+    };
+    // Held to the end: the client hangs up on purpose (as a cancel is).
+    const timer = setTimeout(() => {
+      if (r.status === 200) r.cancelled = true;
+      else if (r.status === 0) r.transport = `no response head within ${holdMs} ms`;
+      finish();
+    }, holdMs);
+    // After a 200, an end seen early is the router cutting the client (if the paused socket shows
+    // it at all): the stream is over for this client, as a cancel is.
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (r.status === 200) r.cancelled = true;
+      else if (r.error === null) r.transport = `${err.code ?? ''} ${err.message}`.trim();
+      finish();
+    });
+    socket.on('close', () => {
+      if (r.status === 200) r.cancelled = true;
+      else if (r.status === 0 && r.transport === null) r.transport = 'the router closed the connection before a response head';
+      finish();
+    });
+    socket.on('data', (chunk: Buffer) => {
+      if (r.status === 0) {
+        head += chunk.toString('latin1');
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        r.status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0);
+        if (r.status === 200) {
+          // Stop reading here: what the router writes from now on stays in the socket buffers.
+          socket.pause();
+          return;
+        }
+        const len = /\r\ncontent-length:\s*(\d+)/i.exec(head.slice(0, end));
+        bodyLength = len ? Number(len[1]) : -1;
+        rest = Buffer.from(head.slice(end + 4), 'latin1');
+      } else rest = Buffer.concat([rest, chunk]);
+      if (bodyLength >= 0 && rest.length >= bodyLength) {
+        readJsonAnswer(rest.subarray(0, bodyLength).toString('utf8'), r.status, r);
+        finish();
+      }
+    });
+    socket.on('end', () => {
+      if (r.status !== 0 && r.status !== 200 && r.error === null) readJsonAnswer(rest.toString('utf8'), r.status, r);
+    });
+    socket.write(`POST ${GENERATE_PATH[spec.format]} HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  });
 }

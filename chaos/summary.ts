@@ -44,6 +44,24 @@ export function formatSummary(r: CampaignReport): string {
   }
   const ow = r.otherWeights;
   if (ow.workers.length > 0) add('other weights', ow.workers.length, `(weight_version ${ow.version}: ${ow.attemptsWithTokens} attempts with tokens, ${ow.answers} answers of those weights)`);
+  const c = r.clients;
+  if (o.clients) {
+    const uk = c.unknownKey;
+    add('unknown sampling keys', uk.sent, `(${uk.keys.join(', ') || 'none drawn'}: refused with a 4xx ${uk.refused4xx}, in band ${uk.refusedInBand}; answered ${uk.answered}, "no worker" or 503 ${uk.noWorker})`);
+    const si = c.streamInterval;
+    if (si.tokens && si.frameGapMs) {
+      add('stream_interval', si.sent, `(every ${si.tokens[0]}-${si.tokens[1]} tokens: frames ${si.frameGapMs[0] / 1000}-${si.frameGapMs[1] / 1000} s apart, inter-token deadline ${(r.routerConfig.interTokenTimeoutMs ?? 0) / 1000} s; answers ${si.answered}, token-exact ${si.exact}; stalled attempts ${si.stalledAttempts}, broken with no fault ${si.unexplained})`);
+    }
+    const nr = c.neverRead;
+    if (nr.sent > 0) {
+      add('never-reading clients', nr.sent, `(client write timeout ${nr.writeTimeoutMs} ms${nr.routerHasTimeout ? '' : ', a setting this router lacks'}: let go within ${nr.cutMs / 1000} s ${nr.cutInTime}, held past it ${nr.heldPast}${nr.notJudged ? `, not judged ${nr.notJudged}` : ''}; longest held ${nr.slowestCutMs === null ? '-' : `${(nr.slowestCutMs / 1000).toFixed(1)} s`})`);
+    }
+    const ka = c.keepAlive;
+    add('keep-alive bursts', ka.bursts, `(${ka.requests} requests 4.8-5.2 s after the previous burst: answers ${ka.answered}, token-exact ${ka.exact}; attempts broken ${ka.brokenAttempts}, with no fault ${ka.unexplained})`);
+  }
+  if (c.concurrencyLimit503 > 0) add('refused at the concurrency limit', c.concurrencyLimit503);
+  const bs = r.benchings;
+  add('benchings', bs.total, `(router events: explained by a fault on that worker, up to ${bs.aftermathMs / 1000} s after it, ${bs.explained}; not explained ${bs.total - bs.explained}${bs.eventStreamInterruptions ? `; event stream interrupted ${bs.eventStreamInterruptions}x` : ''})`);
   add('first-token timeouts', r.firstTokenTimeouts, '(attempts moved, worker not blamed)');
   add('faults injected', r.faultsTotal, `(${list(r.faults)}${r.faultsNotFired ? `; ${r.faultsNotFired} armed but not reached` : ''}${r.faultsSkipped ? `; ${r.faultsSkipped} skipped, worker busy` : ''})`);
   add('trace rows', `${r.traceRows.attempts} attempt + ${r.traceRows.requests} request`, `(attempts started ${r.traceRows.attemptsStarted})`);
@@ -63,6 +81,6 @@ export function formatSummary(r: CampaignReport): string {
   if (r.violations.length > 0) {
     lines.push('', `first ${r.violations.length} violations:`, ...r.violations.map((v) => `  - ${v}`));
   }
-  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed}${fmt === 'sglang' ? '' : ` --format ${fmt}`} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}`);
+  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed}${fmt === 'sglang' ? '' : ` --format ${fmt}`} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}${o.clientWriteTimeoutMs !== 3000 ? ` --client-write-timeout-ms ${o.clientWriteTimeoutMs}` : ''}${o.clients ? '' : ' --no-clients'}`);
   return lines.join('\n');
 }

@@ -25,6 +25,22 @@ import type { CampaignFormat, WireFormat } from './formats.ts';
 
 export type TrafficKind = 'greedy' | 'sampling_seed' | 'frequency_penalty' | 'presence_penalty' | 'repetition_penalty' | 'unresolved_budget' | 'bad_request';
 
+/**
+ * Clients that must not hurt anyone else (docs/reliability.md, the campaign's clients):
+ * - `unknown_key`: an SGLang request with a sampling_params key SGLang's SamplingParams does not
+ *   have (a typo, or OpenAI's `max_tokens`): SGLang raises TypeError, which its stream branch does
+ *   not catch; the client must get a clear error, and no worker may pay for it;
+ * - `stream_interval`: an SGLang stream whose sampling_params.stream_interval spaces its frames
+ *   near or beyond the router's inter-token deadline: it must finish exactly, unstalled;
+ * - `never_read`: a stream whose client never reads its answer: the router must cut it after its
+ *   client write timeout, and it must never hold other traffic back;
+ * - `keep_alive`: short requests sent in bursts 4.8–5.2 s apart, so that the router's upstream
+ *   connections sit idle about as long as uvicorn keeps them (timeout_keep_alive 5 s) before the
+ *   next request to the same worker: none may fail.
+ */
+export type ClientKind = 'unknown_key' | 'stream_interval' | 'never_read' | 'keep_alive';
+export const CLIENT_KINDS: readonly ClientKind[] = ['unknown_key', 'stream_interval', 'never_read', 'keep_alive'];
+
 export { CAMPAIGN_FORMATS, GENERATE_PATH, type CampaignFormat, type WireFormat } from './formats.ts';
 
 /**
@@ -89,6 +105,12 @@ export interface RequestSpec {
   cancelAfterChunks?: number;
   /** bad_request: the prompt position holding an id beyond the vocabulary, and that id. */
   bad?: { position: number; token: number };
+  /** Which of the campaign's special clients sends it (absent: ordinary traffic). */
+  client?: ClientKind;
+  /** unknown_key: the sampling_params key SGLang does not know. */
+  unknownKey?: string;
+  /** stream_interval: the value sent (tokens per frame). */
+  streamInterval?: number;
 }
 
 /** SGLang's default budget when the request gives none (the simulated workers advertise none). */
@@ -145,9 +167,20 @@ export interface TrafficOptions {
   prefixShare?: number;
   /** Which formats the traffic speaks (default sglang). */
   format?: CampaignFormat;
+  /** Share of SGLang units that are an unknown-sampling-key request. */
+  unknownKeyShare?: number;
+  /** Share of SGLang units that are a stream_interval stream (only with streamIntervalTokens). */
+  streamIntervalShare?: number;
+  /**
+   * stream_interval values to send, in tokens, lowest and highest: the campaign derives them from
+   * its inter-token deadline and token interval. Absent: no stream_interval clients.
+   */
+  streamIntervalTokens?: readonly [number, number];
+  /** Requests in each keep-alive burst. */
+  keepAliveBurst?: number;
 }
 
-export const TRAFFIC_DEFAULTS = { badShare: 0.02, sharedHeaderShare: 0.015, prefixShare: 0.015 } as const;
+export const TRAFFIC_DEFAULTS = { badShare: 0.02, sharedHeaderShare: 0.015, prefixShare: 0.015, unknownKeyShare: 0.02, streamIntervalShare: 0.02, keepAliveBurst: 12 } as const;
 
 /** The format of unit i: the campaign's, or in a mixed campaign a seeded half of the units each. */
 export function unitFormat(o: TrafficOptions, index: number): WireFormat {
@@ -159,6 +192,8 @@ export function unitFormat(o: TrafficOptions, index: number): WireFormat {
 /** Unit i: one request, or a group sent together. */
 export function planUnit(o: TrafficOptions, index: number): RequestSpec[] {
   if (unitFormat(o, index) === 'vllm') return planVllmUnit(o, index);
+  const client = planClientUnit(o, index);
+  if (client) return [client];
   const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x7a3c5e11));
   const shared = o.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare;
   const prefix = o.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare;
@@ -247,6 +282,147 @@ function planPrefixRids(o: TrafficOptions, index: number, rng: Rng): RequestSpec
     else delete spec.cancelAfterChunks;
     return spec;
   });
+}
+
+// --- the special clients -----------------------------------------------------------------------
+
+/**
+ * sampling_params keys SGLang's SamplingParams has no field for (python/sglang/srt/sampling/
+ * sampling_params.py; `SamplingParams(**sampling_params)` in tokenizer_manager.py raises
+ * TypeError for any of them): OpenAI's and vLLM's names, and typos.
+ */
+export const UNKNOWN_SAMPLING_KEYS = ['max_tokens', 'max_completion_tokens', 'seed', 'temprature', 'max_new_token', 'presense_penalty', 'stop_sequences'] as const;
+
+/**
+ * A draw of its own decides whether SGLang unit i is a special client's request, so every other
+ * unit of a seed is the unit it was before these clients existed.
+ */
+function planClientUnit(o: TrafficOptions, index: number): RequestSpec | null {
+  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x4b1d2a97));
+  const u = rng.float();
+  const unknown = o.unknownKeyShare ?? TRAFFIC_DEFAULTS.unknownKeyShare;
+  const interval = o.streamIntervalTokens ? (o.streamIntervalShare ?? TRAFFIC_DEFAULTS.streamIntervalShare) : 0;
+  if (u < unknown) return planUnknownKey(o, index, rng);
+  if (u < unknown + interval) return planStreamInterval(o, index, rng);
+  return null;
+}
+
+/**
+ * A request whose sampling_params hold one key SGLang does not know: either OpenAI's habit (its
+ * budget as `max_tokens` / `max_completion_tokens` instead of `max_new_tokens`) or a key added
+ * beside valid ones. Streams and unary requests alike; never cancelled (there is nothing to read).
+ */
+function planUnknownKey(o: TrafficOptions, index: number, rng: Rng): RequestSpec {
+  const id = `chaos-${o.seed}-${index}-uk`;
+  const spec = buildRequest(o, rng, { index, key: id, kind: 'greedy', promptLength: null });
+  spec.body.rid = id;
+  delete spec.cancelAfterChunks;
+  const key = rng.pick(UNKNOWN_SAMPLING_KEYS);
+  const sp = spec.body.sampling_params as Record<string, unknown>;
+  const budget = sp.max_new_tokens as number;
+  if ((key === 'max_tokens' || key === 'max_completion_tokens') && rng.chance(0.5)) {
+    // OpenAI's habit: the budget under OpenAI's name only.
+    delete sp.max_new_tokens;
+    spec.decode.max_new_tokens = WORKER_DEFAULT_MAX_NEW_TOKENS;
+    spec.kind = 'unresolved_budget';
+    spec.admitted = false;
+    spec.reason = 'unresolved_budget';
+  }
+  sp[key] = key === 'seed' ? rng.int(1, 1_000_000) : key === 'temprature' ? 0.7 : key === 'presense_penalty' ? 0.5 : key === 'stop_sequences' ? ['\n\n'] : budget;
+  spec.client = 'unknown_key';
+  spec.unknownKey = key;
+  return spec;
+}
+
+/**
+ * A stream with `sampling_params.stream_interval` from `streamIntervalTokens`: SGLang sends the
+ * first token at once, then a frame every stream_interval tokens (scheduler_output_processor_mixin
+ * .py stream_output_generation: `len(output_ids) % stream_interval == 1`), so its frames come
+ * about stream_interval × the token interval apart. 1–3 such gaps, no early end (ignore_eos, no
+ * stop token, no min), never cancelled.
+ */
+function planStreamInterval(o: TrafficOptions, index: number, rng: Rng): RequestSpec {
+  const id = `chaos-${o.seed}-${index}-si`;
+  const spec = buildRequest(o, rng, { index, key: id, kind: 'greedy', promptLength: null, stream: true });
+  spec.body.rid = id;
+  delete spec.cancelAfterChunks;
+  const [lo, hi] = o.streamIntervalTokens!;
+  const interval = rng.int(lo, hi);
+  const n = interval * rng.int(1, 3) + 1;
+  const sp = spec.body.sampling_params as Record<string, unknown>;
+  sp.max_new_tokens = n;
+  sp.ignore_eos = true;
+  sp.stream_interval = interval;
+  delete sp.stop_token_ids;
+  delete sp.min_new_tokens;
+  spec.decode.max_new_tokens = n;
+  spec.decode.ignore_eos = true;
+  delete spec.decode.stop_token_ids;
+  delete spec.decode.min_new_tokens;
+  spec.client = 'stream_interval';
+  spec.streamInterval = interval;
+  return spec;
+}
+
+/** Never-reading client k: when it opens its stream (ms after the previous one), and the stream. */
+export interface NeverReaderPlan {
+  gapMs: number;
+  spec: RequestSpec;
+}
+
+/**
+ * Never-reading client k: an SGLang stream whose every frame is large (the whole prompt's
+ * logprobs with 5 alternatives each, which SGLang sends again in every chunk), so that a few
+ * frames fill the socket buffers and the router's writes to the client block at once; a budget
+ * far beyond what can be written (ignore_eos). Its client reads the response head and nothing
+ * more. Opened 3–5 s after the previous one.
+ */
+export function planNeverReader(o: TrafficOptions, k: number): NeverReaderPlan {
+  const rng = new Rng(o.seed, fmix32((k + 1) ^ 0x6e7652d1));
+  const id = `chaos-${o.seed}-nr${k}`;
+  const prompt = Array.from({ length: 600 }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
+  const n = 2000;
+  const body = { rid: id, input_ids: prompt, stream: true, return_logprob: true, logprob_start_len: 0, top_logprobs_num: 5, sampling_params: { max_new_tokens: n, ignore_eos: true, temperature: 0 } };
+  const spec: RequestSpec = {
+    format: 'sglang', index: -1 - k, key: id, id, kind: 'greedy', stream: true, body, admitted: true, reason: null, prompt,
+    decode: { max_new_tokens: n, top_k: 1, temperature: 0, ignore_eos: true, top_logprobs_num: 5 },
+    returnLogprob: true, logprobStartLen: 0, topLogprobsNum: 5, client: 'never_read',
+  };
+  return { gapMs: rng.int(3000, 5000), spec };
+}
+
+/** uvicorn's timeout_keep_alive as SGLang launches it (http_server.py launch_server: `timeout_keep_alive=5`). */
+export const UVICORN_KEEP_ALIVE_MS = 5000;
+
+/** Keep-alive burst k: how long after the previous burst ended it starts, and its requests. */
+export interface KeepAliveBurstPlan {
+  gapMs: number;
+  specs: RequestSpec[];
+}
+
+/**
+ * Keep-alive burst k: `keepAliveBurst` short unary requests (1–4 tokens) sent together 4.8–5.2 s
+ * after the previous burst ended. A burst needs more upstream connections than the steady traffic
+ * keeps busy, so the next burst finds on each worker connections idle since the last one: about
+ * uvicorn's keep-alive limit, on either side of it. In a mixed campaign, members alternate formats.
+ */
+export function planKeepAliveBurst(o: TrafficOptions, k: number): KeepAliveBurstPlan {
+  const rng = new Rng(o.seed, fmix32((k + 1) ^ 0x3a11ce55));
+  const gapMs = rng.int(UVICORN_KEEP_ALIVE_MS - 200, UVICORN_KEEP_ALIVE_MS + 200);
+  const size = o.keepAliveBurst ?? TRAFFIC_DEFAULTS.keepAliveBurst;
+  const fmt = o.format ?? 'sglang';
+  const specs = Array.from({ length: size }, (_, j) => {
+    const r = new Rng(o.seed, fmix32(((k + 1) * 64 + j) ^ 0x1f2e3d4c));
+    const format: WireFormat = fmt === 'mixed' ? (j % 2 === 0 ? 'sglang' : 'vllm') : fmt;
+    const key = `chaos-${o.seed}-ka${k}.${j}`;
+    const short = { ...o, maxNewTokens: 4, cancelShare: 0 };
+    const spec = format === 'vllm' ? buildVllmRequest(short, r, { index: -1 - k, key, kind: 'greedy', promptLength: null, stream: false }) : buildRequest(short, r, { index: -1 - k, key, kind: 'greedy', promptLength: null, stream: false });
+    if (format === 'vllm') spec.body.request_id = key;
+    else spec.body.rid = key;
+    spec.client = 'keep_alive';
+    return spec;
+  });
+  return { gapMs, specs };
 }
 
 function distinct(rng: Rng, n: number, lo: number, hi: number): number[] {

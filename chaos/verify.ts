@@ -6,7 +6,7 @@
 import type { AttemptRow, RequestRow, TraceRow } from '../router/trace/row.ts';
 import { isVllmAnswer, type Answer, type ClientResult, type VllmAnswer } from './client.ts';
 import { isVllmReference, referenceIds, type AnyReference, type Reference, type VllmReference } from './reference.ts';
-import { vocabRefusal, type GroupInfo, type RequestSpec, type UsageMode, type WireFormat } from './traffic.ts';
+import { vocabRefusal, type ClientKind, type GroupInfo, type RequestSpec, type UsageMode, type WireFormat } from './traffic.ts';
 import { spansProblem, spansStart } from './vllm-client.ts';
 
 /** Error kinds after which migration.md says an admitted request migrates. */
@@ -59,6 +59,12 @@ export interface RequestRecord {
   spansStart?: number | null;
   /** Client-side violations: framing, mismatches, dropped connections. */
   violations: string[];
+  /** Which of the campaign's special clients sent it (absent: ordinary traffic). */
+  client?: ClientKind;
+  /** unknown_key: the key sent. */
+  unknownKey?: string;
+  /** stream_interval: the value sent. */
+  streamInterval?: number;
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -156,6 +162,7 @@ export function judgeClient(r: ClientResult, ref: AnyReference, other?: AnyRefer
       spans = spansStart(a.weight_versions);
     }
     if (s.bad) v.push(`bad request: answered although ${s.format === 'vllm' ? 'token_ids' : 'input_ids'}[${s.bad.position}] = ${s.bad.token} is beyond the vocabulary`);
+    else if (s.client === 'unknown_key') v.push(`unknown key: answered, although SGLang refuses sampling_params.${s.unknownKey} (SamplingParams has no such field: TypeError)`);
     else if (finishType === 'abort') {
       const msg = isVllmAnswer(a) ? 'finish_reason "abort"' : (a.meta.finish_reason as { message?: unknown }).message;
       const who = s.group?.kind === 'prefix_rids' ? ` while ${s.group.name}${'0'.repeat(s.group.canceller ?? 0)} of its prefix group was cancelled` : '';
@@ -203,6 +210,9 @@ export function judgeClient(r: ClientResult, ref: AnyReference, other?: AnyRefer
     violations: v,
   };
   if (spans !== undefined) rec.spansStart = spans;
+  if (s.client !== undefined) rec.client = s.client;
+  if (s.unknownKey !== undefined) rec.unknownKey = s.unknownKey;
+  if (s.streamInterval !== undefined) rec.streamInterval = s.streamInterval;
   return rec;
 }
 
@@ -437,7 +447,7 @@ export function splitShared(rows: RowsOfRequest | undefined, promptLengths: read
   return { byLength, stray };
 }
 
-/** States of a worker, as the router reported them, that keep it out of new attempts because of blame. */
+/** States of a worker, as the router reports them, that only blame puts it in (router/pool/worker.ts health()). */
 export const OUT_BY_BLAME = new Set(['benched', 'circuit_open', 'dead']);
 
 export interface ReportedWindow {
@@ -448,41 +458,194 @@ export interface ReportedWindow {
   states: readonly string[];
 }
 
-export interface ClientMistakeBench {
-  worker: string;
-  /** `<request id>#<attempt>` of the refusal that came just before. */
-  after: string;
-  errorKind: string;
-  at: number;
-  states: readonly string[];
+/** A worker_state event of the router's event stream (GET /events), reduced to what the verdict reads. */
+export interface WorkerStateEvent {
+  t: number;
+  url: string;
+  health: string;
+  circuit: string;
+}
+
+/** A benching: the moment the router put a worker out by blame while it was not out by blame. */
+export interface Benching {
+  url: string;
+  t: number;
+  /** benched, circuit_open or dead. */
+  health: string;
 }
 
 /**
- * Workers benched by a client's mistake: the router reported a worker benched, circuit-open or
- * dead within `benchMs` after an attempt on it ended with a refusal (validation, http_4xx), and
- * nothing else explains it: no fault on that worker (with its after-effects, `graceMs`) and no
- * failure that blames it in the trace around that window. One entry per window.
+ * Benchings, from the router's worker_state events. The router emits one whenever it blames a
+ * worker (worker-pool.ts blame: the bench, the breaker, `dead` after a refused connect) and when a
+ * health check changes what it reports; it emits none when a bench or an open breaker runs out
+ * (the state is read lazily). So each worker's end of blame is estimated: a bench lasts `benchMs`
+ * from the last event that showed it, an open breaker `circuitOpenMs`, `dead` until an event says
+ * otherwise, and an event saying `healthy` ends it at once (`unhealthy` says nothing about blame:
+ * a bench may run under it). A benching is an event showing benched / circuit_open / dead after
+ * that estimated end; a blame that extends an ongoing one is part of it.
  */
-export function benchedByClientMistake(attempts: Iterable<AttemptRow>, reported: readonly ReportedWindow[], faults: readonly Window[], benchMs: number, graceMs: number): ClientMistakeBench[] {
-  const all = [...attempts];
-  const out: ClientMistakeBench[] = [];
-  const counted = new Set<ReportedWindow>();
-  const explained = (r: ReportedWindow) =>
-    faults.some((f) => f.url === r.url && f.start - 50 <= r.end && r.start <= f.end + graceMs) ||
-    all.some((a) => a.worker === r.url && a.outcome === 'failed' && BLAMING.has(a.error_kind ?? '') && a.ended_at - 50 <= r.end && r.start <= a.ended_at + benchMs + graceMs);
-  for (const a of all) {
-    if (a.outcome !== 'failed' || !CLIENT_FAULT.has(a.error_kind ?? '')) continue;
-    const t = a.ended_at;
-    for (const r of reported) {
-      if (counted.has(r) || r.url !== a.worker || !r.states.some((st) => OUT_BY_BLAME.has(st))) continue;
-      // Opened around the refusal or after it (a window opens at the poll before the change), within the bench.
-      if (r.start < t - 1000 || r.start > t + benchMs || r.end < t) continue;
-      if (explained(r)) continue;
-      counted.add(r);
-      out.push({ worker: r.url, after: `${a.request_id}#${a.attempt}`, errorKind: a.error_kind!, at: t, states: r.states });
-    }
+export function benchingsOf(events: readonly WorkerStateEvent[], benchMs: number, circuitOpenMs: number): Benching[] {
+  const outUntil = new Map<string, number>();
+  const out: Benching[] = [];
+  for (const e of [...events].sort((a, b) => a.t - b.t)) {
+    const until = outUntil.get(e.url) ?? -Infinity;
+    if (OUT_BY_BLAME.has(e.health)) {
+      if (e.t > until) out.push({ url: e.url, t: e.t, health: e.health });
+      const next = e.health === 'dead' ? Infinity : e.t + (e.health === 'circuit_open' ? Math.max(benchMs, circuitOpenMs) : benchMs);
+      // Back from dead (a health check answered): what remains is at most a bench.
+      outUntil.set(e.url, until === Infinity && e.health !== 'dead' ? next : Math.max(until, next));
+    } else if (e.health === 'healthy') outUntil.set(e.url, e.t);
   }
   return out;
+}
+
+/** A fault the campaign injected on a worker: when it was applied and when it was cleared. */
+export interface FaultSpan {
+  url: string;
+  start: number;
+  end: number;
+  kind?: string;
+}
+
+/**
+ * Whether a fault on `url` explains something the router did there at `t`: from `leadMs` before the
+ * fault was applied (the injector stamps its start just before the control call) to `afterMs`
+ * after it was cleared (what it broke may surface a little later: see `faultAftermathMs`).
+ */
+export function explainedByFault(url: string, t: number, faults: readonly FaultSpan[], afterMs: number, leadMs = FAULT_LEAD_MS): boolean {
+  return faults.some((f) => f.url === url && f.start - leadMs <= t && t <= f.end + afterMs);
+}
+
+export const FAULT_LEAD_MS = 100;
+
+/**
+ * How long after a fault is cleared a failure it caused can still surface: a stream left silent
+ * by a hang until the clear is declared stalled at the next sweep (the inter-token deadline, plus
+ * one sweep tick, a quarter of it); a worker restarted after a kill or a crash is taken back when
+ * a health check answers (one interval plus its timeout), and a breaker's half-open trial can
+ * fail until then; one more second for a loaded host's event loops.
+ */
+export function faultAftermathMs(c: { interTokenTimeoutMs: number; healthIntervalMs: number; healthTimeoutMs: number }): number {
+  return Math.round(c.interTokenTimeoutMs * 1.25) + c.healthIntervalMs + c.healthTimeoutMs + 1000;
+}
+
+export interface ClientMistakeBench {
+  worker: string;
+  at: number;
+  health: string;
+  /**
+   * Attempts that failed on that worker just before the benching (`<request id>#<attempt>
+   * <error kind>`, with the special client that sent the request): the likely trigger.
+   */
+  suspects: string[];
+}
+
+/**
+ * Workers benched by a client's mistake: every benching (`benchingsOf`) that no fault the campaign
+ * injected on that worker explains (`explainedByFault`). Whatever else benched a healthy worker
+ * was the traffic: a request the router took for the worker's failure. Each comes with the
+ * attempts that failed on that worker in the 1.5 s before it.
+ */
+export function benchedByClientMistake(
+  benchings: readonly Benching[],
+  faults: readonly FaultSpan[],
+  afterMs: number,
+  attempts: Iterable<AttemptRow> = [],
+  clientOf: (requestId: string) => ClientKind | undefined = () => undefined,
+): ClientMistakeBench[] {
+  const failed = [...attempts].filter((a) => a.outcome === 'failed');
+  return benchings
+    .filter((b) => !explainedByFault(b.url, b.t, faults, afterMs))
+    .map((b) => ({
+      worker: b.url,
+      at: b.t,
+      health: b.health,
+      suspects: failed
+        .filter((a) => a.worker === b.url && a.ended_at >= b.t - 1500 && a.ended_at <= b.t + 100)
+        .map((a) => {
+          const c = clientOf(a.request_id);
+          return `${a.request_id}#${a.attempt} ${a.error_kind}${c ? ` (${c})` : ''}`;
+        }),
+    }));
+}
+
+/** Failure kinds that say the worker broke (the keep-alive race, a stall), as opposed to load or a refusal. */
+const BREAKAGE = new Set([...BLAMING, 'protocol']);
+
+/** Attempts of a request that broke on a worker without a fault there to explain it. */
+export function unexplainedBreakage(rows: RowsOfRequest | undefined, faults: readonly FaultSpan[], afterMs: number): AttemptRow[] {
+  return (rows?.attempts ?? []).filter((a) => a.outcome === 'failed' && BREAKAGE.has(a.error_kind ?? '') && !explainedByFault(a.worker, a.ended_at, faults, afterMs));
+}
+
+/**
+ * A stream_interval or keep-alive request: nothing about it may fail. Each attempt that broke on a
+ * worker with no fault there is a violation, and so is the request's failure unless a fault
+ * explains one of its failed attempts (a fault may leave a request no worker, or exhaust it).
+ */
+export function judgePaced(rec: RequestRecord, rows: RowsOfRequest | undefined, faults: readonly FaultSpan[], afterMs: number): string[] {
+  const label = rec.client === 'stream_interval' ? 'stream_interval' : 'keep-alive';
+  const v = unexplainedBreakage(rows, faults, afterMs).map(
+    (a) => `${label}: attempt ${a.attempt}${rec.streamInterval !== undefined ? ` (stream_interval ${rec.streamInterval})` : ''} failed on ${a.worker} with ${a.error_kind} and no fault there: ${(a.error ?? '').slice(0, 120)}`,
+  );
+  if (rec.result === 'error' || rec.result === 'broken') {
+    const explained = (rows?.attempts ?? []).some((a) => a.outcome === 'failed' && explainedByFault(a.worker, a.ended_at, faults, afterMs));
+    if (!explained) v.push(`${label}: the request failed with no fault to explain it: ${(rec.errorMessage ?? rec.result).slice(0, 160)}`);
+  }
+  return v;
+}
+
+const NO_WORKER = /no worker left|no healthy worker|at its limit of \d+ concurrent requests/i;
+
+/**
+ * An unknown sampling_params key: the client gets a clear error (a 4xx, or for a stream an
+ * in-band error frame), never "no worker" nor a 503; the request is tried on at most two workers
+ * (migration.md: a failure before the first token of a fresh attempt is the request's until the
+ * worker shows otherwise: one more worker at most). A refusal at admission may leave no trace
+ * row: then there is no attempt row either.
+ */
+export function judgeUnknownKey(rec: RequestRecord, rows: RowsOfRequest | undefined): string[] {
+  const v: string[] = [];
+  const msg = rec.errorMessage ?? '';
+  if (rec.result === 'error') {
+    if (rec.status === 503 || NO_WORKER.test(msg)) v.push(`unknown key: sampling_params.${rec.unknownKey} got "${msg.slice(0, 120)}" (status ${rec.status}), not a clear refusal`);
+    else if (!rec.errorInBand && !(rec.status >= 400 && rec.status < 500)) v.push(`unknown key: sampling_params.${rec.unknownKey} got status ${rec.status}, neither a 4xx nor an in-band error`);
+    else if (rec.errorInBand && !rec.stream) v.push(`unknown key: a unary request got an in-band error`);
+  }
+  const reqs = rows?.requests ?? [];
+  const atts = rows?.attempts ?? [];
+  if (reqs.length > 1) v.push(`trace: ${reqs.length} request rows (want at most one)`);
+  if (reqs.length === 0 && (atts.length > 0 || !(rec.status >= 400 && rec.status < 500))) v.push(`trace: no request row for a request the router did not refuse at admission (status ${rec.status}, ${atts.length} attempt rows)`);
+  const tried = new Set(atts.map((a) => a.worker));
+  if (tried.size > 2) v.push(`unknown key: sampling_params.${rec.unknownKey} was tried on ${tried.size} workers (at most 2)`);
+  if (reqs[0] && rec.result === 'error' && reqs[0].outcome !== 'failed') v.push(`the client got an error but the request row says ${reqs[0].outcome}`);
+  return v;
+}
+
+/**
+ * A never-reading client: the router must let go of it (its request row ends) within `cutMs` of
+ * its start (the first frame, then the client write timeout, and slack), and the request never
+ * finishes (it cannot be written). Judged only when the client held on at least that long: one
+ * that hung up first (the campaign's end) ends the request itself.
+ */
+export function judgeNeverReader(rec: RequestRecord, rows: RowsOfRequest | undefined, cutMs: number, writeTimeoutMs: number | null): string[] {
+  const v: string[] = [];
+  const reqs = rows?.requests ?? [];
+  if (rec.result === 'error' || rec.result === 'broken') {
+    const msg = rec.errorMessage ?? '';
+    v.push(`never-read: the stream did not open: status ${rec.status}${msg ? ` "${msg.slice(0, 120)}"` : ''}`);
+  }
+  if (reqs.length !== 1) {
+    v.push(`trace: ${reqs.length} request rows (want exactly one)`);
+    return v;
+  }
+  const row = reqs[0]!;
+  if (row.outcome === 'finished') v.push('never-read: the request row says finished, though its client read nothing');
+  const held = rec.endedAt - rec.startedAt;
+  const took = row.ended_at - row.started_at;
+  if (held >= cutMs && took > cutMs) {
+    v.push(`never-read: the router held a stream nobody read for ${(took / 1000).toFixed(1)} s (until its client hung up), beyond ${(cutMs / 1000).toFixed(1)} s${writeTimeoutMs === null ? ' (this router has no client write timeout)' : ` (client write timeout ${writeTimeoutMs} ms)`}`);
+  }
+  return v;
 }
 
 /**

@@ -7,7 +7,8 @@ const HELP = `usage: baton chaos [options]
 
 Starts simulated workers and the router in its own process, sends seeded traffic while a seeded
 schedule injects faults, then checks every answer against the fault-free reference, the trace
-rows, workers benched by a client's mistake, in-flight counts and router memory.
+rows, workers benched by a client's mistake (a benching the router reported that no injected
+fault on that worker explains), in-flight counts and router memory.
 
 Workers: SGLang workers (--format sglang: half cumulative, half incremental, so one request's
 attempts can land on both modes), vLLM workers (--format vllm), or both (--format mixed: half of
@@ -18,7 +19,11 @@ that answers 429 to 30% of continuations.
 
 Traffic: streams and unary requests, logprobs, budgets, min/stop/EOS rules, client cancels,
 requests that must not migrate, bad requests (an id beyond the vocabulary), shared header ids
-and prefix-sharing ids with a cancel. Faults: kill -9 and restart, self-crash mid-stream, hang,
+and prefix-sharing ids with a cancel. And clients that must hurt nobody else: SGLang requests
+with an unknown sampling_params key (max_tokens, a typo), SGLang streams whose stream_interval
+spaces frames around the router's inter-token deadline, clients that open a stream and never
+read it (the router must cut them after its client write timeout), and bursts of short requests
+4.8-5.2 s apart (around uvicorn's 5 s keep-alive). Faults: kill -9 and restart, self-crash mid-stream, hang,
 connection reset, reject (SGLang 503, vLLM engine dead 500), slow tokens, engine abort, and on
 vLLM workers finish_reason "error".
 
@@ -33,9 +38,14 @@ options:
   --fault-rate R         mean faults per second (default 0.2)
   --token-interval-ms T  pause between a worker's tokens (default 10)
   --max-new-tokens M     largest budget a request asks for (default 128)
+  --client-write-timeout-ms T
+                         the router's client write timeout in the campaign (default 3000;
+                         passed only to a router that has the setting)
+  --no-clients           leave out the clients above (unknown keys, stream_interval,
+                         never-reading clients, keep-alive bursts)
   --json                 print the report as JSON instead of the table
   --verbose              also log every fault and every worker state change
-  --keep-dir DIR         keep the trace rows, client records and fault log in DIR
+  --keep-dir DIR         keep the trace rows, client records, fault log and benchings in DIR
   -h, --help             show this help
 
 Progress goes to stderr, the summary to stdout; the exit code is 1 when any violation was found.`;
@@ -50,6 +60,8 @@ export async function run(argv: string[]): Promise<void> {
     'fault-rate': { type: 'string' },
     'token-interval-ms': { type: 'string' },
     'max-new-tokens': { type: 'string' },
+    'client-write-timeout-ms': { type: 'string' },
+    'no-clients': { type: 'boolean' },
     json: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'keep-dir': { type: 'string' },
@@ -73,6 +85,8 @@ export async function run(argv: string[]): Promise<void> {
     faultRate,
     tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 10),
     maxNewTokens: intFlag('max-new-tokens', v['max-new-tokens'], 128, 1),
+    clientWriteTimeoutMs: intFlag('client-write-timeout-ms', v['client-write-timeout-ms'], 3000, 1),
+    clients: !(v['no-clients'] ?? false),
   };
   // Loaded here so that `baton chaos --help` and option errors need not load the simulator.
   const { runCampaign } = await import('../chaos/campaign.ts');

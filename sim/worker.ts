@@ -177,7 +177,8 @@ class WorkerServer implements GenerationHost {
       maxTotalTokens: MAX_TOTAL_TOKENS,
     }));
     this.server = createServer((req, res) => this.onRequest(req, res));
-    // uvicorn's keep-alive timeout, so idle pooled connections behave alike.
+    // uvicorn's keep-alive timeout as SGLang launches it (http_server.py launch_server:
+    // `uvicorn.run(..., timeout_keep_alive=5)`), so idle pooled connections close alike.
     this.server.keepAliveTimeout = 5000;
     this.server.on('connection', (s: Socket) => {
       this.sockets.add(s);

@@ -3,26 +3,49 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planFaults } from '../../chaos/schedule.ts';
-import { planRequest, planUnit, planVllmRequest, unitFormat, VLLM_VOCAB_REFUSAL, VOCAB_REFUSAL, type RequestSpec, type TrafficOptions } from '../../chaos/traffic.ts';
+import {
+  planKeepAliveBurst,
+  planNeverReader,
+  planRequest,
+  planUnit,
+  planVllmRequest,
+  UNKNOWN_SAMPLING_KEYS,
+  unitFormat,
+  VLLM_VOCAB_REFUSAL,
+  VOCAB_REFUSAL,
+  type RequestSpec,
+  type TrafficOptions,
+} from '../../chaos/traffic.ts';
 import { referenceAnswer, vllmReferenceAnswer } from '../../chaos/reference.ts';
-import { StreamAssembler, type ClientResult, type VllmAnswer } from '../../chaos/client.ts';
+import { holdUnread, StreamAssembler, type ClientResult, type VllmAnswer } from '../../chaos/client.ts';
+import { sseMessages, workerStates } from '../../chaos/worker-events.ts';
 import { engineId, readVllmJson, spansProblem, spansStart, VllmStreamAssembler } from '../../chaos/vllm-client.ts';
 import { VLLM } from '../../router/format/vllm/index.ts';
 import { vllmReference } from '../../sim/vllm/reference.ts';
 import {
   benchedByClientMistake,
+  benchingsOf,
   compareAnswer,
   compareVllmAnswer,
+  explainedByFault,
+  faultAftermathMs,
   judgeClient,
+  judgeNeverReader,
+  judgePaced,
   judgeTrace,
+  judgeUnknownKey,
   outages,
   sharedWorkerAtCancel,
   splitShared,
+  unexplainedBreakage,
+  type Benching,
+  type FaultSpan,
   type RequestRecord,
   type TraceContext,
+  type WorkerStateEvent,
 } from '../../chaos/verify.ts';
 import { refusesContinuation } from '../../chaos/proxy.ts';
-import { judgeMemory, OTHER_WEIGHT_VERSION } from '../../chaos/campaign.ts';
+import { campaignRouterConfig, judgeMemory, neverReaderCutMs, OTHER_WEIGHT_VERSION, ROUTER_HAS_CLIENT_WRITE_TIMEOUT } from '../../chaos/campaign.ts';
 import { DEFAULT_MODEL_PATH, runModel, weightsSalt } from '../../sim/model.ts';
 import { parseUpstreamRid, upstreamRid } from '../../router/migration/rid.ts';
 import type { AttemptRow, RequestRow } from '../../router/trace/row.ts';
@@ -522,31 +545,6 @@ describe('the verdict on the new kinds', () => {
       expect(judgeTrace(rec({ promptLength: 9 }), splitShared({ requests: [rows.requests[1]!], attempts: [] }, [9]).byLength.get(9), ctx).join()).toMatch(/attempt rows \[\] for 2 attempts/);
     });
   });
-
-  describe('workers benched by a client\'s mistake', () => {
-    const refusal = (worker: string, ended: number) => att(0, { worker, ended_at: ended, outcome: 'failed', error_kind: 'validation', tokens: 0 });
-    const win = (url: string, start: number, end: number, states: string[]) => ({ url, start, end, states });
-
-    it('counts a worker benched, circuit-open or dead right after a refusal on it, with nothing else to explain it', () => {
-      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([
-        { worker: 'w0', after: 'r#0', errorKind: 'validation', at: 1000, states: ['benched'] },
-      ]);
-      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 1900, 5000, ['circuit_open'])], [], 2000, 500)).toHaveLength(1);
-      expect(benchedByClientMistake([att(0, { worker: 'w0', ended_at: 1000, outcome: 'failed', error_kind: 'http_4xx' })], [win('w0', 1000, 1200, ['unhealthy', 'dead'])], [], 2000, 500)).toHaveLength(1);
-    });
-
-    it('does not count an outage with another cause, of another worker, of health checks only, or long after', () => {
-      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 950, 2500, ['benched'])], [{ url: 'w0', start: 900, end: 1100 }], 2000, 500)).toEqual([]);
-      const blamed = att(0, { request_id: 'q', worker: 'w0', ended_at: 1010, outcome: 'failed', error_kind: 'stalled' });
-      expect(benchedByClientMistake([refusal('w0', 1000), blamed], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
-      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w1', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
-      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 950, 2500, ['unhealthy'])], [], 2000, 500)).toEqual([]);
-      expect(benchedByClientMistake([refusal('w0', 1000)], [win('w0', 3500, 4000, ['benched'])], [], 2000, 500)).toEqual([]);
-      expect(benchedByClientMistake([refusal('w0', 5000)], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
-      // A failure that is not a refusal is not the client's mistake.
-      expect(benchedByClientMistake([att(0, { worker: 'w0', ended_at: 1000, outcome: 'failed', error_kind: 'first_token_timeout' })], [win('w0', 950, 2500, ['benched'])], [], 2000, 500)).toEqual([]);
-    });
-  });
 });
 
 // --- vLLM and mixed campaigns -----------------------------------------------------------------
@@ -902,5 +900,307 @@ describe('fault schedules with vLLM workers', () => {
     }
     expect(errors).toBeGreaterThan(20);
     expect(planFaults({ ...base, seed: 3, workers: 3, formats: ['vllm', 'vllm', 'vllm'] }).some((f) => f.kind === 'error') || planFaults({ ...base, seed: 4, workers: 3, formats: ['vllm', 'vllm', 'vllm'] }).some((f) => f.kind === 'error')).toBe(true);
+  });
+});
+
+// --- the special clients and workers benched by a client's mistake ------------------------------
+
+describe('workers benched by a client\'s mistake', () => {
+  const ev = (t: number, url: string, health: string, circuit = 'closed'): WorkerStateEvent => ({ t, url, health, circuit });
+  const BENCH = 2000;
+  const OPEN = 3000;
+  const AFTER = 5000;
+
+  describe('benchings, from the router\'s worker_state events', () => {
+    it('a bench, a breaker opening and a refused connect each start one; a blame that extends one does not', () => {
+      expect(benchingsOf([ev(1000, 'w0', 'benched'), ev(1500, 'w0', 'benched'), ev(3400, 'w0', 'benched')], BENCH, OPEN)).toEqual([{ url: 'w0', t: 1000, health: 'benched' }]);
+      // The bench ran out (no event says so): the next one is a benching of its own.
+      expect(benchingsOf([ev(1000, 'w0', 'benched'), ev(3100, 'w0', 'benched')], BENCH, OPEN).map((b) => b.t)).toEqual([1000, 3100]);
+      // An open breaker lasts circuitOpenMs; dead lasts until an event says otherwise.
+      expect(benchingsOf([ev(1000, 'w0', 'circuit_open', 'open'), ev(3500, 'w0', 'benched')], BENCH, OPEN)).toHaveLength(1);
+      expect(benchingsOf([ev(1000, 'w0', 'dead'), ev(60_000, 'w0', 'benched')], BENCH, OPEN)).toHaveLength(1);
+      // Back from dead, at most a bench remains.
+      expect(benchingsOf([ev(1000, 'w0', 'dead'), ev(9000, 'w0', 'benched'), ev(11_500, 'w0', 'benched')], BENCH, OPEN).map((b) => b.t)).toEqual([1000, 11_500]);
+      // healthy ends it at once; unhealthy says nothing about blame.
+      expect(benchingsOf([ev(1000, 'w0', 'benched'), ev(1200, 'w0', 'healthy'), ev(1300, 'w0', 'benched')], BENCH, OPEN)).toHaveLength(2);
+      expect(benchingsOf([ev(1000, 'w0', 'benched'), ev(1200, 'w0', 'unhealthy'), ev(1300, 'w0', 'benched')], BENCH, OPEN)).toHaveLength(1);
+      // Workers apart, events out of order.
+      expect(benchingsOf([ev(1100, 'w1', 'benched'), ev(1000, 'w0', 'benched'), ev(1200, 'w0', 'benched')], BENCH, OPEN)).toEqual([
+        { url: 'w0', t: 1000, health: 'benched' },
+        { url: 'w1', t: 1100, health: 'benched' },
+      ]);
+      expect(benchingsOf([ev(1000, 'w0', 'healthy'), ev(2000, 'w0', 'unhealthy'), ev(3000, 'w0', 'draining')], BENCH, OPEN)).toEqual([]);
+    });
+
+    const events = fc.array(
+      fc.record({ t: fc.integer({ min: 0, max: 60_000 }), url: fc.constantFrom('w0', 'w1', 'w2'), health: fc.constantFrom('healthy', 'unhealthy', 'benched', 'circuit_open', 'dead'), circuit: fc.constant('closed') }),
+      { maxLength: 40 },
+    );
+
+    it('laws: each benching is an event that shows blame; at most one per worker per bench; none without blame', () => {
+      fc.assert(
+        fc.property(events, (es) => {
+          const bs = benchingsOf(es, BENCH, OPEN);
+          for (const b of bs) expect(es.some((e) => e.url === b.url && e.t === b.t && e.health === b.health && ['benched', 'circuit_open', 'dead'].includes(e.health))).toBe(true);
+          expect(bs.length).toBeLessThanOrEqual(es.filter((e) => ['benched', 'circuit_open', 'dead'].includes(e.health)).length);
+          // Two benchings of one worker less than a bench apart have a `healthy` between them.
+          for (const a of bs) for (const b of bs) {
+            if (a === b || a.url !== b.url || b.t <= a.t || b.t - a.t > BENCH) continue;
+            expect(es.some((e) => e.url === a.url && e.health === 'healthy' && e.t >= a.t && e.t <= b.t)).toBe(true);
+          }
+          // The order the events arrive in does not matter.
+          expect(benchingsOf([...es].reverse(), BENCH, OPEN).length).toBe(bs.length);
+        }),
+        { numRuns: 300 },
+      );
+    });
+  });
+
+  describe('explained by a fault on that worker, or counted', () => {
+    const fault = (url: string, start: number, end: number): FaultSpan => ({ url, start, end });
+
+    it('a fault explains a benching of its worker from just before it is applied to the aftermath after it is cleared', () => {
+      const f = [fault('w0', 10_000, 12_000)];
+      expect(explainedByFault('w0', 9_950, f, AFTER)).toBe(true);
+      expect(explainedByFault('w0', 17_000, f, AFTER)).toBe(true);
+      expect(explainedByFault('w0', 9_800, f, AFTER)).toBe(false);
+      expect(explainedByFault('w0', 17_001, f, AFTER)).toBe(false);
+      expect(explainedByFault('w1', 11_000, f, AFTER)).toBe(false);
+      // The campaign's aftermath: the stall deadline and a sweep tick, a health check, a second.
+      expect(faultAftermathMs({ interTokenTimeoutMs: 2000, healthIntervalMs: 500, healthTimeoutMs: 1000 })).toBe(5000);
+    });
+
+    it('counts a benching with no fault on its worker, names what failed there just before and which client sent it', () => {
+      const stalled: AttemptRow = {
+        kind: 'attempt', format: 'sglang', request_id: 'chaos-1-5-si', attempt: 0, rid: 'chaos-1-5-si~m0~0000000000000000', worker: 'w0', started_at: 100, ended_at: 20_990, ttft_ms: 1,
+        prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 161, budget_before: 481, budget_after: 320, cached_tokens: 0, outcome: 'failed', error_kind: 'stalled', error: 'no data from worker for 2010 ms', error_evidence: null, finish_reason: null, trace_id: null,
+      };
+      const elsewhere = { ...stalled, worker: 'w1', request_id: 'other' };
+      const got = benchedByClientMistake([{ url: 'w0', t: 21_000, health: 'benched' }], [fault('w1', 20_000, 22_000)], AFTER, [stalled, elsewhere], (id) => (id === 'chaos-1-5-si' ? 'stream_interval' : undefined));
+      expect(got).toEqual([{ worker: 'w0', at: 21_000, health: 'benched', suspects: ['chaos-1-5-si#0 stalled (stream_interval)'] }]);
+      expect(benchedByClientMistake([{ url: 'w0', t: 21_000, health: 'benched' }], [fault('w0', 20_000, 22_000)], AFTER, [stalled])).toEqual([]);
+    });
+
+    const benching = fc.record({ url: fc.constantFrom('w0', 'w1', 'w2'), t: fc.integer({ min: 0, max: 100_000 }), health: fc.constantFrom('benched', 'circuit_open', 'dead') });
+    const faultArb = fc.record({ url: fc.constantFrom('w0', 'w1', 'w2'), start: fc.integer({ min: 0, max: 100_000 }), len: fc.integer({ min: 0, max: 5000 }) }).map(({ url, start, len }) => fault(url, start, start + len));
+
+    it('law: a benching inside a fault window of the same worker is never counted', () => {
+      fc.assert(
+        fc.property(faultArb, fc.double({ min: 0, max: 1, noNaN: true }), fc.array(faultArb, { maxLength: 5 }), (f, at, others) => {
+          const t = Math.round(f.start - 100 + at * (f.end + AFTER - (f.start - 100)));
+          const b: Benching = { url: f.url, t, health: 'benched' };
+          expect(benchedByClientMistake([b], [...others, f], AFTER)).toEqual([]);
+        }),
+        { numRuns: 500 },
+      );
+    });
+
+    it('laws: with no fault on its worker a benching is always counted; more faults never count more; faults elsewhere change nothing', () => {
+      fc.assert(
+        fc.property(fc.array(benching, { maxLength: 12 }), fc.array(faultArb, { maxLength: 8 }), fc.array(faultArb, { maxLength: 4 }), (bs, fs, more) => {
+          const counted = benchedByClientMistake(bs, fs, AFTER);
+          expect(benchedByClientMistake(bs, [], AFTER)).toHaveLength(bs.length);
+          expect(benchedByClientMistake(bs, [...fs, ...more], AFTER).length).toBeLessThanOrEqual(counted.length);
+          for (const b of counted) expect(fs.some((f) => f.url === b.worker && f.start - 100 <= b.at && b.at <= f.end + AFTER)).toBe(false);
+          const onlyW0 = bs.filter((b) => b.url === 'w0');
+          expect(benchedByClientMistake(onlyW0, fs, AFTER)).toEqual(benchedByClientMistake(onlyW0, fs.filter((f) => f.url === 'w0'), AFTER));
+        }),
+        { numRuns: 300 },
+      );
+    });
+  });
+
+  it('reads worker_state events out of the router\'s SSE batches', () => {
+    const batch = JSON.stringify([
+      { type: 'progress', t: 1, request_id: 'r', attempt: 0, tokens: 1, completion_tokens: 1 },
+      { type: 'worker_state', t: 5, worker: { id: 'w0', url: 'http://127.0.0.1:1', health: 'benched', circuit: 'closed' } },
+    ]);
+    const got: WorkerStateEvent[] = [];
+    const rest = sseMessages(`: baton events\n\ndata: ${batch}\n\ndata: [{"type":"worker_st`, (d) => got.push(...workerStates(d)));
+    expect(got).toEqual([{ t: 5, url: 'http://127.0.0.1:1', health: 'benched', circuit: 'closed' }]);
+    expect(rest).toBe('data: [{"type":"worker_st');
+    expect(workerStates('not json')).toEqual([]);
+  });
+});
+
+describe('the special clients', () => {
+  const CLIENTS: TrafficOptions = { ...TRAFFIC, streamIntervalTokens: [160, 300] };
+  const units = Array.from({ length: 3000 }, (_, i) => planUnit(CLIENTS, i));
+  const specs = units.flat();
+  // SamplingParams' fields (python/sglang/srt/sampling/sampling_params.py): every key a struct
+  // accepts as a keyword, internal ones too.
+  const SAMPLING_FIELDS = new Set(['max_new_tokens', 'stop', 'stop_token_ids', 'stop_regex', 'temperature', 'top_p', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'min_new_tokens', 'n', 'json_schema', 'regex', 'ebnf', 'structural_tag', 'ignore_eos', 'skip_special_tokens', 'spaces_between_special_tokens', 'no_stop_trim', 'custom_params', 'stream_interval', 'logit_bias', 'sampling_seed', 'stop_strs', 'stop_regex_strs', 'stop_str_max_len', 'stop_regex_max_len', 'is_normalized']);
+
+  it('are a draw of their own: every other unit of a seed is what it was without them', () => {
+    const none: TrafficOptions = { ...TRAFFIC, unknownKeyShare: 0, streamIntervalShare: 0 };
+    let special = 0;
+    for (let i = 0; i < 3000; i++) {
+      if (units[i]!.some((s) => s.client)) special++;
+      else expect(units[i]).toEqual(planUnit(none, i));
+    }
+    expect(special / 3000).toBeGreaterThan(0.025);
+    expect(special / 3000).toBeLessThan(0.06);
+    // No stream_interval requests without the range the campaign derives from its deadline.
+    expect(Array.from({ length: 1000 }, (_, i) => planUnit(TRAFFIC, i)).flat().some((s) => s.client === 'stream_interval')).toBe(false);
+    // vLLM units have none (the findings are SGLang's).
+    expect(Array.from({ length: 500 }, (_, i) => planUnit({ ...CLIENTS, format: 'vllm' }, i)).flat().some((s) => s.client)).toBe(false);
+    const keys = specs.map((s) => s.key);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('an unknown key is exactly one key SamplingParams does not have; some replace max_new_tokens as OpenAI clients do', () => {
+    const uk = specs.filter((s) => s.client === 'unknown_key');
+    expect(uk.length).toBeGreaterThan(30);
+    for (const s of uk) {
+      const sp = s.body.sampling_params as Record<string, unknown>;
+      expect(Object.keys(sp).filter((k) => !SAMPLING_FIELDS.has(k))).toEqual([s.unknownKey]);
+      expect(s.cancelAfterChunks).toBeUndefined();
+      expect(s.body.rid).toBe(s.id);
+    }
+    for (const k of UNKNOWN_SAMPLING_KEYS) expect(SAMPLING_FIELDS.has(k)).toBe(false);
+    expect(uk.some((s) => !('max_new_tokens' in (s.body.sampling_params as object)))).toBe(true);
+    expect(uk.some((s) => s.stream) && uk.some((s) => !s.stream)).toBe(true);
+  });
+
+  it('a stream_interval stream spaces 1–3 frames by its interval, within the range, and runs to its budget', () => {
+    const si = specs.filter((s) => s.client === 'stream_interval');
+    expect(si.length).toBeGreaterThan(30);
+    for (const s of si) {
+      const sp = s.body.sampling_params as Record<string, unknown>;
+      expect(s.stream).toBe(true);
+      expect(sp.stream_interval).toBe(s.streamInterval);
+      expect(s.streamInterval).toBeGreaterThanOrEqual(160);
+      expect(s.streamInterval).toBeLessThanOrEqual(300);
+      expect([1, 2, 3].map((k) => k * s.streamInterval! + 1)).toContain(sp.max_new_tokens);
+      expect(sp.ignore_eos).toBe(true);
+      expect(referenceAnswer(s).output_ids).toHaveLength(sp.max_new_tokens as number);
+    }
+  });
+
+  it('a never-reading client\'s stream has big frames and a budget it cannot be written in; keep-alive bursts straddle 5 s', () => {
+    const a = planNeverReader(TRAFFIC, 0);
+    expect(planNeverReader(TRAFFIC, 0)).toEqual(a);
+    expect(a.spec.client).toBe('never_read');
+    expect(a.spec.body).toMatchObject({ stream: true, return_logprob: true, logprob_start_len: 0, top_logprobs_num: 5 });
+    expect(a.spec.prompt).toHaveLength(600);
+    expect(a.gapMs).toBeGreaterThanOrEqual(3000);
+    expect(a.gapMs).toBeLessThanOrEqual(5000);
+    const gaps = Array.from({ length: 200 }, (_, k) => planKeepAliveBurst(TRAFFIC, k));
+    for (const b of gaps) {
+      expect(b.gapMs).toBeGreaterThanOrEqual(4800);
+      expect(b.gapMs).toBeLessThanOrEqual(5200);
+      expect(b.specs).toHaveLength(12);
+      for (const s of b.specs) {
+        expect(s.stream).toBe(false);
+        expect(s.client).toBe('keep_alive');
+        expect(s.decode.max_new_tokens).toBeLessThanOrEqual(4);
+      }
+    }
+    expect(gaps.some((b) => b.gapMs < 5000) && gaps.some((b) => b.gapMs > 5000)).toBe(true);
+    const mixed = planKeepAliveBurst({ ...TRAFFIC, format: 'mixed' }, 3).specs;
+    expect(mixed.map((s) => s.format)).toContain('vllm');
+    expect(mixed.map((s) => s.format)).toContain('sglang');
+  });
+
+  it('the router gets a concurrency limit, and a client write timeout only when it has the setting', () => {
+    const cfg = campaignRouterConfig(['http://w'], '/t', 'x', { clientWriteTimeoutMs: 3000, maxConcurrentRequests: 99 });
+    expect(cfg.maxConcurrentRequests).toBe(99);
+    expect('clientWriteTimeoutMs' in cfg).toBe(ROUTER_HAS_CLIENT_WRITE_TIMEOUT);
+    expect('clientWriteTimeoutMs' in campaignRouterConfig(['http://w'], '/t', 'x')).toBe(false);
+    expect(neverReaderCutMs({ firstTokenTimeoutMs: 4000 }, 3000)).toBe(9000);
+  });
+
+  const rec = (over: Partial<RequestRecord> = {}): RequestRecord => ({
+    format: 'sglang', id: 'u', key: 'u', index: 0, kind: 'greedy', group: null, bad: false, promptLength: 3, admitted: true, reason: null, stream: false, startedAt: 1000, endedAt: 1100, status: 400,
+    result: 'error', exact: false, errorMessage: "SamplingParams.__init__() got an unexpected keyword argument 'max_tokens'", errorType: null, errorInBand: false, weights: ['default'], mode: 'unknown', violations: [],
+    client: 'unknown_key', unknownKey: 'max_tokens', ...over,
+  });
+  const reqRow = (over: Partial<RequestRow> = {}): RequestRow => ({
+    kind: 'request', format: 'sglang', request_id: 'u', attempts: 0, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 3, completion_tokens: 0,
+    cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: 1, started_at: 1000, ended_at: 1100, stream: false, max_new_tokens: 4, error: null, trace_id: null, ...over,
+  });
+  const attRow = (attempt: number, worker: string, over: Partial<AttemptRow> = {}): AttemptRow => ({
+    kind: 'attempt', format: 'sglang', request_id: 'u', attempt, rid: `u~m${attempt}~000000000000000${attempt}`, worker, started_at: 1000, ended_at: 1050, ttft_ms: null,
+    prompt_tokens_sent: 3, replayed_tokens: 0, tokens: 0, budget_before: 4, budget_after: 4, cached_tokens: null, outcome: 'failed', error_kind: 'stream_broken', error: 'x', error_evidence: null, finish_reason: null, trace_id: null, ...over,
+  });
+
+  it('an unknown key: a 4xx or an in-band error passes; "no worker", a 503, a 5xx or a third worker do not', () => {
+    expect(judgeUnknownKey(rec(), { requests: [reqRow()], attempts: [] })).toEqual([]);
+    // Refused at admission without a trace row: fine; a request the router served must have one.
+    expect(judgeUnknownKey(rec(), undefined)).toEqual([]);
+    expect(judgeUnknownKey(rec({ stream: true, status: 200, errorInBand: true }), { requests: [reqRow({ attempts: 2 })], attempts: [attRow(0, 'w0'), attRow(1, 'w1')] })).toEqual([]);
+    expect(judgeUnknownKey(rec({ stream: true, status: 200, errorInBand: true }), undefined).join()).toMatch(/no request row/);
+    expect(judgeUnknownKey(rec({ status: 503, errorMessage: 'no worker left to continue this request' }), undefined).join()).toMatch(/not a clear refusal/);
+    expect(judgeUnknownKey(rec({ status: 502, errorMessage: 'migration exhausted' }), { requests: [reqRow()], attempts: [] }).join()).toMatch(/neither a 4xx nor an in-band error/);
+    expect(judgeUnknownKey(rec({ status: 400 }), { requests: [reqRow({ attempts: 3 })], attempts: [attRow(0, 'w0'), attRow(1, 'w1'), attRow(2, 'w2')] }).join()).toMatch(/tried on 3 workers/);
+    // Answered: the client side says so.
+    const spec = specs.find((s) => s.client === 'unknown_key' && !s.stream)!;
+    const ref = referenceAnswer(spec);
+    const answered: ClientResult = { spec, startedAt: 0, endedAt: 1, status: 200, answer: { output_ids: ref.output_ids, meta: { finish_reason: ref.finish_reason, completion_tokens: ref.completion_tokens, prompt_tokens: ref.prompt_tokens } }, error: null, transport: null, cancelled: false, partialIds: ref.output_ids, problems: [], mode: 'unknown' };
+    expect(judgeClient(answered, ref).violations.join()).toMatch(/unknown key: answered/);
+  });
+
+  it('a never-reading client: let go in time passes; held until its client hung up, finished, or not opened does not', () => {
+    const nr = (over: Partial<RequestRecord> = {}) => rec({ client: 'never_read', stream: true, status: 200, result: 'cancelled', errorMessage: null, startedAt: 0, endedAt: 12_000, ...over });
+    const row = (ended: number, outcome: RequestRow['outcome'] = 'cancelled') => ({ requests: [reqRow({ started_at: 10, ended_at: ended, outcome })], attempts: [] });
+    expect(judgeNeverReader(nr(), row(6000), 9000, 3000)).toEqual([]);
+    expect(judgeNeverReader(nr(), row(6000, 'failed'), 9000, 3000)).toEqual([]);
+    expect(judgeNeverReader(nr(), row(12_000), 9000, null).join()).toMatch(/held a stream nobody read for 12.0 s .*no client write timeout/);
+    expect(judgeNeverReader(nr(), row(6000, 'finished'), 9000, 3000).join()).toMatch(/finished/);
+    // A client that hung up before the limit (the campaign's end) ends the request itself: not judged.
+    expect(judgeNeverReader(nr({ endedAt: 5000 }), row(5000), 9000, 3000)).toEqual([]);
+    expect(judgeNeverReader(nr({ result: 'error', status: 503, errorMessage: 'router is at its limit of 80 concurrent requests' }), undefined, 9000, 3000).join()).toMatch(/did not open: status 503/);
+  });
+
+  it('stream_interval and keep-alive requests: a breakage with no fault on its worker counts, one a fault explains or a slow first token does not', () => {
+    const rows = { requests: [], attempts: [attRow(0, 'w0', { error_kind: 'stalled', ended_at: 30_000 }), attRow(1, 'w1', { error_kind: 'connect', ended_at: 30_100 }), attRow(2, 'w2', { error_kind: 'first_token_timeout', ended_at: 34_000 })] };
+    expect(unexplainedBreakage(rows, [], 5000).map((a) => a.attempt)).toEqual([0, 1]);
+    expect(unexplainedBreakage(rows, [{ url: 'w1', start: 29_000, end: 29_500 }], 5000).map((a) => a.attempt)).toEqual([0]);
+    // The request must end with its answer, unless a fault explains one of its failures.
+    const si = rec({ client: 'stream_interval', unknownKey: undefined, streamInterval: 200, stream: true, status: 200, result: 'error', errorInBand: true, errorMessage: 'migration exhausted after 4 attempts' });
+    const slow = { requests: [], attempts: [attRow(0, 'w2', { error_kind: 'first_token_timeout', ended_at: 34_000 })] };
+    expect(judgePaced(si, slow, [], 5000)).toEqual(['stream_interval: the request failed with no fault to explain it: migration exhausted after 4 attempts']);
+    expect(judgePaced(si, slow, [{ url: 'w2', start: 30_000, end: 31_000 }], 5000)).toEqual([]);
+    expect(judgePaced(rec({ client: 'keep_alive', unknownKey: undefined, result: 'answer', exact: true, status: 200, errorMessage: null }), rows, [], 5000)).toEqual([
+      expect.stringMatching(/^keep-alive: attempt 0 failed on w0 with stalled and no fault there/),
+      expect.stringMatching(/^keep-alive: attempt 1 failed on w1 with connect/),
+    ]);
+  });
+
+  it('a client that never reads: the server\'s writes block and stay blocked until the client hangs up after holding', async () => {
+    const { createServer } = await import('node:http');
+    // The server writes whenever it may; the client reads its response head (one read) and no more.
+    let blockedAt = 0;
+    let lastDrainAt = 0;
+    let closedAt = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunk = `data: ${'x'.repeat(65_536)}\n\n`;
+      const pump = () => {
+        while (res.write(chunk)) if (res.writableLength > 64 << 20) return;
+        blockedAt = Date.now();
+        res.once('drain', () => {
+          lastDrainAt = Date.now();
+          pump();
+        });
+      };
+      pump();
+      res.on('close', () => (closedAt = Date.now()));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const spec = planNeverReader(TRAFFIC, 0).spec;
+    const t0 = Date.now();
+    const r = await holdUnread(spec, `http://127.0.0.1:${port}`, 800);
+    expect(r.status).toBe(200);
+    expect(r.cancelled).toBe(true);
+    expect(r.endedAt - t0).toBeGreaterThanOrEqual(790);
+    // Blocked, and nothing taken out of the socket for most of the hold.
+    expect(blockedAt).toBeGreaterThan(0);
+    expect(lastDrainAt).toBeLessThan(t0 + 400);
+    await new Promise((res) => setTimeout(res, 100));
+    expect(closedAt).toBeGreaterThanOrEqual(t0 + 790);
+    server.close();
   });
 });

@@ -3,9 +3,11 @@
 // concurrency 16, a fixed seed whose schedule holds every kind of fault at 0.5/s (ten faults in
 // the run this was written with: kill -9, self-crashes, a hang, resets, a reject, slow tokens, an
 // engine abort), so that a short run still sees most of what can go wrong. The traffic carries
-// its bad requests, shared header ids and prefix-rid cancels. Zero violations, migrations that
-// really happened, every admitted answer token-exact, no worker benched by a client's mistake.
-// Then the same on a mixed cluster (SGLang and vLLM workers, traffic of both formats).
+// its bad requests, shared header ids and prefix-rid cancels, and the clients that must hurt
+// nobody (unknown sampling keys, stream_interval streams, never-reading clients, keep-alive
+// bursts), which add no time: none outlasts the traffic. Zero violations, migrations that really
+// happened, every admitted answer token-exact, no worker benched by a client's mistake. Then the
+// same on a mixed cluster (SGLang and vLLM workers, traffic of both formats), without the clients.
 import { describe, expect, it } from 'vitest';
 import { runCampaign } from '../../chaos/campaign.ts';
 import { formatSummary } from '../../chaos/summary.ts';
@@ -33,13 +35,24 @@ describe('chaos campaign (CI size)', () => {
     expect(report.sharedHeader.exact).toBe(report.sharedHeader.answered);
     expect(report.prefixRids.cancelled).toBeGreaterThan(0);
     expect(report.otherWeights.attemptsWithTokens).toBeGreaterThan(0);
+    // The clients that must hurt nobody: refused clearly, answered exactly, cut, never failing.
+    const c = report.clients;
+    expect(c.unknownKey.sent).toBeGreaterThan(0);
+    expect(c.unknownKey.refused4xx + c.unknownKey.refusedInBand).toBe(c.unknownKey.sent);
+    expect(c.streamInterval.sent).toBeGreaterThan(0);
+    expect(c.streamInterval.unexplained).toBe(0);
+    expect(c.neverRead.sent).toBeGreaterThan(0);
+    expect(c.neverRead.heldPast).toBe(0);
+    expect(c.keepAlive.bursts).toBeGreaterThanOrEqual(3);
+    expect(c.keepAlive.unexplained).toBe(0);
+    expect(c.concurrencyLimit503).toBe(0);
   }, 150_000);
 
   // Mixed: 2 SGLang workers (cumulative, incremental) and 2 vLLM workers plus the SGLang one on
   // other weights, a 429 proxy before one worker of each format, traffic of both formats. Seed 354
   // plans every kind of fault in 25 s, vLLM's engine error included (on a vLLM worker).
   it('25 s of a mixed cluster: zero violations, both formats answered token-exact and migrated', async () => {
-    const report = await runCampaign({ format: 'mixed', durationS: 25, workers: 4, concurrency: 16, seed: 354, faultRate: 0.5, tokenIntervalMs: 10 });
+    const report = await runCampaign({ format: 'mixed', durationS: 25, workers: 4, concurrency: 16, seed: 354, faultRate: 0.5, tokenIntervalMs: 10, clients: false });
     const summary = formatSummary(report);
     console.log(summary);
     expect(report.violationCount, summary).toBe(0);
