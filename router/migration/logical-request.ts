@@ -8,6 +8,7 @@ import type { ClientSink } from '../format/client-sink.ts';
 import { upstreamRid } from './rid.ts';
 import { remainingBudget, remainingMinTokens } from './continuation.ts';
 import { BLAMES_WORKER, MIGRATES, needsEvidence, type Failure } from './failure.ts';
+import { frameSpacing } from '../upstream/stall-watch.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
 import type { ContinuationPin, WorkerPool } from '../pool/worker-pool.ts';
@@ -435,6 +436,8 @@ export class LogicalRequest implements ProgressSource {
     // The counts travel only with a unary answer (a stream's headers are long gone by its end).
     a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
     a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
+    // Decided once per attempt: how far apart this worker may send this request's frames.
+    a.call.spacing = frameSpacing(this.req.framing, worker.streamInterval, budgetBefore);
     this.current = a;
     worker.inFlight++;
     const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });

@@ -302,6 +302,7 @@ export class WorkerPool {
         w.weightVersion = probe.weightVersion;
         w.contextLength = probe.contextLength;
         w.maxTotalTokens = probe.maxTotalTokens;
+        w.streamInterval = probe.streamInterval ?? null;
         w.probed = true;
       }
       w.healthy = true;

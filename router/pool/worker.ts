@@ -35,6 +35,8 @@ export class Worker {
   weightVersion: string | null = null;
   contextLength: number | null = null;
   maxTotalTokens: number | null = null;
+  /** Tokens per streamed frame when a request names none (probed; null: unknown, taken as 1). */
+  streamInterval: number | null = null;
   probed = false;
   healthFailures = 0;
   readonly circuit: CircuitBreaker;
