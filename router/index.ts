@@ -231,6 +231,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       return writeValueError(res, parsed.stream, `Duplicate request ID detected: ${duplicate}`, idHeaders);
     }
     try {
+      // A request every worker would fail alike (format/sglang/request.ts unknownSamplingKey):
+      // refused here, after the rid checks as SGLang orders them, as the worker's request error.
+      if (parsed.refusal) return format.writeRequestError(res, parsed.stream, 400, parsed.refusal, idHeaders);
       const trace = telemetry.inboundTrace(req, format.generatePath);
       if (r.passthrough) {
         await serveUnstitchable(parsed, r.text, id, res, idHeaders, entry, format, trace);

@@ -122,7 +122,10 @@ export class Generation {
       return;
     }
     const n = this.answer.completionTokens;
-    if (this.call.stream && n % this.req.streamInterval === 0 && !this.stopPrefixHeld()) {
+    // SOP stream_output_generation: `len(output_ids) % stream_interval == 1` when the interval is
+    // above 1 (the first token goes out at once, then one chunk per interval), else every token.
+    const k = this.req.streamInterval;
+    if (this.call.stream && (k > 1 ? n % k === 1 : true) && !this.stopPrefixHeld()) {
       this.w.emit(this.call, this, this.answer.render(null, null), false, due);
     } else {
       // A unary text request's text still passes through the detokenizer every 50 tokens, which

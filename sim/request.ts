@@ -20,6 +20,25 @@ import type { SimTokenizer } from './vocab.ts';
 
 export class BodyError extends Error {}
 export class RequestError extends Error {}
+/**
+ * SGLang's TypeError for a sampling key SamplingParams does not take: the tokenizer manager
+ * builds `SamplingParams(**sampling_kwargs)` (tokenizer_manager.py `_create_tokenized_object`)
+ * and http_server.py `generate_request` catches only ValueError, so the exception escapes the
+ * handler: a unary request gets Starlette's 500, a stream is cut after its 200 headers.
+ */
+export class SamplingTypeError extends Error {}
+
+/**
+ * The keyword arguments SamplingParams takes (SP: the class's fields; the msgspec Struct of 2026
+ * also takes its internal fields as keywords). Any other key is a TypeError.
+ */
+const SAMPLING_FIELDS = new Set([
+  'max_new_tokens', 'stop', 'stop_token_ids', 'stop_regex', 'temperature', 'top_p', 'top_k', 'min_p',
+  'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'min_new_tokens', 'n', 'json_schema',
+  'regex', 'ebnf', 'structural_tag', 'ignore_eos', 'skip_special_tokens', 'spaces_between_special_tokens',
+  'no_stop_trim', 'custom_params', 'stream_interval', 'logit_bias', 'sampling_seed',
+  'stop_strs', 'stop_regex_strs', 'stop_str_max_len', 'stop_regex_max_len', 'is_normalized',
+]);
 
 export interface RequestSettings {
   /** Text mode: text prompts, stop strings and `text` in answers. Otherwise token-only. */
@@ -282,6 +301,19 @@ function stringList(sp: Record<string, unknown>, name: string): string[] {
 }
 
 function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: RequestSettings) {
+  // SamplingParams(**sampling_kwargs) comes before normalize and verify; Python names the first
+  // unexpected keyword in the dict's order.
+  for (const key of Object.keys(sp)) {
+    if (!SAMPLING_FIELDS.has(key)) throw new SamplingTypeError(`SamplingParams.__init__() got an unexpected keyword argument '${key}'`);
+  }
+  // Construction then iterates a truthy stop_token_ids (`set(stop_token_ids)` in the plain class,
+  // `{int(t) for t in self.stop_token_ids ...}` in the Struct's __post_init__): a number is a
+  // TypeError too, before any ValueError of verify.
+  const stopIdsArg = sp.stop_token_ids;
+  if ((typeof stopIdsArg === 'number' && stopIdsArg !== 0) || stopIdsArg === true) {
+    const pyType = typeof stopIdsArg === 'boolean' ? 'bool' : Number.isInteger(stopIdsArg) ? 'int' : 'float';
+    throw new SamplingTypeError(`'${pyType}' object is not iterable`);
+  }
   const num = (name: keyof typeof SAMPLING_DEFAULTS) => numberParam(sp, name) ?? SAMPLING_DEFAULTS[name];
   let temperature = num('temperature');
   let topK = num('top_k');

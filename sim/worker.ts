@@ -12,7 +12,7 @@ import { WorkerMetrics } from './metrics.ts';
 import type { WeightLabel } from './answer.ts';
 import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from './model.ts';
 import { PrefixCache } from './prefix-cache.ts';
-import { BodyError, RequestError, parseGenerate, type RequestSettings } from './request.ts';
+import { BodyError, RequestError, SamplingTypeError, parseGenerate, type RequestSettings } from './request.ts';
 import { json, objectError, readBody, startStream } from './responses.ts';
 import { Vocabulary, vocabularyFor } from './vocab.ts';
 
@@ -552,8 +552,9 @@ class WorkerServer implements GenerationHost {
       parsed = parseGenerate(raw, this.settings, (rid) => this.running.has(rid));
     } catch (err) {
       if (err instanceof BodyError) return objectError(res, 400, err.message, 'Bad Request');
-      if (!(err instanceof RequestError)) throw err;
       const stream = typeof raw === 'object' && raw !== null && (raw as Record<string, unknown>).stream === true;
+      if (err instanceof SamplingTypeError) return this.unhandled(res, stream);
+      if (!(err instanceof RequestError)) throw err;
       // Unary: _create_error_response, {"error":{"message"}} in every version.
       if (!stream) return json(res, 400, { error: { message: err.message } });
       // Stream: the ValueError becomes one in-band frame (http_server.py generate_request).
@@ -584,6 +585,23 @@ class WorkerServer implements GenerationHost {
     });
     if (call.stream) startStream(res);
     for (const g of call.gens) g.start();
+  }
+
+  /**
+   * An exception other than ValueError out of SGLang's generate handler (http_server.py
+   * `generate_request` catches only ValueError): a unary request gets Starlette's
+   * ServerErrorMiddleware answer, 500 `Internal Server Error` as plain text; a stream has sent its
+   * 200 headers already (StreamingResponse starts the response before it iterates), and uvicorn,
+   * on an exception after the response started, closes the connection (h11_impl.py / httptools_impl.py
+   * `run_asgi`: `self.transport.close()`): no frame, no [DONE], no last chunk.
+   */
+  private unhandled(res: ServerResponse, stream: boolean): void {
+    if (!stream) {
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'content-length': '21' }).end('Internal Server Error');
+      return;
+    }
+    startStream(res);
+    res.socket?.destroySoon();
   }
 
   /** A generation of `call` produced a chunk or its final answer; `flushed` runs once it is on the wire. */

@@ -39,6 +39,13 @@ export interface FormatRequest {
   samples: number;
   /** The model the request names (OpenAI's `model`): attempt 0 goes only to workers serving it. */
   model?: string | null;
+  /**
+   * A refusal the router writes itself, as the worker's request error, before any worker sees the
+   * request (SGLang: a sampling key its SamplingParams does not take).
+   */
+  refusal?: string | null;
+  /** What spaces the worker's frames, as the request asks: the stall deadline's scale (stall-watch.ts). */
+  framing?: { streamInterval: number | null; heldTokens: number };
 }
 
 /** Migration settings and the workers' advertised facts that admission reads. */
@@ -180,6 +187,8 @@ export interface ProbeResult {
    * path, null when it serves none, undefined when not probed (the format's own path is used).
    */
   abortPath?: string | null;
+  /** Tokens per streamed frame when a request names none (SGLang: preferred sampling params, else --stream-interval). */
+  streamInterval?: number | null;
 }
 
 /** A wire format, client side and worker side. */

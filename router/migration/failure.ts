@@ -100,3 +100,52 @@ export function classifyTransportError(err: unknown, responseStarted: boolean): 
   if (e.code !== undefined && CONNECT_CODES.has(e.code)) return { kind: 'connect', message, status: 502, evidence: `transport error ${e.code}: worker unreachable` };
   return { kind: 'stream_broken', message, status: 502, evidence: `transport error ${e.code ?? e.name ?? 'Error'} ${responseStarted ? 'after' : 'before'} the response started` };
 }
+
+// --- Blame needs evidence (migration.md) ------------------------------------------------------
+// A request can make a healthy worker look dead: SGLang answers 200 and then closes the
+// connection when its handler raises something other than ValueError (an unknown sampling key:
+// http_server.py `generate_request` catches only ValueError, and uvicorn closes a connection whose
+// response had started), and answers 500 before the body when a unary request does. So a failure
+// before the request's first token is the request's until the worker shows it is its own.
+
+/**
+ * Whether this failure counts against its worker only with evidence: a broken stream or a 500
+ * (Starlette's answer to any unhandled exception) while the request has no output token yet.
+ * Everything else carries its own evidence: a refused connection, a 502/503/504/529 (the worker's
+ * or its proxy's state), an engine's in-band abort (it marks itself), a stall after tokens.
+ */
+export function needsEvidence(f: Failure, requestTokens: number): boolean {
+  if (requestTokens > 0) return false;
+  return f.kind === 'stream_broken' || (f.kind === 'http_5xx' && f.status === 500);
+}
+
+/** What the router could find out about a worker right after a failure that needs evidence. */
+export interface WorkerEvidence {
+  /** A health probe on a fresh connection, run right then (null: not needed). */
+  probe: { ok: boolean; refused: boolean; detail: string } | null;
+  /**
+   * Another attempt on the same worker, one whose request had output tokens, that failed in a way
+   * that blames the worker since this attempt started (null: none). Only such failures are
+   * recorded: a request without tokens leaves no evidence, so a client that repeats a bad
+   * request cannot manufacture any.
+   */
+  corroboration: { kind: ErrorKind; tokens: number; afterMs: number } | null;
+}
+
+export interface Verdict {
+  /** The failure is the worker's: bench it and count it in the breaker. */
+  blame: boolean;
+  /** The worker refused a connection: out until a health check answers. */
+  dead: boolean;
+  /** What was read, for the attempt's trace row and the client's error. */
+  evidence: string;
+}
+
+/** The decision over the evidence found; pure. */
+export function judge(e: WorkerEvidence): Verdict {
+  const c = e.corroboration;
+  if (c) return { blame: true, dead: false, evidence: `a stream with ${c.tokens} tokens failed on the same worker too (${c.kind}, ${c.afterMs} ms after this attempt started): the worker's fault` };
+  const p = e.probe;
+  if (p && !p.ok) return { blame: true, dead: p.refused, evidence: `a health probe right after failed (${p.detail}): the worker's fault` };
+  return { blame: false, dead: false, evidence: `no evidence against the worker${p ? ` (a health probe right after: ${p.detail})` : ''}, and no stream with tokens failed on it meanwhile: not counted against it` };
+}

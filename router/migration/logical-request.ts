@@ -7,7 +7,8 @@ import type { Admission, AttemptHost, FormatAttempt, FormatRequest, FormatSessio
 import type { ClientSink } from '../format/client-sink.ts';
 import { upstreamRid } from './rid.ts';
 import { remainingBudget, remainingMinTokens } from './continuation.ts';
-import { BLAMES_WORKER, MIGRATES, type Failure } from './failure.ts';
+import { BLAMES_WORKER, MIGRATES, needsEvidence, type Failure } from './failure.ts';
+import { frameSpacing } from '../upstream/stall-watch.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
 import type { ContinuationPin, WorkerPool } from '../pool/worker-pool.ts';
@@ -106,6 +107,12 @@ export class LogicalRequest implements ProgressSource {
   private readonly firstPin: ContinuationPin | null;
   private firstFailureAt: number | null = null;
   private logicalFirstTokenSeen = false;
+  /**
+   * Failures before the request's first token that no evidence showed to be their worker's
+   * (migration.md, "Blame needs evidence"): each worker's url and what was read. The second ends
+   * the request: it fails the same way wherever it goes.
+   */
+  private readonly unproven: string[] = [];
   private readonly promptIds: number[];
   /** Where each ended attempt's tokens start in the logical output (for the dashboard). */
   private readonly segments: { attempt: number; worker: string; from_token: number; tokens: number }[] = [];
@@ -333,7 +340,7 @@ export class LogicalRequest implements ProgressSource {
         this.out.passThrough(reader, failure);
         break;
       }
-      if (BLAMES_WORKER[failure.kind]) this.ctx.pool.blame(worker, failure.kind === 'connect');
+      if (BLAMES_WORKER[failure.kind]) await this.judgeBlame(a, failure);
       this.exclude.add(worker.id);
       this.firstFailureAt ??= Date.now();
 
@@ -355,7 +362,8 @@ export class LogicalRequest implements ProgressSource {
       const refusal = this.migrationRefusal();
       if (refusal !== null) {
         exhausted = refusal.exhausted;
-        this.sink.fail(failure.status >= 500 ? failure.status : 502, `${refusal.message}: ${failure.message}`, refusal.type);
+        if (refusal.status !== undefined) this.failClient(refusal.status, refusal.message, refusal.type);
+        else this.sink.fail(failure.status >= 500 ? failure.status : 502, `${refusal.message}: ${failure.message}`, refusal.type);
         break;
       }
       // Counted when the continuation starts, so the event can name where it went.
@@ -364,10 +372,39 @@ export class LogicalRequest implements ProgressSource {
     return { outcome, finishReason, lastFailure, exhausted };
   }
 
+  /**
+   * A failure that blames its worker. Before the request's first token, a broken stream or a 500
+   * is the worker's only with evidence (failure.ts needsEvidence; the pool's evidenceAgainst):
+   * without it the worker is neither benched nor counted in its breaker, and the attempt's row
+   * says what was read.
+   */
+  private async judgeBlame(a: AttemptState, failure: Failure): Promise<void> {
+    const tokens = this.out.ids.length;
+    if (!needsEvidence(failure, tokens)) {
+      this.ctx.pool.blame(a.worker, failure.kind === 'connect', failure.kind, tokens);
+      return;
+    }
+    const verdict = await this.ctx.pool.evidenceAgainst(a.worker, a.startedAt);
+    failure.evidence = `${failure.evidence ?? failure.kind}; before any token, ${verdict.evidence}`;
+    if (verdict.blame) this.ctx.pool.blame(a.worker, verdict.dead, failure.kind, 0);
+    else this.unproven.push(`${a.worker.url}: ${failure.message} (${verdict.evidence})`);
+  }
+
   /** Why the request may not continue after a migratable failure, or null when it may. */
-  private migrationRefusal(): { message: string; type: string; exhausted: boolean } | null {
+  private migrationRefusal(): { message: string; type: string; exhausted: boolean; status?: number } | null {
     if (!this.admission.admitted) {
       return { message: `worker failed and the request is not migratable (${this.admission.reason})`, type: 'not_migratable', exhausted: false };
+    }
+    if (this.unproven.length >= 2) {
+      // Two workers that showed no fault failed this request alike, before any token: the
+      // failure follows the request. 500, as SGLang itself answers a unary request whose
+      // handler raised (Starlette's ServerErrorMiddleware); no worker is benched.
+      return {
+        message: `the request failed the same way on ${this.unproven.length} workers before any token, and none of them showed a fault, so no worker was benched: ${this.unproven.join('; ')}`,
+        type: 'request_failed_on_healthy_workers',
+        exhausted: false,
+        status: 500,
+      };
     }
     if (this.attempts > this.ctx.settings.migrationLimit) {
       return { message: `migration exhausted after ${this.attempts} attempts (limit ${this.ctx.settings.migrationLimit})`, type: 'migration_exhausted', exhausted: true };
@@ -381,6 +418,12 @@ export class LogicalRequest implements ProgressSource {
       return { message: 'migration stopped: the worker returned text, which cannot be continued token-exactly', type: 'not_migratable', exhausted: false };
     }
     return null;
+  }
+
+  /** The router's own error: in band on a stream (the format's error frame), else a JSON error with `status`. */
+  private failClient(status: number, message: string, type: string): void {
+    if (this.sink.streaming) this.sink.endStreamWithError(this.format.errors.frame(status, message, type));
+    else this.sink.fail(status, message, type);
   }
 
   private startAttempt(worker: Worker): AttemptState {
@@ -406,6 +449,8 @@ export class LogicalRequest implements ProgressSource {
     // The counts travel only with a unary answer (a stream's headers are long gone by its end).
     a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
     a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
+    // Decided once per attempt: how far apart this worker may send this request's frames.
+    a.call.spacing = frameSpacing(this.req.framing, worker.streamInterval, budgetBefore);
     this.current = a;
     worker.inFlight++;
     const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });

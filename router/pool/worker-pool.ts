@@ -5,6 +5,9 @@ import type { SpareStats } from '../metrics.ts';
 import type { CircuitOptions } from './circuit-breaker.ts';
 import type { Policy } from './policies/policy.ts';
 import { checkHealth } from './probe.ts';
+import { TokenedFailures, probeHealth } from './evidence.ts';
+import { judge, type Verdict } from '../migration/failure.ts';
+import type { ErrorKind } from '../trace/row.ts';
 import type { FormatName, ProbeResult } from '../format/types.ts';
 import { FORMATS } from '../format/registry.ts';
 import { Worker } from './worker.ts';
@@ -64,6 +67,8 @@ export class WorkerPool {
   private checking = false;
   /** samplingDefaults() per format, recomputed only when a probe changed what workers advertise. */
   private defaultsCache = new Map<FormatName, SamplingDefaults>();
+  /** Failures of requests that had tokens: evidence for failures that need it. */
+  private readonly tokenedFailures = new TokenedFailures();
 
   constructor(
     private readonly opts: PoolOptions,
@@ -101,6 +106,7 @@ export class WorkerPool {
     if (!w) return false;
     this.workers.delete(id);
     this.defaultsCache.clear();
+    this.tokenedFailures.forget(id);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id);
@@ -188,13 +194,32 @@ export class WorkerPool {
     this.onChange(w);
   }
 
-  /** An attempt on `w` failed in a way that blames the worker: bench it, feed its breaker. */
-  blame(w: Worker, connectFailed: boolean): void {
+  /**
+   * An attempt on `w` failed in a way that blames the worker: bench it, feed its breaker.
+   * `requestTokens`: output tokens the request had; a failure with tokens is evidence for others
+   * (evidenceAgainst).
+   */
+  blame(w: Worker, connectFailed: boolean, kind: ErrorKind | null = null, requestTokens = 0): void {
+    if (kind !== null) this.tokenedFailures.note(w.id, kind, requestTokens);
     w.benchedUntil = Date.now() + this.opts.benchMs;
     w.circuit.recordFailure();
     // A refused connection is strong evidence: take the worker out until a health check answers.
     if (connectFailed) w.dead = true;
     this.onChange(w);
+  }
+
+  /**
+   * Whether a failure on `w` that needs evidence (migration/failure.ts needsEvidence) is the
+   * worker's: a stream with tokens that failed on it since the attempt started, else a health
+   * probe run now on a connection of its own. Only the router's own probe and failures of
+   * requests that had tokens count, never what requests without tokens did.
+   */
+  async evidenceAgainst(w: Worker, attemptStartedAt: number): Promise<Verdict> {
+    const seen = this.tokenedFailures.since(w.id, attemptStartedAt);
+    if (seen) return judge({ probe: null, corroboration: seen });
+    const probe = await probeHealth(w.url, Math.min(this.opts.healthTimeoutMs, 2000));
+    // The streams of a dying worker may break while the probe runs.
+    return judge({ probe, corroboration: this.tokenedFailures.since(w.id, attemptStartedAt) });
   }
 
   credit(w: Worker): void {
@@ -279,6 +304,7 @@ export class WorkerPool {
         w.weightVersion = probe.weightVersion;
         w.contextLength = probe.contextLength;
         w.maxTotalTokens = probe.maxTotalTokens;
+        w.streamInterval = probe.streamInterval ?? null;
         w.probed = true;
       }
       w.healthy = true;

@@ -37,6 +37,8 @@ export class Worker {
   maxTotalTokens: number | null = null;
   /** The abort endpoint it serves, as probed (vLLM: format/vllm/probe.ts); undefined: the format's own. */
   abortPath: string | null | undefined = undefined;
+  /** Tokens per streamed frame when a request names none (probed; null: unknown, taken as 1). */
+  streamInterval: number | null = null;
   probed = false;
   healthFailures = 0;
   readonly circuit: CircuitBreaker;

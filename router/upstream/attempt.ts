@@ -36,6 +36,8 @@ export class UpstreamCall implements Watched, H1Handler {
   paused = false;
   seenChunks = 0;
   lastMovedAt = 0;
+  /** Tokens per frame at most (stall-watch.ts frameSpacing): the stall deadline's multiplier. */
+  spacing = 1;
 
   status = 0;
   /** A 200 with a body that is not SSE: the worker answered unary despite stream=true. */
@@ -106,7 +108,7 @@ export class UpstreamCall implements Watched, H1Handler {
   onStall(idleMs: number, firstToken: boolean): void {
     const failure: Failure = firstToken
       ? { kind: 'first_token_timeout', message: `no first token from worker within ${idleMs} ms (queue + prefill)`, status: 504, evidence: `first-token deadline: nothing for ${idleMs} ms since the request was sent` }
-      : { kind: 'stalled', message: `no data from worker for ${idleMs} ms`, status: 504, evidence: `inter-token deadline: nothing for ${idleMs} ms after ${this.chunks} reads` };
+      : { kind: 'stalled', message: `no data from worker for ${idleMs} ms`, status: 504, evidence: `inter-token deadline: nothing for ${idleMs} ms after ${this.chunks} reads${this.spacing > 1 ? ` (deadline ${this.stalls.interTokenMs(this.spacing)} ms: frames up to ${this.spacing} tokens apart)` : ''}` };
     this.abort({ kind: 'failed', failure });
   }
 

@@ -115,6 +115,9 @@ describe('law 1: equivalence', () => {
         const router = await fx.router(3);
         const id = nextId('eq');
         const schedule = fit(r, raw);
+        // Within the limit, and not two failures before any token that no worker shows to be its
+        // own (those end the request: law 6's oracle).
+        fc.pre(predict(fullRun(r).output_ids.length, r.budget, true, 3, schedule, Boolean(r.logprob)).ok);
         fx.schedule(id, schedule);
         const clean = nextId('eq-clean');
         const [faulty, base] = [await send(fx, router.url, bodyOf(r, id), id), await send(fx, router.url, bodyOf(r, clean), clean)];
@@ -274,7 +277,7 @@ describe('law 4: limit', () => {
             const status = last.kind === 'status4xx' ? last.status : 400;
             if (answer.frames.length === 0 && !(r.stream && last.kind === 'refusal')) expect(answer.status).toBe(status);
           } else {
-            expect(answer.error).toMatch(limit === 0 ? /not migratable \(migration_disabled\)|injected|CUDA|worker answered|stream ended/ : /exhausted/);
+            expect(answer.error).toMatch(limit === 0 ? /not migratable \(migration_disabled\)|injected|CUDA|worker answered|stream ended/ : /exhausted|failed the same way on 2 workers before any token/);
             if (answer.frames.length === 0) expect(answer.status).toBeGreaterThanOrEqual(500);
           }
         }
@@ -348,8 +351,34 @@ describe('law 6: oracle', () => {
       params(),
     );
   });
-});
 
+  it('two failures before any token that no worker shows to be its own end the request; ones that carry their own evidence do not', async () => {
+    const fx = fixtures.get('cumulative')!;
+    const router = await fx.router(3);
+    const r: Req = { prompt: [5, 6, 7], budget: 12, ignoreEos: true, minNew: undefined, stream: false, logprob: undefined, mode: 'cumulative', temperature: 0, stopAt: undefined };
+    const total = fullRun(r).output_ids.length;
+    const cases: [(Fault | null)[], boolean, number][] = [
+      [[{ kind: 'reset', afterFrames: 0 }, { kind: 'end', afterFrames: 0 }, null], false, 2],
+      [[{ kind: 'refuse', status: 500 }, { kind: 'cut', afterFrames: 0 }, null], false, 2],
+      [[{ kind: 'refuse', status: 503 }, { kind: 'refuse', status: 502 }, { kind: 'reset', afterFrames: 0 }, null], true, 4],
+      [[{ kind: 'reset', afterFrames: 0 }, { kind: 'reset', afterFrames: 3 }, { kind: 'reset', afterFrames: 0 }, null], true, 4],
+    ];
+    for (const [schedule, ok, attempts] of cases) {
+      expect(predict(total, r.budget, true, 3, schedule)).toMatchObject({ ok, attempts });
+      const id = nextId('unproven');
+      fx.schedule(id, schedule);
+      const answer = await send(fx, router.url, bodyOf(r, id), id);
+      const { attempts: rows, request } = await rowsOf(router, id);
+      expect(request.attempts).toBe(attempts);
+      if (ok) expect(answer.error).toBeNull();
+      else {
+        expect(answer.status).toBe(500);
+        expect(answer.error).toMatch(/failed the same way on 2 workers before any token/);
+        for (const row of rows) expect(row.error_evidence).toMatch(/no evidence against the worker/);
+      }
+    }
+  });
+});
 
 describe('law 7: weights', () => {
   it(`no answer mixes tokens of two weight versions: it is one version's exact answer, or an error that says why (${RUNS} cases)`, async () => {
@@ -369,7 +398,7 @@ describe('law 7: weights', () => {
           const ref = runModel(r.prompt, samplingOf(r), DEFAULT_MODEL, weightsSalt('baton-sim', version));
           expect(answer.body!.output_ids).toEqual(ref.output_ids);
         } else {
-          expect(answer.error).toMatch(/weight_version|exhausted|no worker/);
+          expect(answer.error).toMatch(/weight_version|exhausted|no worker|failed the same way on 2 workers before any token/);
         }
       }),
       params(),

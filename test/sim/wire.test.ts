@@ -216,6 +216,40 @@ describe('validation', () => {
     ]);
   });
 
+  // SamplingParams(**sampling_params) raises a TypeError, which generate_request does not catch
+  // (it catches ValueError): Starlette's 500 for a unary request; a stream is cut after its 200.
+  const typeErrors: [string, Json][] = [
+    ['an unknown sampling key (OpenAI\'s max_tokens)', { max_tokens: 8 }],
+    ['a typo', { max_new_token: 8 }],
+    ['a number as stop_token_ids', { stop_token_ids: 5 }],
+  ];
+  for (const [name, sp] of typeErrors) {
+    it(`answers ${name} as SGLang's unhandled TypeError: 500 text unary, a stream cut after its 200 headers`, async () => {
+      const res = await fetch(`${w.url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_ids: PROMPT, sampling_params: sp }) });
+      expect(res.status).toBe(500);
+      expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+      expect(await res.text()).toBe('Internal Server Error');
+      const s = await openSse(`${w.url}/generate`, { input_ids: PROMPT, stream: true, sampling_params: sp });
+      expect(s.status).toBe(200);
+      const end = await s.ended;
+      expect(end.sawDone).toBe(false);
+      expect(end.complete).toBe(false); // no last chunk: the connection closed mid-body
+      expect(s.frames).toEqual([]);
+    });
+  }
+
+  it('takes every SamplingParams field of the supported versions, nulls included', async () => {
+    const sp = { max_new_tokens: 3, stream_interval: null, sampling_seed: null, custom_params: null, no_stop_trim: false, stop_regex: null, is_normalized: false };
+    const r = await postJson(`${w.url}/generate`, { input_ids: PROMPT, sampling_params: sp });
+    expect(r.status).toBe(200);
+  });
+
+  it('streams one chunk per stream_interval tokens, the first token at once (len % k == 1), and the last', async () => {
+    const s = await openSse(`${w.url}/generate`, { input_ids: PROMPT, stream: true, sampling_params: { max_new_tokens: 10, ignore_eos: true, stream_interval: 4 } });
+    await s.ended;
+    expect(s.frames.filter((f) => f.data !== '[DONE]').map((f) => ids(JSON.parse(f.data)).length)).toEqual([1, 5, 9, 10]);
+  });
+
   it('refuses bodies that do not fit the schema with the object error shape', async () => {
     const res = await fetch(`${w.url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
     expect(res.status).toBe(400);

@@ -23,5 +23,10 @@ export async function probeWorker(pool: Pool, timeoutMs: number): Promise<ProbeR
     weightVersion: str(model?.weight_version) ?? str(server?.weight_version),
     contextLength: positiveInt(server?.context_length),
     maxTotalTokens: positiveInt(server?.max_total_num_tokens),
+    // The scheduler streams every `req.sampling_params.stream_interval or self.stream_interval`
+    // tokens (scheduler_output_processor_mixin.py `stream_output_generation`; the second is
+    // ServerArgs.stream_interval, in /server_info), the request's merged over the preferred
+    // sampling params (tokenizer_manager.py `_create_tokenized_object`).
+    streamInterval: positiveInt(preferred?.stream_interval) ?? positiveInt(server?.stream_interval),
   };
 }

@@ -193,6 +193,61 @@ function samplingProblem(sp: JsonObject): string | null {
   return null;
 }
 
+// --- sampling keys SGLang takes ------------------------------------------------------------
+// The tokenizer manager builds `SamplingParams(**{**preferred_sampling_params, **sampling_params})`
+// (tokenizer_manager.py `_create_tokenized_object`); a key SamplingParams does not take raises a
+// TypeError there, which http_server.py `generate_request` does not catch (it catches ValueError):
+// a unary request gets Starlette's 500, a stream is cut after its 200 headers. Every worker fails
+// such a request the same way, so the router refuses it before any worker sees it.
+//
+// The keys: the union of SamplingParams' parameters over the SGLang versions Baton supports (a key
+// any of them takes passes), from python/sglang/srt/sampling/sampling_params.py:
+// - the plain class of 2025 (`def __init__`, read at 0bebedd8): max_new_tokens ... logit_bias;
+//   later plain versions add stop_regex and sampling_seed;
+// - the msgspec Struct of 2026 (kw_only, read at 00c17caf): the same API fields, and its internal
+//   fields, which its generated __init__ takes as keywords too.
+const SAMPLING_FIELDS: ReadonlySet<string> = new Set([
+  'max_new_tokens', 'stop', 'stop_token_ids', 'stop_regex', 'temperature', 'top_p', 'top_k', 'min_p',
+  'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'min_new_tokens', 'n', 'json_schema',
+  'regex', 'ebnf', 'structural_tag', 'ignore_eos', 'skip_special_tokens', 'spaces_between_special_tokens',
+  'no_stop_trim', 'custom_params', 'stream_interval', 'logit_bias', 'sampling_seed',
+  // msgspec-era internal fields (stop/stop_regex are copied into them by __post_init__).
+  'stop_strs', 'stop_regex_strs', 'stop_str_max_len', 'stop_regex_max_len', 'is_normalized',
+]);
+
+/**
+ * SGLang's TypeError for the first sampling key SamplingParams does not take (Python names the
+ * first unexpected keyword, in the dict's order), or null. The wording is the plain class's
+ * (`SamplingParams.__init__() got an unexpected keyword argument 'max_tokens'`); the msgspec
+ * Struct says `Unexpected keyword argument 'max_tokens'`.
+ */
+export function unknownSamplingKey(sp: unknown): string | null {
+  const list = Array.isArray(sp) ? sp : [sp];
+  for (const one of list) {
+    if (!isObject(one)) continue;
+    for (const key in one) {
+      if (!SAMPLING_FIELDS.has(key)) return `SamplingParams.__init__() got an unexpected keyword argument '${key}'`;
+    }
+  }
+  return null;
+}
+
+/**
+ * What spaces this request's frames (the stall deadline, stall-watch.ts): its stream_interval
+ * (SGLang reads `req.sampling_params.stream_interval or <the server's>`: 0 and null fall back),
+ * and in text mode its stop strings, whose prefix holds frames back (schedule_batch.py
+ * `check_match_stop_str_prefix`) for at most the longest one's tokens, which its characters bound.
+ */
+function framingOf(sp: JsonObject): { streamInterval: number | null; heldTokens: number } {
+  const k = sp.stream_interval;
+  const streamInterval = typeof k === 'number' && Number.isFinite(k) && k >= 1 ? Math.ceil(k) : null;
+  let held = 0;
+  const stop = sp.stop;
+  if (typeof stop === 'string') held = stop.length;
+  else if (Array.isArray(stop)) for (const x of stop) if (typeof x === 'string' && x.length > held) held = x.length;
+  return { streamInterval, heldTokens: held };
+}
+
 /** The budget: max_new_tokens and min_new_tokens, or why the router cannot use them. */
 function budgetOf(sp: JsonObject): { max: number | null | undefined; min: number; problem: string | null } {
   let max: number | null | undefined;
@@ -325,6 +380,8 @@ export function parseGenerateRequest(raw: unknown, opts: ParseOptions = {}): Gen
     unparsed: problems.length > 0 ? problems.join('; ') : null,
     samples: typeof sampling.n === 'number' && Number.isSafeInteger(sampling.n) && sampling.n > 1 ? sampling.n : 1,
     raw: opts.raw ?? null,
+    refusal: unknownSamplingKey(spRaw),
+    framing: framingOf(sampling),
   };
 }
 

@@ -66,12 +66,20 @@ export function parseVllmRequest(raw: unknown, opts: { lossyNumbers: boolean }):
   // served by one worker as written (its stream would never carry them).
   if (stream !== true && sampling.prompt_logprobs !== undefined && sampling.prompt_logprobs !== null) problems.push('prompt_logprobs in a unary request (vLLM streams none)');
 
+  // Frames come one per stream_interval tokens: vllm/v1/engine/output_processor.py
+  // `RequestState.from_new_request` takes max(sampling_params.stream_interval, the engine's
+  // --stream-interval), and `make_request_output` sends the first token, then one output per
+  // interval, and the finish. The engine's value is not advertised: the request's is what is known.
+  const k = sampling.stream_interval;
+  const framing = { streamInterval: typeof k === 'number' && Number.isFinite(k) && k >= 1 ? Math.ceil(k) : null, heldTokens: 0 };
+
   return {
     body,
     prompt,
     promptLength: prompt.kind === 'input_ids' ? prompt.ids.length : null,
     stream: stream === true,
     rid: typeof rid === 'string' ? rid : null,
+    framing,
     sampling,
     maxNewTokens,
     minNewTokens,

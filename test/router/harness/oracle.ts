@@ -15,6 +15,9 @@ export interface Prediction {
 export function predict(total: number, budget: number, admitted: boolean, limit: number, schedule: readonly (Fault | null)[], logprobs = false): Prediction {
   let t = 0;
   let framesSeen = false; // some attempt sent a whole frame: the router knows an answer's shape
+  // Failures before the request's first token that the worker does not show to be its own (the
+  // proxies' workers stay healthy): the second ends the request (migration.md, "Blame needs evidence").
+  let unproven = 0;
   const per: number[] = [];
   for (let i = 0; ; i++) {
     const f = schedule[i] ?? null;
@@ -38,6 +41,8 @@ export function predict(total: number, budget: number, admitted: boolean, limit:
     // worker can say what an answer carries), or nothing came back and the client asked for
     // prompt logprobs, which only a worker can compute.
     if (admitted && t >= budget && framesSeen && (t > 0 || !logprobs)) return { ok: true, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: true };
-    if (!admitted || i + 1 > limit) return { ok: false, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
+    // A broken stream (reset, cut, end, a lost final frame) or a 500 with no token yet needs evidence.
+    if (t === 0 && f !== null && ((f.kind === 'refuse' && f.status === 500) || f.kind === 'reset' || f.kind === 'cut' || f.kind === 'end' || f.kind === 'lose_final')) unproven++;
+    if (!admitted || i + 1 > limit || unproven >= 2) return { ok: false, attempts: i + 1, tokensPerAttempt: per, delivered: t, finishedLocally: false };
   }
 }

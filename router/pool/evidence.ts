@@ -1,0 +1,55 @@
+// Evidence against a worker, for a failure that does not carry its own (migration/failure.ts
+// `needsEvidence`): what other requests saw on it, and a health probe run right then.
+import { Client } from 'undici';
+import type { WorkerEvidence } from '../migration/failure.ts';
+import type { ErrorKind } from '../trace/row.ts';
+
+interface TokenedFailure {
+  at: number;
+  kind: ErrorKind;
+  tokens: number;
+}
+
+/**
+ * The latest failure, per worker, of an attempt whose request had output tokens and whose failure
+ * blames the worker. A request with no token yet is never recorded, whatever it did: the evidence
+ * a client could produce by repeating a bad request is none.
+ */
+export class TokenedFailures {
+  private readonly last = new Map<string, TokenedFailure>();
+
+  note(workerId: string, kind: ErrorKind, tokens: number, at = Date.now()): void {
+    if (tokens <= 0) return;
+    this.last.set(workerId, { at, kind, tokens });
+  }
+
+  /** The latest such failure at or after `since`, as evidence. */
+  since(workerId: string, since: number): WorkerEvidence['corroboration'] {
+    const f = this.last.get(workerId);
+    return f && f.at >= since ? { kind: f.kind, tokens: f.tokens, afterMs: f.at - since } : null;
+  }
+
+  forget(workerId: string): void {
+    this.last.delete(workerId);
+  }
+}
+
+/**
+ * `GET /health` on a connection of its own: whether the worker answers now. A fresh connection,
+ * not one from the pool, so that an idle keep-alive connection the worker is closing cannot make
+ * a healthy worker look dead, and so that a refused connection is seen as such.
+ */
+export async function probeHealth(url: string, timeoutMs: number): Promise<NonNullable<WorkerEvidence['probe']>> {
+  const client = new Client(url, { connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, pipelining: 0 });
+  try {
+    const res = await client.request({ path: '/health', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
+    await res.body.dump();
+    return { ok: res.statusCode === 200, refused: false, detail: `GET /health answered ${res.statusCode}` };
+  } catch (err) {
+    const e = err as { code?: string; name?: string; message?: string };
+    const code = e.code ?? e.name ?? 'Error';
+    return { ok: false, refused: code === 'ECONNREFUSED', detail: `GET /health failed: ${code}${e.message ? ` ${e.message}` : ''}` };
+  } finally {
+    void client.destroy().catch(() => undefined);
+  }
+}
