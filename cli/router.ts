@@ -24,6 +24,9 @@ const HELP = `usage: baton router [options]
   --headers-timeout-ms T       a client must send its request headers within T ms (default 30000)
   --admin-token TOKEN          bearer token for the worker API, traces and events
                                (required when --host is not loopback)
+  --client-write-timeout-ms T  cut off a client that reads nothing for T ms while its socket
+                               is full, and abort its request at the worker (default 60000;
+                               0 = off)
   --spare-connections N        most spare connections per worker, so that a continuation is
                                written at once (default 64; 0 = off)
   --listen-backlog N           pending-connection queue (default 4096, capped by somaxconn)
@@ -62,6 +65,7 @@ const OPTIONS = {
   'max-concurrent-requests': { type: 'string' },
   'headers-timeout-ms': { type: 'string' },
   'admin-token': { type: 'string' },
+  'client-write-timeout-ms': { type: 'string' },
   'spare-connections': { type: 'string' },
   'listen-backlog': { type: 'string' },
   'otlp-endpoint': { type: 'string' },
@@ -94,6 +98,7 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         maxConcurrentRequests: v['max-concurrent-requests'],
         headersTimeoutMs: v['headers-timeout-ms'],
         adminToken: v['admin-token'],
+        clientWriteTimeoutMs: v['client-write-timeout-ms'],
         spareConnections: v['spare-connections'],
         listenBacklog: v['listen-backlog'],
         otlpEndpoint: v['otlp-endpoint'],

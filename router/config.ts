@@ -38,6 +38,11 @@ export interface RouterConfig {
   maxConcurrentRequests: number;
   /** Required to expose the admin surfaces (workers, traces, events) on a non-loopback host. */
   adminToken: string | null;
+  /**
+   * A client that reads nothing for this long while its socket is full is cut off, and its
+   * attempt is aborted at the worker (nginx's `send_timeout`). 0 = off.
+   */
+  clientWriteTimeoutMs: number;
   /** Most spare connections kept per worker so that a continuation is written at once; 0 = off. */
   spareConnections: number;
   /** Pending-connection queue of the listening socket (the kernel caps it at somaxconn). */
@@ -83,6 +88,7 @@ export const DEFAULTS: RouterConfig = {
   headersTimeoutMs: 30_000,
   maxConcurrentRequests: 10_000,
   adminToken: null,
+  clientWriteTimeoutMs: 60_000,
   spareConnections: 64,
   listenBacklog: 4096,
   otlpEndpoint: null,

@@ -236,7 +236,8 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         await serveUnstitchable(parsed, r.text, id, res, idHeaders, entry, format, trace);
         return;
       }
-      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors);
+      // The OpenAI front's answer is Baton's own; a native one carries its worker's content type.
+      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors, config.clientWriteTimeoutMs, format.name !== 'openai');
       lr = new LogicalRequest(loop, format, parsed, id, sink, trace);
       entry.lr = lr;
       await lr.run();
@@ -313,7 +314,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     const ac = new AbortController();
     res.on('close', () => { if (!res.writableFinished) ac.abort(); });
     worker.inFlight++;
-    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, format.generatePath, upstreamHeaders);
+    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, format.generatePath, upstreamHeaders, config.clientWriteTimeoutMs);
     worker.inFlight--;
     const ended = Date.now();
     const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
