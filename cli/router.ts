@@ -1,6 +1,6 @@
 // `baton router`: the headless migrating router.
 import { parseFlags, UsageError } from './args.ts';
-import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
+import { ConfigError, isLoopback, loadConfig, type RouterConfig } from '../router/config.ts';
 import { startRouter } from '../router/index.ts';
 import { describeTracing } from '../router/otel/settings.ts';
 
@@ -22,8 +22,13 @@ const HELP = `usage: baton router [options]
   --trace-ring-size N          trace rows kept in memory (default 10000)
   --max-concurrent-requests N  answer 503 above N requests in flight (default 10000)
   --headers-timeout-ms T       a client must send its request headers within T ms (default 30000)
-  --admin-token TOKEN          bearer token for the worker API, traces and events
-                               (required when --host is not loopback)
+  --admin-token TOKEN          bearer token for the worker API, traces, events, abort_all
+                               and /flush_cache (required when --host is not loopback)
+  --api-key KEY                SGLang's --api-key: every endpoint but /health* and /metrics
+                               needs Authorization: Bearer KEY (docs/reliability.md)
+  --client-write-timeout-ms T  cut off a client that reads nothing for T ms while its socket
+                               is full, and abort its request at the worker (default 60000;
+                               0 = off)
   --spare-connections N        most spare connections per worker, so that a continuation is
                                written at once (default 64; 0 = off)
   --listen-backlog N           pending-connection queue (default 4096, capped by somaxconn)
@@ -62,6 +67,8 @@ const OPTIONS = {
   'max-concurrent-requests': { type: 'string' },
   'headers-timeout-ms': { type: 'string' },
   'admin-token': { type: 'string' },
+  'api-key': { type: 'string' },
+  'client-write-timeout-ms': { type: 'string' },
   'spare-connections': { type: 'string' },
   'listen-backlog': { type: 'string' },
   'otlp-endpoint': { type: 'string' },
@@ -94,6 +101,8 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         maxConcurrentRequests: v['max-concurrent-requests'],
         headersTimeoutMs: v['headers-timeout-ms'],
         adminToken: v['admin-token'],
+        apiKey: v['api-key'],
+        clientWriteTimeoutMs: v['client-write-timeout-ms'],
         spareConnections: v['spare-connections'],
         listenBacklog: v['listen-backlog'],
         otlpEndpoint: v['otlp-endpoint'],
@@ -106,6 +115,16 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
+}
+
+/**
+ * One line on what anyone who reaches a non-loopback router can call without a key: the data
+ * plane, unless --api-key is set (the admin surfaces always need the token there). Null when
+ * nothing is open beyond this machine.
+ */
+export function openSurface(config: RouterConfig): string | null {
+  if (isLoopback(config.host) || config.apiKey !== null) return null;
+  return `open to anyone who reaches ${config.host}: /generate, /inference/v1/generate, the OpenAI front, /abort_request by rid and the info endpoints (no --api-key); the worker API, traces, events, abort_all and /flush_cache need the admin token`;
 }
 
 export async function run(argv: string[]): Promise<void> {
@@ -126,6 +145,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (config.workers.length === 0) console.error('warning: no --worker given; add workers with POST /workers');
   console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  const open = openSurface(config);
+  if (open) console.log(open);
   const tracing = describeTracing(config);
   if (tracing) console.log(`tracing: ${tracing}`);
   const stop = async () => {

@@ -36,8 +36,21 @@ export interface RouterConfig {
   /** A client must send its request headers within this long (slowloris). */
   headersTimeoutMs: number;
   maxConcurrentRequests: number;
-  /** Required to expose the admin surfaces (workers, traces, events) on a non-loopback host. */
+  /**
+   * Required to expose the admin surfaces (workers, traces, events, the dashboard's API) and the
+   * destructive calls (`abort_all`, `/flush_cache`) on a non-loopback host (docs/reliability.md).
+   */
   adminToken: string | null;
+  /**
+   * SGLang's `--api-key`: every endpoint but `/health*` and `/metrics*` needs it
+   * (`Authorization: Bearer <key>`, or `x-api-key`), as SGLang's auth middleware reads it.
+   */
+  apiKey: string | null;
+  /**
+   * A client that reads nothing for this long while its socket is full is cut off, and its
+   * attempt is aborted at the worker (nginx's `send_timeout`). 0 = off.
+   */
+  clientWriteTimeoutMs: number;
   /** Most spare connections kept per worker so that a continuation is written at once; 0 = off. */
   spareConnections: number;
   /** Pending-connection queue of the listening socket (the kernel caps it at somaxconn). */
@@ -83,6 +96,8 @@ export const DEFAULTS: RouterConfig = {
   headersTimeoutMs: 30_000,
   maxConcurrentRequests: 10_000,
   adminToken: null,
+  apiKey: null,
+  clientWriteTimeoutMs: 60_000,
   spareConnections: 64,
   listenBacklog: 4096,
   otlpEndpoint: null,
@@ -115,7 +130,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
     return list as string[];
   }
-  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'otlpEndpoint' || key === 'traceUrlTemplate') {
+  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate') {
     if (value === null || value === '' || value === undefined) return null;
     if (key === 'migrationMaxSeqLen') {
       const n = Number(value);

@@ -15,7 +15,7 @@ import { createPolicy } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
 import { BodyError, readBody } from './http/body.ts';
-import { MAX_JSON_DEPTH, bearerMatches, crossSiteRefusal, hasLossyNumber, isHeaderSafe, isJsonContentType, jsonDepthExceeds, mayHoldLossyNumber } from './http/guards.ts';
+import { MAX_JSON_DEPTH, accessRefusal, hasLossyNumber, isHeaderSafe, isJsonContentType, jsonDepthExceeds, mayHoldLossyNumber } from './http/guards.ts';
 import { serveEvents } from './http/events-endpoint.ts';
 import { TraceQueryError, parseTraceQuery, streamTraces } from './http/traces-endpoint.ts';
 import { MalformedBody, parseGenerateRequest, workerRids, type GenerateRequest } from './format/sglang/request.ts';
@@ -90,8 +90,13 @@ function httpError(res: ServerResponse, status: number, message: string, type = 
 export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<RouterHandle> {
   const config: RouterConfig = { ...DEFAULTS, ...partial, workers: partial.workers ?? [], tokenizers: partial.tokenizers ?? [] };
   if (!isLoopback(config.host) && !config.adminToken) {
-    throw new ConfigError(`binding to ${config.host} exposes the worker API, traces and events: set --admin-token (or bind to 127.0.0.1)`);
+    // An api key does not stand in for it: every client holds the api key.
+    throw new ConfigError(`binding to ${config.host} without --admin-token would open the worker API, traces, events, abort_all and flush_cache to anyone who reaches it: set --admin-token (or bind to 127.0.0.1)`);
   }
+  if (config.apiKey !== null && config.apiKey === config.adminToken) {
+    throw new ConfigError('--api-key and --admin-token must differ: every client holds the api key');
+  }
+  const keys = { apiKey: config.apiKey ?? null, adminToken: config.adminToken ?? null };
   for (const w of config.workers) normalizeWorkerUrl(w); // fail before binding, not after
   // Tokenizers load before binding: a bad --tokenizer fails the start, not the first request.
   let models: ServedModels;
@@ -134,7 +139,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   const routes = new Routes();
   /** Logical requests in flight, by logical id: duplicate rids and /abort_request (sglang-api/registry.ts). */
   const registry = new RequestRegistry();
-  addSglangRoutes(routes, { pool, registry, bodyTimeoutMs: config.bodyTimeoutMs, forwardTimeoutMs: Math.max(30_000, config.healthTimeoutMs) });
+  addSglangRoutes(routes, { pool, registry, bodyTimeoutMs: config.bodyTimeoutMs, forwardTimeoutMs: Math.max(30_000, config.healthTimeoutMs), keys });
 
   // --- /generate ---------------------------------------------------------------------
   async function generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -239,7 +244,8 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         await serveUnstitchable(parsed, r.text, id, res, idHeaders, entry, format, trace);
         return;
       }
-      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors);
+      // The OpenAI front's answer is Baton's own; a native one carries its worker's content type.
+      const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors, config.clientWriteTimeoutMs, format.name !== 'openai');
       lr = new LogicalRequest(loop, format, parsed, id, sink, trace);
       entry.lr = lr;
       await lr.run();
@@ -316,7 +322,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     const ac = new AbortController();
     res.on('close', () => { if (!res.writableFinished) ac.abort(); });
     worker.inFlight++;
-    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, format.generatePath, upstreamHeaders);
+    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, format.generatePath, upstreamHeaders, config.clientWriteTimeoutMs);
     worker.inFlight--;
     const ended = Date.now();
     const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
@@ -479,8 +485,15 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
         return httpError(res, 400, 'bad request target');
       }
     }
-    // Starlette's answers, as SGLang gives them for every path and method it does not serve.
     const m = routes.match(req.method ?? 'GET', pathname);
+    // Keys first, as SGLang's auth middleware runs before its routes: a path it does not serve
+    // is the data plane's (guards.ts accessRefusal).
+    const refusal = accessRefusal(req, pathname, m !== null && 'route' in m ? m.route.access : 'data', keys);
+    if (refusal !== null) {
+      req.resume();
+      return sendJson(res, refusal.status, refusal.body, refusal.headers);
+    }
+    // Starlette's answers, as SGLang gives them for every path and method it does not serve.
     if (m === null) {
       req.resume();
       // Starlette's redirect_slashes: a known path with a trailing slash redirects to it.
@@ -494,20 +507,6 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     if ('allowed' in m) {
       req.resume();
       return methodNotAllowed(res, m.allowed);
-    }
-    if (m.route.admin && config.adminToken) {
-      if (!bearerMatches(req.headers.authorization, config.adminToken)) {
-        req.resume();
-        res.setHeader('www-authenticate', 'Bearer');
-        return httpError(res, 401, 'this endpoint needs the admin token (Authorization: Bearer ...)', 'Unauthorized');
-      }
-    } else if (m.route.admin) {
-      // No token means loopback only, and loopback must also hold against web pages in a browser.
-      const refusal = crossSiteRefusal(req);
-      if (refusal) {
-        req.resume();
-        return httpError(res, refusal.status, refusal.message, 'Forbidden');
-      }
     }
     try {
       await m.route.handler(req, res, m.params);

@@ -96,6 +96,7 @@ export const SIM_VERSION = '0.1.0-baton-sim';
 const CONTEXT_LENGTH = 32768;
 const MAX_TOTAL_TOKENS = 1 << 20;
 const MAX_RIDS = 10_000;
+const FLUSH_TEXT = 'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n';
 
 export async function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
   const w = new WorkerServer(opts);
@@ -379,10 +380,10 @@ class WorkerServer implements GenerationHost {
         if (!allow('GET', 'POST')) return;
         const busy = this.running.size > 0;
         if (!busy) this.cache.clear();
-        res.writeHead(busy ? 400 : 200, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end(
-          'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n',
-        );
+        // SGLang answers with a bare Response(content=...) (http_server.py flush_cache): no media
+        // type, so Starlette sends no Content-Type at all.
+        res.writeHead(busy ? 400 : 200, { 'content-length': String(Buffer.byteLength(FLUSH_TEXT)) });
+        res.end(FLUSH_TEXT);
         return;
       }
       case '/metrics': {

@@ -4,8 +4,16 @@
 // with its first forwarded frame, so a failure before any output can still become a clean 5xx.
 // SGLang and vLLM frame their streams alike (`data: <json>\n\n`, then `data: [DONE]\n\n`);
 // the error bodies are the format's.
+//
+// A client that stops reading fills its socket; the caller pauses its upstream until the socket
+// drains. One that never reads again would hold the request, its concurrency slot and the
+// worker's paused call forever: after `writeTimeoutMs` with the socket full and nothing taken
+// from it, the sink cuts the client off (nginx's `send_timeout`) and the request ends as if the
+// client had hung up, its reason in `cut`. The timer is armed only when a write finds the socket
+// full, and cleared when it drains: nothing per frame.
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Failure } from '../migration/failure.ts';
 
 export const SSE_DONE = Buffer.from('data: [DONE]\n\n');
 
@@ -63,6 +71,67 @@ function writeChunked(s: Socket, data: Buffer | string): boolean {
   return s.write(out);
 }
 
+/**
+ * The content type of a stream Baton writes itself, and the default of one it forwards: what
+ * SGLang's and vLLM's streams carry. Both answer with Starlette's StreamingResponse and
+ * `media_type="text/event-stream"` (SGLang http_server.py generate_request, vLLM
+ * serve/disagg/api_router.py generate and its OpenAI server's completions), and Starlette's
+ * Response.init_headers adds `; charset=utf-8` to every text/* media type.
+ */
+export const SSE_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
+
+/** Bytes the kernel has taken from a socket: what was written to it, less what it still holds. */
+function flushedBytes(s: Socket): number {
+  return s.bytesWritten - s.writableLength;
+}
+
+/** What the request's rows say of a client the router cut off for reading nothing. */
+export function writeTimeoutFailure(ms: number): Failure {
+  return {
+    kind: 'client_cancel',
+    message: `client read nothing for ${ms} ms (--client-write-timeout-ms): cut off`,
+    status: 499,
+    evidence: `client write timeout: the client's socket stayed full for ${ms} ms with no byte taken`,
+  };
+}
+
+/**
+ * Wait for a full response to drain, for the client to leave, or for `timeoutMs` (0: no limit)
+ * to pass with nothing taken from the socket; a client that reads slowly but reads is waited for.
+ * For the answers written without a ClientSink (upstream/passthrough.ts).
+ */
+export function drained(res: ServerResponse, timeoutMs: number): Promise<'drain' | 'close' | 'timeout'> {
+  return new Promise((resolve) => {
+    if (res.destroyed || res.socket === null) return resolve('close');
+    let timer: NodeJS.Timeout | null = null;
+    const done = (how: 'drain' | 'close' | 'timeout') => {
+      if (timer !== null) clearTimeout(timer);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(how);
+    };
+    const onDrain = () => done('drain');
+    const onClose = () => done('close');
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+    if (timeoutMs <= 0) return;
+    const s = res.socket;
+    let flushed = flushedBytes(s);
+    const check = () => {
+      const now = flushedBytes(s);
+      if (now === flushed) return done('timeout');
+      flushed = now;
+      timer = setTimeout(check, timeoutMs);
+    };
+    timer = setTimeout(check, timeoutMs);
+  });
+}
+
+/** The write timer's callback: a function of the sink, not a closure made per request. */
+function writeTimerFired(sink: ClientSink): void {
+  sink.writeTimerFired();
+}
+
 export class ClientSink {
   started = false;
   ended = false;
@@ -77,6 +146,22 @@ export class ClientSink {
    */
   private direct: Socket | null = null;
   private readonly onSocketDrain = (): void => this.flushDrainWaiters();
+  /**
+   * Set when the router cut the client off (it read nothing for `writeTimeoutMs`): what the
+   * request's rows say instead of "client disconnected". Null while the client is connected or
+   * left by itself.
+   */
+  cut: Failure | null = null;
+  private writeTimer: NodeJS.Timeout | null = null;
+  /** flushedBytes of the socket when the write timer was last armed. */
+  private flushedAtArm = 0;
+  /**
+   * The stream's content type: the worker's own once `offerContentType` has had it (a native
+   * request's stream carries the head of the worker whose frame starts it), else SSE_CONTENT_TYPE.
+   * A unary answer is always Baton's own JSON (every attempt streams upstream), and
+   * `application/json` is what SGLang's and vLLM's JSONResponse send.
+   */
+  private streamType = SSE_CONTENT_TYPE;
 
   constructor(
     private readonly res: ServerResponse,
@@ -84,8 +169,13 @@ export class ClientSink {
     private readonly headers: Record<string, string>,
     onGone: () => void,
     private readonly errors: ErrorShapes,
+    /** Cut a client whose socket stays full this long with nothing taken from it; 0: never. */
+    private readonly writeTimeoutMs = 0,
+    /** Whether the worker's content type is the client's (native formats; not the OpenAI front, whose answer is Baton's). */
+    private readonly workerHead = false,
   ) {
     res.on('close', () => {
+      this.clearWriteTimer();
       if (!this.ended) {
         this.gone = true;
         onGone();
@@ -97,7 +187,16 @@ export class ClientSink {
     });
   }
 
+  /**
+   * The content type of the worker's answer, offered at each attempt's first frame: a stream's
+   * head, while it has not gone out, carries it (an event stream's only).
+   */
+  offerContentType(type: string): void {
+    if (this.workerHead && this.streaming && !this.started && type.toLowerCase().startsWith('text/event-stream')) this.streamType = type;
+  }
+
   private flushDrainWaiters(): void {
+    this.clearWriteTimer();
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const w of waiters) w();
@@ -107,7 +206,7 @@ export class ClientSink {
     this.started = true;
     const res = this.res;
     res.writeHead(200, {
-      'content-type': 'text/event-stream',
+      'content-type': this.streamType,
       'cache-control': 'no-cache',
       connection: 'keep-alive',
       ...this.headers,
@@ -134,7 +233,9 @@ export class ClientSink {
     if (this.gone || this.ended) return true;
     if (!this.started) this.start();
     const s = this.direct;
-    return s !== null ? writeChunked(s, data) : this.res.write(data);
+    const ok = s !== null ? writeChunked(s, data) : this.res.write(data);
+    if (!ok) this.armWriteTimer();
+    return ok;
   }
 
   writeChunk(chunk: unknown): boolean {
@@ -147,14 +248,58 @@ export class ClientSink {
   }
 
   onDrain(fn: () => void): void {
-    // Listened for only once a write has filled the socket (most streams never do).
-    if (!this.drainListened) {
-      this.drainListened = true;
-      // Direct writes fill the socket, not the response: its 'drain' is the one that fires.
-      if (this.direct !== null) this.direct.on('drain', this.onSocketDrain);
-      else this.res.on('drain', () => this.flushDrainWaiters());
-    }
+    this.listenDrain();
     this.drainWaiters.push(fn);
+  }
+
+  private listenDrain(): void {
+    // Listened for only once a write has filled the socket (most streams never do).
+    if (this.drainListened) return;
+    this.drainListened = true;
+    // Direct writes fill the socket, not the response: its 'drain' is the one that fires.
+    if (this.direct !== null) this.direct.on('drain', this.onSocketDrain);
+    else this.res.on('drain', this.onSocketDrain);
+  }
+
+  /** A write found the socket full: from now, the client has writeTimeoutMs to take a byte. */
+  private armWriteTimer(): void {
+    if (this.writeTimeoutMs <= 0 || this.writeTimer !== null) return;
+    const s = this.res.socket;
+    if (s == null) return;
+    this.listenDrain();
+    this.flushedAtArm = flushedBytes(s);
+    this.writeTimer = setTimeout(writeTimerFired, this.writeTimeoutMs, this);
+  }
+
+  /** After the last write: a whole answer still in a full socket is the client's to read in time. */
+  private armIfFull(): void {
+    const s = this.res.socket;
+    // (A finished response emits no 'drain'; its 'close', once the socket took it all, clears the timer.)
+    if (s != null && s.writableNeedDrain) this.armWriteTimer();
+  }
+
+  private clearWriteTimer(): void {
+    if (this.writeTimer === null) return;
+    clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+  }
+
+  /** @internal The write timer ran out: cut the client off unless it took bytes since. */
+  writeTimerFired(): void {
+    this.writeTimer = null;
+    const s = this.res.socket;
+    if (s == null || s.destroyed || this.res.writableFinished) return;
+    const now = flushedBytes(s);
+    if (now !== this.flushedAtArm) {
+      // It reads, slowly: a slow client is served (its upstream stays paused meanwhile).
+      this.flushedAtArm = now;
+      this.writeTimer = setTimeout(writeTimerFired, this.writeTimeoutMs, this);
+      return;
+    }
+    if (!this.ended) this.cut = writeTimeoutFailure(this.writeTimeoutMs);
+    // The close that follows ends the request as a client's hang-up does (onGone: the upstream
+    // call aborted, the worker's abort sent).
+    this.res.destroy();
   }
 
   /** End a stream normally. */
@@ -163,6 +308,7 @@ export class ClientSink {
     if (!this.started) this.start();
     this.ended = true;
     this.res.end(SSE_DONE);
+    this.armIfFull();
   }
 
   /** A failure after the stream started: an in-band error frame (the format's), then [DONE]. */
@@ -175,6 +321,7 @@ export class ClientSink {
     if (s !== null) writeChunked(s, f);
     else this.res.write(f);
     this.res.end(SSE_DONE);
+    this.armIfFull();
   }
 
   /** A whole JSON answer (unary success, or any error before a stream started). */
@@ -188,6 +335,7 @@ export class ClientSink {
       ...extraHeaders,
     });
     this.res.end(body);
+    this.armIfFull();
   }
 
   /** Fail the request: in-band if a stream has started, else a JSON error with `status`. */

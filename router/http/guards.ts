@@ -2,7 +2,7 @@
 // headers. They sit in front of /generate and the admin routes (router/index.ts); each names the
 // attack it stops, because none of them is needed by a well-behaved client.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { validateHeaderValue, type IncomingMessage } from 'node:http';
+import { validateHeaderValue, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { isLoopback } from '../config.ts';
 
 /**
@@ -119,11 +119,113 @@ export function isHeaderSafe(value: string): boolean {
   }
 }
 
-/** `Authorization: Bearer <token>`, compared in constant time (hashes: equal lengths always). */
-export function bearerMatches(header: string | undefined, token: string): boolean {
-  if (typeof header !== 'string' || !header.startsWith('Bearer ')) return false;
-  const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-  return timingSafeEqual(digest(header.slice('Bearer '.length)), digest(token));
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** Two strings compared in constant time (their hashes: equal lengths always). */
+function sameSecret(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+/**
+ * Whether a request carries `key` as SGLang reads a key (sglang/srt/utils/auth.py,
+ * decide_request_auth's `_check_token`): `Authorization: <scheme> <key>` split at the first
+ * space, the scheme `bearer` in any case, or the key alone in `x-api-key` (Anthropic's header).
+ * Compared in constant time. Used for both the api key and the admin token.
+ */
+export function keyMatches(headers: IncomingHttpHeaders, key: string): boolean {
+  const auth = headers.authorization;
+  if (typeof auth === 'string') {
+    const sp = auth.indexOf(' ');
+    if (sp > 0 && auth.slice(0, sp).toLowerCase() === 'bearer' && sameSecret(auth.slice(sp + 1), key)) return true;
+  }
+  const x = headers['x-api-key'];
+  return typeof x === 'string' && x.length > 0 && sameSecret(x, key);
+}
+
+/**
+ * Requests SGLang lets through without its api key (auth.py decide_request_auth): OPTIONS, and
+ * paths that start with /health, /ready or /metrics ("to support k8s probes and Prometheus
+ * scraping without embedding secrets"; matched by prefix, so /health_generate too).
+ */
+export function keyExempt(method: string, pathname: string): boolean {
+  return method === 'OPTIONS' || pathname.startsWith('/health') || pathname.startsWith('/ready') || pathname.startsWith('/metrics');
+}
+
+/**
+ * Who may call a route:
+ * - `data`: the data plane (/generate, the OpenAI front, vLLM's generate and abort, SGLang's
+ *   info endpoints, an abort by rid): the api key when one is set (SGLang's NORMAL level);
+ * - `admin`: Baton's own admin surfaces (the worker API, traces, events, the dashboard's API):
+ *   the admin token when one is set, else a loopback caller that is not a web page (and the api
+ *   key, when one is set);
+ * - `destructive`: SGLang's calls that act on other clients' requests or on every worker
+ *   (`/flush_cache`; `/abort_request` with `abort_all`): the admin token when one is set (as
+ *   SGLang's ADMIN_OPTIONAL level under `--admin-api-key`, where the api key is not accepted),
+ *   else the api key when set, and never a web page;
+ * - `abort`: `/abort_request`, whose level its body decides (an abort by rid is `data`,
+ *   `abort_all` is `destructive`): the door takes either key, its handler decides.
+ */
+export type Access = 'data' | 'admin' | 'destructive' | 'abort';
+
+export interface Keys {
+  apiKey: string | null;
+  adminToken: string | null;
+}
+
+export interface Refusal {
+  status: number;
+  /** The body, as JSON. */
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** SGLang's refusal of a request without its key (auth.py add_api_key_middleware): 401 `{"error": "Unauthorized"}`. */
+export const UNAUTHORIZED: Refusal = { status: 401, body: { error: 'Unauthorized' }, headers: {} };
+
+function adminRefusal(status: number, message: string, type: string, headers: Record<string, string> = {}): Refusal {
+  return { status, body: { object: 'error', message, type, param: null, code: status }, headers };
+}
+
+/**
+ * Why a request may not reach a route of level `access`, or null. Pure: the request's headers,
+ * method and path, and the keys the router was started with.
+ */
+export function accessRefusal(req: IncomingMessage, pathname: string, access: Access, keys: Keys): Refusal | null {
+  const { apiKey, adminToken } = keys;
+  switch (access) {
+    case 'data':
+      return apiKey !== null && !keyExempt(req.method ?? 'GET', pathname) && !keyMatches(req.headers, apiKey) ? UNAUTHORIZED : null;
+    case 'abort':
+      // Either key opens the door; the handler asks destructiveRefusal for abort_all.
+      if (apiKey === null || keyMatches(req.headers, apiKey) || (adminToken !== null && keyMatches(req.headers, adminToken))) return null;
+      return UNAUTHORIZED;
+    case 'destructive':
+      return destructiveRefusal(req, keys, false);
+    case 'admin': {
+      if (adminToken !== null) {
+        return keyMatches(req.headers, adminToken) ? null : adminRefusal(401, 'this endpoint needs the admin token (Authorization: Bearer ...)', 'Unauthorized', { 'www-authenticate': 'Bearer' });
+      }
+      // No token means loopback only, and loopback must also hold against web pages in a browser.
+      const cross = crossSiteRefusal(req);
+      if (cross) return adminRefusal(cross.status, cross.message, 'Forbidden');
+      if (apiKey !== null && !keyMatches(req.headers, apiKey)) return adminRefusal(401, 'this endpoint needs the api key (Authorization: Bearer ...)', 'Unauthorized', { 'www-authenticate': 'Bearer' });
+      return null;
+    }
+  }
+}
+
+/**
+ * Why a destructive call (`abort_all`, `/flush_cache`) may not go ahead, or null: the admin token
+ * when one is set (SGLang's answer to a missing key); else, on a loopback router, the api key when
+ * set (`keyChecked`: the door has checked it already), and no web page: a request addressed to a
+ * foreign Host name or from a foreign Origin is refused, as for the admin routes. (Unlike them a
+ * POST needs no JSON content type: SGLang's clients POST /flush_cache with no body.)
+ */
+export function destructiveRefusal(req: IncomingMessage, keys: Keys, keyChecked: boolean): Refusal | null {
+  if (keys.adminToken !== null) return keyMatches(req.headers, keys.adminToken) ? null : UNAUTHORIZED;
+  if (!keyChecked && keys.apiKey !== null && !keyMatches(req.headers, keys.apiKey)) return UNAUTHORIZED;
+  const cross = crossSiteRefusal(req, false);
+  return cross ? adminRefusal(cross.status, cross.message, 'Forbidden') : null;
 }
 
 function hostName(hostHeader: string): string | null {
@@ -139,9 +241,10 @@ function hostName(hostHeader: string): string | null {
  * other machines, not the browser on this one: a web page can POST text/plain or a form to
  * 127.0.0.1 without a preflight (so a POST must say JSON, which needs one; PUT and DELETE always
  * need one), it sends its Origin (which must be this router), and a DNS name rebound to
- * 127.0.0.1 arrives with a foreign Host (which must be a loopback name).
+ * 127.0.0.1 arrives with a foreign Host (which must be a loopback name). `jsonPosts`: whether a
+ * POST must say JSON.
  */
-export function crossSiteRefusal(req: IncomingMessage): { status: number; message: string } | null {
+export function crossSiteRefusal(req: IncomingMessage, jsonPosts = true): { status: number; message: string } | null {
   const host = req.headers.host;
   const name = host === undefined ? null : hostName(host);
   if (name === null || !isLoopback(name)) {
@@ -158,7 +261,7 @@ export function crossSiteRefusal(req: IncomingMessage): { status: number; messag
     if (originHost !== host) return { status: 403, message: 'cross-origin request to an admin endpoint refused' };
   }
   const type = req.headers['content-type'];
-  if (req.method === 'POST' && (type === undefined || !isJsonContentType(type))) {
+  if (jsonPosts && req.method === 'POST' && (type === undefined || !isJsonContentType(type))) {
     return { status: 415, message: 'POST to an admin endpoint must be content-type application/json' };
   }
   return null;

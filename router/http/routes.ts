@@ -1,12 +1,14 @@
 // A tiny route table: exact paths and `:param` segments. The router has a handful of routes and
 // the dashboard host adds a few; a framework would be more code than this.
 import type { RouteHandler } from '../api.ts';
+import type { Access } from './guards.ts';
 
 interface Route {
   method: string;
   parts: string[];
   handler: RouteHandler;
-  admin: boolean;
+  /** Who may call it (guards.ts Access). */
+  access: Access;
 }
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
@@ -19,8 +21,10 @@ export class Routes {
    */
   private readonly exact = new Map<string, Map<string, { route: Route; params: Record<string, string> }>>();
 
-  add(method: string, path: string, handler: RouteHandler, admin: boolean): void {
-    const route = { method: method.toUpperCase(), parts: path.split('/').slice(1), handler, admin };
+  /** `admin`: true for an admin route, false for the data plane, or the route's Access. */
+  add(method: string, path: string, handler: RouteHandler, admin: boolean | Access): void {
+    const access: Access = admin === true ? 'admin' : admin === false ? 'data' : admin;
+    const route = { method: method.toUpperCase(), parts: path.split('/').slice(1), handler, access };
     this.routes.push(route);
     if (route.parts.some((p) => p.startsWith(':'))) return;
     // A route with parameters added before, for this method, would match this path first.

@@ -235,7 +235,7 @@ export class LogicalRequest implements ProgressSource {
       ended_at: ended,
       stream: this.req.stream,
       max_new_tokens: this.out.budget,
-      error: outcome === 'failed' && lastFailure ? lastFailure.message : null,
+      error: outcome === 'failed' && lastFailure ? lastFailure.message : outcome === 'cancelled' ? (this.sink.cut?.message ?? null) : null,
       // Filled in by telemetry when the request is traced.
       trace_id: null,
       format: this.format.name,
@@ -322,7 +322,8 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
       if (result.kind === 'cancelled') {
-        this.endAttempt(a, 'cancelled', { kind: 'client_cancel', message: 'client disconnected', status: 499 });
+        // sink.cut: the router cut off a client that read nothing (--client-write-timeout-ms).
+        this.endAttempt(a, 'cancelled', this.sink.cut ?? { kind: 'client_cancel', message: 'client disconnected', status: 499 });
         outcome = 'cancelled';
         break;
       }
@@ -471,6 +472,8 @@ export class LogicalRequest implements ProgressSource {
   }
 
   onFirstFrame(a: AttemptState): void {
+    // The client's head, not yet out, carries the worker's own content type.
+    this.sink.offerContentType(a.call.contentType);
     const now = Date.now();
     a.firstFrameAt = now;
     const logical = this.logicalFirstTokenSeen ? null : now - this.startedAt;

@@ -1,8 +1,10 @@
 // SGLang's own endpoints besides /generate, answered for a cluster as one SGLang worker answers
 // them (docs/sglang-fidelity.md, docs/architecture.md "Choices where the contract is silent"):
 // - POST /abort_request: 200, empty body; aborts like SGLang's tokenizer manager + scheduler.
+//   `abort_all` is destructive (the admin token when one is set), an abort by rid is not.
 // - GET /health_generate: the reference worker's own one-token probe.
 // - GET|POST /flush_cache: on every worker; SGLang's text, 200 only if every worker flushed.
+//   Destructive: the admin token when one is set (guards.ts Access).
 // - GET /server_info, /get_server_info, /model_info, /get_model_info, /get_weight_version: the
 //   reference worker's answer, as it wrote it (sgl-model-gateway's `route_to_first`), so that the
 //   five agree with each other; `x-baton-worker` names it, and `x-baton-disagreement` lists what
@@ -13,7 +15,8 @@ import { BodyError, readBody } from '../http/body.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { Worker } from '../pool/worker.ts';
 import type { RequestRegistry } from './registry.ts';
-import { httpException, malformedBody, objectError, type PydanticError } from './errors.ts';
+import { httpException, malformedBody, objectError, sendJson, type PydanticError } from './errors.ts';
+import { destructiveRefusal, type Keys } from '../http/guards.ts';
 
 export interface SglangApiContext {
   pool: WorkerPool;
@@ -21,6 +24,8 @@ export interface SglangApiContext {
   bodyTimeoutMs: number;
   /** How long a worker may take to answer a forwarded call (SGLang's health probe waits up to 20 s). */
   forwardTimeoutMs: number;
+  /** The router's api key and admin token (destructive calls check them). */
+  keys: Keys;
 }
 
 /** SGLang's /flush_cache text (http_server.py flush_cache), the same for success and refusal. */
@@ -125,6 +130,9 @@ export function addSglangRoutes(routes: Routes, ctx: SglangApiContext): void {
     }
     const parsed = parseAbortBody(raw);
     if (Array.isArray(parsed)) return malformedBody(res, parsed);
+    // abort_all ends every client's requests: the admin token's (the door took either key).
+    const refusal = parsed.abortAll ? destructiveRefusal(req, ctx.keys, true) : null;
+    if (refusal !== null) return sendJson(res, refusal.status, refusal.body, refusal.headers);
     if (parsed.abortAll) {
       for (const e of ctx.registry.all()) if (e.kind === 'logical') e.abort();
     } else {
@@ -136,7 +144,7 @@ export function addSglangRoutes(routes: Routes, ctx: SglangApiContext): void {
     for (const w of new Set(ctx.registry.all().map((e) => e.worker).filter((w): w is Worker => w !== null))) postAbort(w, body);
     res.writeHead(200, { 'content-length': '0' });
     res.end();
-  }, false);
+  }, 'abort');
 
   routes.add('GET', '/health_generate', async (_req, res) => {
     const w = referenceWorker(ctx.pool);
@@ -175,8 +183,8 @@ export function addSglangRoutes(routes: Routes, ctx: SglangApiContext): void {
     res.writeHead(results.every((r) => r.ok) ? 200 : 400, headers);
     res.end(text);
   };
-  routes.add('GET', '/flush_cache', flush, false);
-  routes.add('POST', '/flush_cache', flush, false);
+  routes.add('GET', '/flush_cache', flush, 'destructive');
+  routes.add('POST', '/flush_cache', flush, 'destructive');
 
   for (const path of ['/server_info', '/get_server_info', '/model_info', '/get_model_info', '/get_weight_version']) {
     routes.add('GET', path, async (_req, res) => {

@@ -44,7 +44,8 @@ export class UpstreamCall implements Watched, H1Handler {
   unaryBody: Buffer[] | null = null;
   private errorBody: Buffer[] | null = null;
   private errorBytes = 0;
-  private contentType = '';
+  /** The worker's Content-Type (the client's head carries it: ClientSink.offerContentType). */
+  contentType = '';
   private exchange: H1Exchange | null = null;
   private readonly splitter = new SseSplitter();
   private done = false;

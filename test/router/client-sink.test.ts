@@ -201,7 +201,7 @@ describe('ClientSink: frames on an HTTP/1.1 keep-alive connection', () => {
     c.socket.write(GET('/one'));
     const r1 = await c.response();
     expect(r1.status).toBe(200);
-    expect(r1.headers.get('content-type')).toBe('text/event-stream');
+    expect(r1.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(r1.headers.get('x-request-id')).toBe('/one');
     expect(r1.headers.get('connection')).toBe('keep-alive');
     expectChunks(r1.chunks, expectedChunks(FRAMES));
