@@ -539,13 +539,13 @@ export class H1Connection {
     ex.conn = null;
     ex.done = true;
     // Released before the handler hears of the end, so that a request it sends can take this connection.
-    if (this.reusable && !this.closed && this.keepAliveMs > 0) {
+    // Idle since now, or since the first pause: the worker may have written the end of its answer
+    // while we held it back, and its idle clock runs from that write (uvicorn's
+    // on_response_complete), not from our read. A pause that long leaves nothing to reuse.
+    const now = Date.now();
+    this.idleSince = ex.pausedAt > 0 && ex.pausedAt < now ? ex.pausedAt : now;
+    if (this.reusable && !this.closed && now - this.idleSince < this.keepAliveMs) {
       if (ex.paused) this.socket.resume();
-      // Idle since now, or since the first pause: the worker may have written the end of its
-      // answer while we held it back, and its idle clock runs from that write (uvicorn's
-      // on_response_complete), not from our read.
-      const now = Date.now();
-      this.idleSince = ex.pausedAt > 0 && ex.pausedAt < now ? ex.pausedAt : now;
       this.pool.release(this);
     } else {
       this.close();
@@ -713,9 +713,9 @@ export class H1Pool {
     });
   }
 
-  /** A connection's response is complete (idle since `conn.idleSince`) and it may carry another request. */
+  /** A connection's response is complete (idle since `conn.idleSince`, under its limit) and it may carry another request. */
   release(conn: H1Connection): void {
-    if (!this.keepAlive.has(conn) || this.closing || this.destroyed || Date.now() - conn.idleSince >= conn.keepAliveMs) {
+    if (!this.keepAlive.has(conn) || this.closing || this.destroyed) {
       conn.close();
       return;
     }

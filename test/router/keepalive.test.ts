@@ -136,8 +136,8 @@ let srv: Srv;
 const pools: H1Pool[] = [];
 const workers: Worker[] = [];
 
-function pool(connect: buildConnector.connector = connector): H1Pool {
-  const p = new H1Pool(srv.url, connect, { connections: 8, keepAliveMs: UPSTREAM_IDLE_MS });
+function pool(connect: buildConnector.connector = connector, keepAliveMs = UPSTREAM_IDLE_MS): H1Pool {
+  const p = new H1Pool(srv.url, connect, { connections: 8, keepAliveMs });
   pools.push(p);
   return p;
 }
@@ -327,6 +327,64 @@ describe('idle connections are never written past UPSTREAM_IDLE_MS', () => {
     expect(checks[2]!.socket).toBe(checks[1]!.socket);
     expect(checks[1]!.socket).not.toBe(checks[0]!.socket);
   }, 20_000);
+});
+
+describe('a paused exchange', () => {
+  it('counts its connection idle from its first pause: the worker wrote the end while the router held it back', async () => {
+    // A limit of 300 ms stands for UPSTREAM_IDLE_MS; the worker writes its answer's end 50 ms
+    // into a 400 ms pause (its idle clock starts then), and the router reads it after the pause.
+    const p = pool(connector, 300);
+    srv.respond = (r) => {
+      if (r.path !== '/slow') return srv.answer(r.socket, OK);
+      r.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab');
+      setTimeout(() => srv.answer(r.socket, 'cd'), 50);
+    };
+    const rec = new Rec();
+    let ex: ReturnType<H1Pool['request']> | null = null;
+    let resumed = false;
+    rec.onResponseData = function (this: Rec, chunk: Buffer) {
+      this.body += chunk.toString();
+      if (!resumed && ex) {
+        ex.pause();
+        resumed = true;
+        setTimeout(() => ex!.resume(), 400);
+      }
+    };
+    ex = p.request('GET', '/slow', '', null, rec);
+    await settled(rec);
+    expect([rec.errors, rec.body]).toEqual([[], 'abcd']);
+    // Not kept: the worker's clock says it has been idle 350 ms already.
+    expect(p.idleCount).toBe(0);
+    const next = await settled(send(p, '/next'));
+    expect(next.body).toBe('ok');
+    expect(srv.requests.map((r) => [r.path, r.socketIndex])).toEqual([
+      ['/slow', 0],
+      ['/next', 1],
+    ]);
+
+    // A short pause (well under the limit) leaves the connection reusable.
+    srv.reset();
+    await waitUntil(() => p.size === 0, 3000, 'the pool seeing the server close');
+    const rec2 = new Rec();
+    let ex2: ReturnType<H1Pool['request']> | null = null;
+    let once2 = false;
+    rec2.onResponseData = function (this: Rec, chunk: Buffer) {
+      this.body += chunk.toString();
+      if (!once2 && ex2) {
+        once2 = true;
+        ex2.pause();
+        setTimeout(() => ex2!.resume(), 20);
+      }
+    };
+    srv.respond = (r) => {
+      r.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab');
+      setTimeout(() => srv.answer(r.socket, 'cd'), 10);
+    };
+    ex2 = p.request('GET', '/short', '', null, rec2);
+    await settled(rec2);
+    expect(rec2.body).toBe('abcd');
+    expect(p.idleCount).toBe(1);
+  });
 });
 
 describe('through the router: a worker whose idle close crosses every reuse', () => {
