@@ -16,9 +16,11 @@ import type { buildConnector } from 'undici';
 import type { SpareSource } from '../upstream/h1.ts';
 
 /**
- * A spare older than this is closed. Under the shortest idle timeout of the servers SGLang-style
- * workers run behind (uvicorn closes an idle keep-alive connection after 5 s by default, Node's
- * http server too), so a spare is never taken just as the server closes it.
+ * A spare older than this is closed. uvicorn arms its 5 s keep-alive timer only when a response
+ * completes (`on_response_complete`; measured: a connection that never carried a request is still
+ * answered after 8 s, with h11 and httptools) and Node's http server likewise, so neither closes a
+ * spare; this bound is for a server or proxy in between that counts idleness from the accept,
+ * under the 5 s the workers use, and checked when a spare is taken (take()), not by a sweep.
  */
 export const SPARE_MAX_AGE_MS = 4_000;
 /**

@@ -1,11 +1,29 @@
 // One upstream worker as the pool sees it: its connection pool, what probing learned about it,
 // and its health, bench and circuit state.
 import { Pool, buildConnector } from 'undici';
-import { H1Pool } from '../upstream/h1.ts';
+import { H1Pool, KEEP_ALIVE_MARGIN_MS } from '../upstream/h1.ts';
 import type { WorkerHealth, WorkerInfo } from '../events/types.ts';
 import type { FormatName } from '../format/types.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
 import { SpareConnections } from './spares.ts';
+
+/**
+ * The idle timeout of the HTTP servers workers run: SGLang runs uvicorn with
+ * `timeout_keep_alive=5` (python/sglang/srt/entrypoints/http_server.py, both `uvicorn.run` calls
+ * at the end of `launch_server`), vLLM with `timeout_keep_alive=envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE`
+ * (vllm/entrypoints/openai/api_server.py), whose default is "5" (vllm/envs.py); Node's http
+ * server (the simulator) has 5 s too. uvicorn closes an idle connection exactly this long after
+ * it wrote a response's end (uvicorn/protocols/http/h11_impl.py and httptools_impl.py:
+ * `on_response_complete` arms `loop.call_later(timeout_keep_alive, timeout_keep_alive_handler)`),
+ * without a word, and resets a request that arrives after the close.
+ */
+export const WORKER_KEEP_ALIVE_MS = 5_000;
+/**
+ * Idle connections to a worker, of both clients, are not written past this (3 s): a request never
+ * crosses the worker's idle close (docs/architecture.md, "Idle connections and the worker's
+ * keep-alive", measured against uvicorn).
+ */
+export const UPSTREAM_IDLE_MS = WORKER_KEEP_ALIVE_MS - KEEP_ALIVE_MARGIN_MS;
 
 export class Worker {
   /** Health checks, probes, aborts and the endpoints passed through (undici: the general client). */
@@ -57,16 +75,16 @@ export class Worker {
     // Timeouts on the body and headers are the router's own (inter-token timeout, swept per
     // frame), because undici's would also fire while the router pauses a worker for a slow client.
     const common = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const;
-    this.pool = new Pool(url, { ...common, connections: 512, connect, keepAliveTimeout: 30_000 });
+    // undici closes a connection idle for keepAliveTimeout (when the server gives no Keep-Alive
+    // hint, as uvicorn gives none), or for the hint less keepAliveTimeoutThreshold (2 s) capped by
+    // keepAliveMaxTimeout: both at UPSTREAM_IDLE_MS. With 30 s, every 5 s health check went out on
+    // the connection the previous one left, at 4.94-5.00 s idle, as uvicorn closed it.
+    this.pool = new Pool(url, { ...common, connections: 512, connect, keepAliveTimeout: UPSTREAM_IDLE_MS, keepAliveMaxTimeout: UPSTREAM_IDLE_MS });
     this.spares = spareConnections > 0 ? new SpareConnections(new URL(url), connect) : null;
-    // Idle connections close after 4 s, under the 5 s after which the worker closes them: SGLang
-    // runs uvicorn with `timeout_keep_alive=5` (python/sglang/srt/entrypoints/http_server.py,
-    // both `uvicorn.run` calls at the end of `launch_server`), vLLM with
-    // `timeout_keep_alive=envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE`
-    // (vllm/entrypoints/openai/api_server.py), whose default is "5" (vllm/envs.py), and Node's
-    // http server (the simulator) has 5 s too. So a request is not written on a connection the
-    // worker is closing at that moment (undici's own default is 4 s for the same reason).
-    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: 4_000, spares: this.spares });
+    // Idle connections are not written past UPSTREAM_IDLE_MS, so a request is not written on a
+    // connection the worker is closing at that moment; one that still is (a worker with a
+    // shorter timeout) is sent again once on a fresh connection (h1.ts, H1Connection.onClose).
+    this.h1 = new H1Pool(new URL(url), connect, { connections: 512, keepAliveMs: UPSTREAM_IDLE_MS, spares: this.spares });
   }
 
   /** Close every connection to the worker; in-flight attempts end with an error. */

@@ -15,12 +15,15 @@
 //
 // What it does: keep-alive connections per worker (LIFO, so the warm ones are reused), a cap on
 // them with a queue beyond it, one request per connection at a time (no pipelining), an idle
-// timeout (the server's `Keep-Alive: timeout` hint, less a second, when it gives one), one-shot
-// exchanges on a spare or a new connection (continuations: pool/spares.ts), pause/resume by the
-// socket's flow, abort by destroying the socket. Responses: status line and headers (1xx
-// skipped), then a chunked, a Content-Length or a close-delimited body (RFC 9112 §6.3, in that
-// order); anything else a server sends is a protocol error and the connection is closed, never
-// reused, so no byte of one answer can be read as the next one's.
+// limit checked when a connection is taken (never written past it, whatever the sweep's phase;
+// the server's `Keep-Alive: timeout` hint less KEEP_ALIVE_MARGIN_MS when it gives one), one retry
+// on a fresh connection of a request whose reused connection closed before any byte of answer
+// (the worker's idle close crossed our write), one-shot exchanges on a spare or a new connection
+// (continuations: pool/spares.ts), pause/resume by the socket's flow, abort by destroying the
+// socket. Responses: status line and headers (1xx skipped; obs-fold and bare-LF lines accepted as
+// RFC 9112 §5.2 and §2.2 allow), then a chunked, a Content-Length or a close-delimited body (RFC
+// 9112 §6.3, in that order); anything else a server sends is a protocol error and the connection
+// is closed, never reused, so no byte of one answer can be read as the next one's.
 import { channel } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
@@ -67,6 +70,16 @@ export const PROTOCOL = 'ERR_WORKER_PROTOCOL';
 /** The most a response head (status line and headers), a chunk-size line or the trailers may take. */
 const MAX_HEAD = 64 * 1024;
 
+/**
+ * How much sooner than the server's own idle timeout an idle connection is retired (the default
+ * limit itself is the pool's `keepAliveMs`, set by pool/worker.ts). The server's idle clock starts
+ * when it hands the response's last bytes to its socket; ours when we have read them, later by
+ * our event loop's lag, and our next request reaches the server's loop later again. Two seconds
+ * cover a router whose loop is held up for most of that (docs/architecture.md, "Idle connections
+ * and the worker's keep-alive", has the measurements against uvicorn).
+ */
+export const KEEP_ALIVE_MARGIN_MS = 2_000;
+
 // Parser states.
 const IDLE = 0;
 const HEAD = 1;
@@ -80,11 +93,26 @@ const UNTIL_CLOSE = 7;
 const CR = 13;
 const LF = 10;
 
+/** Where the head line that ends at `eol` (its LF, or -1 for the last line) stops, a CR before the LF dropped. */
+function lineEnd(head: string, eol: number): number {
+  const e = eol < 0 ? head.length : eol;
+  return e > 0 && head.charCodeAt(e - 1) === CR ? e - 1 : e;
+}
+
 /** One request and its response: the controller its handler gets. */
 export class H1Exchange {
   /** Set when the exchange has ended: completed, failed or aborted. */
   done = false;
   paused = false;
+  /**
+   * When pause() was first called (0: never). The worker may have written the response's end while
+   * we held its bytes back, so its idle clock may have started as early as this (H1Connection.complete).
+   */
+  pausedAt = 0;
+  /** Written on a connection that had carried a request before (retry: H1Connection.onClose). */
+  reused = false;
+  /** Sent again once already, on a fresh connection: never again. */
+  retried = false;
   conn: H1Connection | null = null;
 
   constructor(
@@ -100,6 +128,7 @@ export class H1Exchange {
   pause(): void {
     if (this.done || this.paused) return;
     this.paused = true;
+    if (this.pausedAt === 0) this.pausedAt = Date.now();
     this.conn?.socket.pause();
   }
 
@@ -133,6 +162,10 @@ export class H1Exchange {
       // Gone between its last look and now (a spare the worker closed): no write can tell.
       conn.exchange = null;
       this.conn = null;
+      if (this.reused && !this.retried && this.pool.retry(this)) {
+        conn.close();
+        return;
+      }
       conn.close();
       this.fail(new H1Error('the worker closed the connection before the request was written', CLOSED));
       return;
@@ -179,6 +212,12 @@ export class H1Connection {
   /** The response lets the connection carry another request. */
   private reusable = true;
   private closed = false;
+  /** It has carried a request (a write on it may cross the worker's idle close). */
+  private used = false;
+  /** A byte of the current exchange's answer has been read (a 1xx included). */
+  private heard = false;
+  /** Where the head found by headEnd() stops (its last line's terminator excluded). */
+  private headText = 0;
 
   constructor(
     readonly pool: H1Pool,
@@ -193,9 +232,13 @@ export class H1Connection {
 
   /** A request is about to be written on it. */
   begin(): void {
+    const ex = this.exchange!;
     this.state = HEAD;
     this.partial = null;
-    this.reusable = !this.exchange!.oneShot;
+    this.heard = false;
+    this.reusable = !ex.oneShot;
+    ex.reused = this.used;
+    this.used = true;
   }
 
   close(): void {
@@ -214,6 +257,23 @@ export class H1Connection {
   private onClose(err: Error | null): void {
     const ex = this.exchange;
     this.exchange = null;
+    // A reused connection that closed before any byte of answer: the worker's idle timeout closed
+    // it as our request crossed the close (uvicorn closes an idle connection without a word, and
+    // a request that reaches it after that is reset unread). Sent again once, on a fresh
+    // connection, with no word to the handler: Go's net/http does the same for a reused
+    // connection's `errServerClosedIdle` ("probably an unfortunately keep-alive timeout, just as
+    // the client was writing a request", transport.go, persistConn.shouldRetryRequest), for
+    // requests it may replay. A generate may be (RFC 9112 §9.3.1): it changes nothing on the
+    // worker but its answer. Never on a fresh connection (a worker that hangs up on this request
+    // would be asked forever), never after a byte of answer, never twice. The fresh connection is
+    // dialled before this one is forgotten, so the cap holds.
+    if (ex !== null && this.state === HEAD && !this.heard && ex.reused && !ex.retried && !ex.done) {
+      ex.conn = null;
+      if (this.pool.retry(ex)) {
+        this.close();
+        return;
+      }
+    }
     this.close();
     if (ex !== null) {
       const cause = err ?? new H1Error(this.state === HEAD && this.partial === null ? 'the worker closed the connection before answering' : 'the worker closed the connection before the response ended', CLOSED);
@@ -310,11 +370,12 @@ export class H1Connection {
           break;
         }
         case HEAD: {
-          const end = buf.indexOf('\r\n\r\n', i, 'latin1');
-          if (end < 0) return this.keep(buf, i);
-          const next = this.onHead(ex, buf.toString('latin1', i, end));
+          this.heard = true;
+          const after = this.headEnd(buf, i);
+          if (after < 0) return this.keep(buf, i);
+          const next = this.onHead(ex, buf.toString('latin1', i, this.headText));
           if (next < 0 || ex.done) return;
-          i = end + 4;
+          i = after;
           if (next === IDLE) {
             this.finish(ex, i < n); // no body (204, 304)
             return;
@@ -331,6 +392,30 @@ export class H1Connection {
         default:
           return this.protocolError('data after the response');
       }
+    }
+  }
+
+  /**
+   * Where the body after the head that starts at `from` begins, -1 if the head's empty line has not
+   * arrived yet; `headText` is set to where the head's text stops. Lines end in CRLF or in a bare LF
+   * (RFC 9112 §2.2: a recipient may take a single LF for a line terminator and ignore a CR before
+   * it), so the empty line is LF LF or LF CR LF, whichever comes first. One indexOf per header line,
+   * once per response: never on the body's path.
+   */
+  private headEnd(buf: Buffer, from: number): number {
+    const n = buf.length;
+    let p = from;
+    for (;;) {
+      const lf = buf.indexOf(LF, p);
+      if (lf < 0) return -1;
+      let q = lf + 1;
+      if (q < n && buf[q] === CR) q++;
+      if (q >= n) return -1; // the next line's first bytes have not arrived: it may be the empty one
+      if (buf[q] === LF) {
+        this.headText = lf > from && buf[lf - 1] === CR ? lf - 1 : lf;
+        return q + 1;
+      }
+      p = q;
     }
   }
 
@@ -357,7 +442,8 @@ export class H1Connection {
       const d = head.charCodeAt(k) - 48;
       status = d >= 0 && d <= 9 ? status * 10 + d : NaN;
     }
-    if (!(status >= 100 && status <= 999) || (head.length > 12 && head.charCodeAt(12) !== 0x20 && head.charCodeAt(12) !== CR)) {
+    const after = head.charCodeAt(12);
+    if (!(status >= 100 && status <= 999) || (head.length > 12 && after !== 0x20 && after !== CR && after !== LF)) {
       this.protocolError('invalid status code');
       return -1;
     }
@@ -367,13 +453,22 @@ export class H1Connection {
     let te = false;
     let length = -1;
     let connection = '';
-    let from = head.indexOf('\r\n');
+    // Lines end in LF, a CR before it dropped (headEnd); `from` is the LF before the next line.
+    let from = head.indexOf('\n');
     while (from >= 0) {
-      const eol = head.indexOf('\r\n', from + 2);
-      const line = head.slice(from + 2, eol < 0 ? head.length : eol);
+      let eol = head.indexOf('\n', from + 1);
+      let line = head.slice(from + 1, lineEnd(head, eol));
       from = eol;
+      // obs-fold: a line that starts with SP or HTAB continues the field before it. RFC 9112 §5.2:
+      // a user agent replaces each fold with SP and reads the value so (one charCodeAt per line).
+      while (from >= 0 && (head.charCodeAt(from + 1) === 0x20 || head.charCodeAt(from + 1) === 0x09)) {
+        eol = head.indexOf('\n', from + 1);
+        line = `${line.trimEnd()} ${head.slice(from + 1, lineEnd(head, eol)).trimStart()}`;
+        from = eol;
+      }
       const colon = line.indexOf(':');
-      // No colon, an empty name, or a line folded onto the one before (obsolete, RFC 9112 §5.2).
+      // No colon, an empty name, or whitespace between the status line and the first field (RFC
+      // 9112 §2.2: rejected, never taken for a fold).
       if (colon <= 0 || line.charCodeAt(0) === 0x20 || line.charCodeAt(0) === 0x09) {
         this.protocolError('invalid header line');
         return -1;
@@ -403,7 +498,7 @@ export class H1Connection {
           break;
         case 'keep-alive': {
           const m = /timeout=(\d+)/i.exec(value);
-          if (m) this.keepAliveMs = Math.min(this.pool.keepAliveMs, Math.max(0, Number(m[1]) * 1000 - 1000));
+          if (m) this.keepAliveMs = Math.min(this.pool.keepAliveMs, Math.max(0, Number(m[1]) * 1000 - KEEP_ALIVE_MARGIN_MS));
           break;
         }
       }
@@ -415,7 +510,9 @@ export class H1Connection {
     if (status === 204 || status === 304) return IDLE;
     if (te) {
       // A message with both is a smuggling risk (RFC 9112 §6.1): read it as chunked, never reuse.
-      if (length >= 0) this.reusable = false;
+      // Transfer-Encoding in an HTTP/1.0 response is faulty framing (§6.1: close the connection
+      // after the message, whatever Connection says): the sender may have kept part of it back.
+      if (length >= 0 || http10) this.reusable = false;
       if (chunked) return CHUNK_SIZE;
       this.reusable = false;
       return UNTIL_CLOSE;
@@ -442,7 +539,12 @@ export class H1Connection {
     ex.conn = null;
     ex.done = true;
     // Released before the handler hears of the end, so that a request it sends can take this connection.
-    if (this.reusable && !this.closed && this.keepAliveMs > 0) {
+    // Idle since now, or since the first pause: the worker may have written the end of its answer
+    // while we held it back, and its idle clock runs from that write (uvicorn's
+    // on_response_complete), not from our read. A pause that long leaves nothing to reuse.
+    const now = Date.now();
+    this.idleSince = ex.pausedAt > 0 && ex.pausedAt < now ? ex.pausedAt : now;
+    if (this.reusable && !this.closed && now - this.idleSince < this.keepAliveMs) {
       if (ex.paused) this.socket.resume();
       this.pool.release(this);
     } else {
@@ -544,18 +646,35 @@ export class H1Pool {
     return ex;
   }
 
-  /** The most recently idle connection still open, out of the idle list; null if none. */
+  /**
+   * The most recently idle connection still open and under its idle limit, out of the idle list;
+   * null if none. The limit is checked here, not only by the sweep: a sweep each second let a
+   * connection be taken up to a second past it, which at 4 s was uvicorn's 5 s.
+   */
   private takeIdle(): H1Connection | null {
+    let now = 0;
     while (this.idle.length > 0) {
       const conn = this.idle.pop()!;
+      if (now === 0) now = Date.now();
       // A FIN or bytes read while it sat idle have closed it already; this is the last look.
-      if (conn.socket.destroyed || conn.socket.readableEnded) {
+      if (conn.socket.destroyed || conn.socket.readableEnded || now - conn.idleSince >= conn.keepAliveMs) {
         conn.close();
         continue;
       }
       return conn;
     }
     return null;
+  }
+
+  /**
+   * Send `ex` again on a fresh connection (its reused one closed before any byte of answer: the
+   * worker's idle close crossed our write). False when the pool is closing: the caller fails it.
+   */
+  retry(ex: H1Exchange): boolean {
+    if (this.closing || this.destroyed) return false;
+    ex.retried = true;
+    this.dial(ex, !ex.oneShot);
+    return true;
   }
 
   private adopt(socket: Socket, keepAlive: boolean): H1Connection {
@@ -585,6 +704,7 @@ export class H1Pool {
         return;
       }
       if (ex.done) {
+        conn.idleSince = Date.now();
         if (keepAlive) this.release(conn);
         else conn.close();
         return;
@@ -593,7 +713,7 @@ export class H1Pool {
     });
   }
 
-  /** A connection's response is complete and it may carry another request. */
+  /** A connection's response is complete (idle since `conn.idleSince`, under its limit) and it may carry another request. */
   release(conn: H1Connection): void {
     if (!this.keepAlive.has(conn) || this.closing || this.destroyed) {
       conn.close();
@@ -604,7 +724,6 @@ export class H1Pool {
       next.send(conn);
       return;
     }
-    conn.idleSince = Date.now();
     this.idle.push(conn);
     if (this.sweeper === null) {
       this.sweeper = setInterval(() => this.sweep(), 1000);

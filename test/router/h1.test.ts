@@ -226,6 +226,10 @@ interface Spec {
   dupLength: boolean;
   mask: boolean[];
   seps: string[];
+  /** Each head line's terminator (status line, fields, the empty line): CRLF, or a bare LF (RFC 9112 §2.2). */
+  eols: string[];
+  /** Content-Type's value folded onto a second line (obs-fold, RFC 9112 §5.2) where it has a '; '. */
+  fold: boolean;
   cuts: number[];
   mode: 'one' | 'cork' | 'immediate' | 'delay';
 }
@@ -256,6 +260,8 @@ const specArb: fc.Arbitrary<Spec> = fc.record({
   dupLength: fc.boolean(),
   mask: fc.array(fc.boolean(), { minLength: 7, maxLength: 7 }),
   seps: fc.array(fc.constantFrom(':', ': ', ':  ', ':\t', ': '), { minLength: 8, maxLength: 8 }),
+  eols: fc.oneof(fc.constant(Array(10).fill('\r\n')), fc.constant(Array(10).fill('\n')), fc.array(fc.constantFrom('\r\n', '\n'), { minLength: 10, maxLength: 10 })),
+  fold: fc.boolean(),
   cuts: fc.array(fc.integer({ min: 1, max: 1_000_000 }), { maxLength: 12 }),
   mode: fc.constantFrom<Spec['mode']>('one', 'cork', 'immediate', 'delay'),
 });
@@ -272,9 +278,9 @@ interface Built {
 }
 
 function build(spec: Spec): Built {
-  let framing = spec.framing;
-  // HTTP/1.0 has no chunked coding.
-  if (spec.version === '1.0') framing = framing === 'chunked' || framing === 'length' ? 'length' : 'close';
+  // HTTP/1.0 has no chunked coding: a 1.0 answer with Transfer-Encoding is read as its coding says,
+  // and its connection closed after it (RFC 9112 §6.1: faulty framing).
+  const framing = spec.framing;
   const body = Buffer.from(spec.body);
   const headers: [string, string][] = [['X-Request-Id', 'req-1']];
   if (spec.contentType !== null) headers.push(['Content-Type', spec.contentType]);
@@ -310,10 +316,13 @@ function build(spec: Spec): Built {
     encoded = body;
   }
   const statusLine = `HTTP/${spec.version} ${spec.status} ${spec.reason}`;
-  const head = `${statusLine}\r\n${headers.map(([n, v], i) => `${casing(n, spec.mask, i)}${spec.seps[i % spec.seps.length]}${v}\r\n`).join('')}\r\n`;
+  const eol = (i: number) => spec.eols[i % spec.eols.length]!;
+  const value = (n: string, v: string, i: number) => (spec.fold && n === 'Content-Type' && v.includes('; ') ? v.replace('; ', `;${eol(i)} `) : v);
+  const head = `${statusLine}${eol(0)}${headers.map(([n, v], i) => `${casing(n, spec.mask, i)}${spec.seps[i % spec.seps.length]}${value(n, v, i + 3)}${eol(i + 1)}`).join('')}${eol(headers.length + 1)}`;
   const bytes = Buffer.concat([Buffer.from(spec.interim.join(''), 'latin1'), Buffer.from(head, 'latin1'), encoded]);
   const keepAlive = spec.version === '1.1' ? connection === null || connection === 'keep-alive' : connection === 'Keep-Alive';
-  const reusable = (framing === 'chunked' || framing === 'length') && keepAlive;
+  const te = framing === 'chunked' || framing === 'te-close';
+  const reusable = (framing === 'chunked' || framing === 'length') && keepAlive && !(spec.version === '1.0' && te);
   return { bytes, closeAfter: framing === 'close' || framing === 'te-close', reusable };
 }
 
@@ -426,6 +435,78 @@ describe('H1Pool: responses as a worker may frame them', () => {
   });
 });
 
+describe('H1Pool: RFC 9112 as a recipient reads it', () => {
+  it('obs-fold: each fold read as SP (§5.2: a user agent replaces it and accepts), in the fields the client reads too', async () => {
+    const p = pool();
+    const folded =
+      'HTTP/1.1 200 OK\r\nX-A: b\r\n c\r\nContent-Type: text/event-stream;\r\n\t charset=utf-8\r\nTransfer-Encoding: gzip,\r\n chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n';
+    srv.respond = (r) => r.socket.write(r.path === '/a' ? folded : OK);
+    const rec = await exchange(p, 'GET', '/a', '', null);
+    expect(rec.errors).toEqual([]);
+    expect([rec.status, rec.contentType, rec.body.toString()]).toEqual([200, 'text/event-stream; charset=utf-8', 'hello']);
+    // Chunked, read as such: the connection carries the next request.
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
+    expect(rec2.body.toString()).toBe('ok');
+    expect(srv.sockets).toHaveLength(1);
+    // A fold of Content-Length is read too (value '2').
+    srv.respond = (r) => r.socket.write('HTTP/1.1 200 OK\r\nContent-Length:\r\n 2\r\n\r\nok');
+    const rec3 = await exchange(p, 'GET', '/c', '', null);
+    expect([rec3.errors, rec3.body.toString()]).toEqual([[], 'ok']);
+  });
+
+  it.each([
+    ['chunked, Connection: keep-alive', 'HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'],
+    ['gzip, chunked, Keep-Alive', 'HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nKeep-Alive: timeout=60\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'],
+  ])('an HTTP/1.0 response with Transfer-Encoding (%s): read by its coding, its connection closed after it (§6.1: faulty framing)', async (_name, response) => {
+    const p = pool();
+    srv.respond = (r) => r.socket.write(r.path === '/a' ? response : OK);
+    const rec = new Rec();
+    let idleAtEnd = -1;
+    rec.onEnd = () => (idleAtEnd = p.idleCount);
+    p.request('GET', '/a', '', null, rec);
+    await settledWithin(rec);
+    expect([rec.errors, rec.body.toString()]).toEqual([[], 'hello']);
+    expect(idleAtEnd).toBe(0);
+    await waitUntil(() => srv.closed.has(srv.sockets[0]!), 2000, 'the connection closed after the message');
+    const rec2 = await exchange(p, 'GET', '/b', '', null);
+    expect(rec2.body.toString()).toBe('ok');
+    expect(srv.requests[1]!.socketIndex).toBe(1);
+  });
+
+  it('a head whose lines end in a bare LF (§2.2: a recipient may take LF for the terminator) is read at any read boundary; the body after it is never taken for head', async () => {
+    const p = pool();
+    // A chunked body whose last bytes hold the CRLF CRLF a CRLF-only parser would stop at; an
+    // interim 1xx with bare LFs too; mixed terminators in the final head.
+    const res = Buffer.from('HTTP/1.1 103 Early Hints\nLink: </a>\n\nHTTP/1.1 200 OK\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\n\r\n5\r\nhello\r\n0\r\n\r\n');
+    for (let cut = 0; cut < res.length; cut++) {
+      srv.respond = (r) => {
+        if (cut === 0) return void r.socket.write(res);
+        r.socket.write(res.subarray(0, cut));
+        setTimeout(() => r.socket.write(res.subarray(cut)), 3);
+      };
+      const rec = await exchange(p, 'POST', '/generate', '', '{}');
+      expect({ cut, status: rec.status, type: rec.contentType, body: rec.body.toString(), ends: rec.ends, errors: rec.errors.map((e) => e.code) }).toEqual({
+        cut,
+        status: 200,
+        type: 'text/event-stream',
+        body: 'hello',
+        ends: 1,
+        errors: [],
+      });
+    }
+    expect(srv.sockets).toHaveLength(1); // every answer left the connection reusable
+    // Bare LF throughout, a Content-Length body.
+    srv.respond = (r) => r.socket.write('HTTP/1.1 200 OK\nContent-Length: 2\n\nok');
+    const rec = await exchange(p, 'GET', '/x', '', null);
+    expect([rec.errors, rec.status, rec.body.toString()]).toEqual([[], 200, 'ok']);
+    // A status line with no reason phrase, ended by a bare LF.
+    srv.respond = (r) => r.socket.write('HTTP/1.1 204\n\n');
+    const rec2 = await exchange(p, 'GET', '/y', '', null);
+    expect([rec2.errors, rec2.status]).toEqual([[], 204]);
+    expect(srv.sockets).toHaveLength(1);
+  });
+});
+
 // --- malformed answers ------------------------------------------------------------------------
 
 describe('H1Pool: malformed responses are protocol errors and close the connection', () => {
@@ -441,7 +522,7 @@ describe('H1Pool: malformed responses are protocol errors and close the connecti
     ['an interim status code in exponent notation', 'HTTP/1.1 1e2 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'],
     ['a status code with a sign', 'HTTP/1.1 +20 OK\r\nContent-Length: 0\r\n\r\n'],
     ['a header line without a colon', 'HTTP/1.1 200 OK\r\nContent-Length 0\r\n\r\n'],
-    ['a folded header line', 'HTTP/1.1 200 OK\r\nX-A: b\r\n c\r\nContent-Length: 0\r\n\r\n'],
+    ['whitespace between the status line and the first field (RFC 9112 §2.2)', 'HTTP/1.1 200 OK\r\n X-A: b\r\nContent-Length: 0\r\n\r\n'],
     ['an unasked protocol switch', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n'],
     ['a non-numeric Content-Length', 'HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n'],
     ['a negative Content-Length', 'HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n'],
@@ -875,9 +956,9 @@ describe('H1Pool: idle connections', () => {
     expect(p.idleCount).toBe(0);
   });
 
-  it('keep-alive: timeout=1 (1000 - 1000 ms) keeps nothing; timeout=2 lowers the idle time to 1 s', async () => {
+  it('keep-alive: timeout=2 (2000 - 2000 ms) keeps nothing; timeout=3 lowers the idle time to 1 s', async () => {
     const p = pool({ keepAliveMs: 60_000 });
-    srv.respond = (r) => r.socket.write(`HTTP/1.1 200 OK\r\nKeep-Alive: ${r.path === '/one' ? 'timeout=1' : 'timeout=2, max=100'}\r\nContent-Length: 2\r\n\r\nok`);
+    srv.respond = (r) => r.socket.write(`HTTP/1.1 200 OK\r\nKeep-Alive: ${r.path === '/one' ? 'timeout=2' : 'timeout=3, max=100'}\r\nContent-Length: 2\r\n\r\nok`);
     const rec = new Rec();
     let idleAtEnd = -1;
     rec.onEnd = () => (idleAtEnd = p.idleCount);

@@ -123,6 +123,12 @@ export class FaultProxy {
       return;
     }
     res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'text/event-stream' });
+    // The head goes out now, before any frame, as a worker's does: SGLang's stream branch returns
+    // a StreamingResponse (http_server.py, generate_request), whose http.response.start uvicorn
+    // writes before the first chunk. So a fault after 0 frames is a stream that broke after its
+    // head, not a connection closed unanswered (which h1.ts sends again once on a fresh
+    // connection when it was a reused one: the worker's keep-alive close crossing the request).
+    res.flushHeaders();
     if (!up.body) return void res.end();
     let pending = '';
     let faulted = false;
