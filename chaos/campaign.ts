@@ -55,6 +55,7 @@ import {
   judgeClient,
   judgeTrace,
   outages,
+  refusedAtAdmission,
   sharedWorkerAtCancel,
   splitShared,
   unexplainedBreakage,
@@ -659,7 +660,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     if (attemptRows !== attemptsStarted) violate('trace', `trace: ${attemptRows} attempt rows but ${attemptsStarted} attempts started`);
     // A request the router refused at admission (an unknown sampling key, with a 4xx) may leave no row.
     const idsWithRows = new Set(rows.map((r) => r.request_id));
-    const unrecorded = records.filter((r) => r.client === 'unknown_key' && r.status >= 400 && r.status < 500 && !idsWithRows.has(r.id)).length;
+    const unrecorded = records.filter((r) => r.client === 'unknown_key' && !idsWithRows.has(r.id) && refusedAtAdmission(r, 0)).length;
     if (requestRows !== records.length - unrecorded) violate('trace', `trace: ${requestRows} request rows for ${records.length} requests${unrecorded ? ` (${unrecorded} refused at admission without one)` : ''}`);
     // Secrets: the admin token must not leak into anything the router writes.
     for (const [where, text] of [['router stdout/stderr', router.output()], ['trace file', fileText], ['CSV export', csvExport]] as const) {

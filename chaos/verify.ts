@@ -603,6 +603,16 @@ const NO_WORKER = /no worker left|no healthy worker|at its limit of \d+ concurre
  * worker shows otherwise: one more worker at most). A refusal at admission may leave no trace
  * row: then there is no attempt row either.
  */
+/**
+ * The router refused the request before any worker saw it (router/format/sglang/request.ts: a
+ * key SGLang's SamplingParams does not take): a 4xx, or for a stream SGLang's in-band error frame
+ * after a 200. Such a refusal writes no trace row, as for any other body the router refuses.
+ */
+export function refusedAtAdmission(rec: Pick<RequestRecord, 'status' | 'errorInBand' | 'stream'>, attemptRows: number): boolean {
+  if (attemptRows > 0) return false;
+  return (rec.status >= 400 && rec.status < 500) || (rec.stream && rec.errorInBand === true && rec.status === 200);
+}
+
 export function judgeUnknownKey(rec: RequestRecord, rows: RowsOfRequest | undefined): string[] {
   const v: string[] = [];
   const msg = rec.errorMessage ?? '';
@@ -614,7 +624,7 @@ export function judgeUnknownKey(rec: RequestRecord, rows: RowsOfRequest | undefi
   const reqs = rows?.requests ?? [];
   const atts = rows?.attempts ?? [];
   if (reqs.length > 1) v.push(`trace: ${reqs.length} request rows (want at most one)`);
-  if (reqs.length === 0 && (atts.length > 0 || !(rec.status >= 400 && rec.status < 500))) v.push(`trace: no request row for a request the router did not refuse at admission (status ${rec.status}, ${atts.length} attempt rows)`);
+  if (reqs.length === 0 && !refusedAtAdmission(rec, atts.length)) v.push(`trace: no request row for a request the router did not refuse at admission (status ${rec.status}, ${atts.length} attempt rows)`);
   const tried = new Set(atts.map((a) => a.worker));
   if (tried.size > 2) v.push(`unknown key: sampling_params.${rec.unknownKey} was tried on ${tried.size} workers (at most 2)`);
   if (reqs[0] && rec.result === 'error' && reqs[0].outcome !== 'failed') v.push(`the client got an error but the request row says ${reqs[0].outcome}`);

@@ -129,6 +129,13 @@ describe('sampling keys SGLang does not take', () => {
     );
   });
 
+  it('a truthy number as stop_token_ids is one too (set() of an int), as the simulator and SGLang raise it', () => {
+    expect(unknownSamplingKey({ stop_token_ids: 1439246839 })).toBe("'int' object is not iterable");
+    expect(unknownSamplingKey({ stop_token_ids: 2.5 })).toBe("'float' object is not iterable");
+    expect(unknownSamplingKey({ stop_token_ids: true })).toBe("'bool' object is not iterable");
+    for (const ok of [0, false, null, [], [7]]) expect(unknownSamplingKey({ stop_token_ids: ok })).toBeNull();
+  });
+
   it('OpenAI\'s max_tokens sent to /generate is one', () => {
     expect(parseGenerateRequest({ input_ids: [1], sampling_params: { max_tokens: 5 } }).refusal).toBe("SamplingParams.__init__() got an unexpected keyword argument 'max_tokens'");
     expect(parseGenerateRequest({ input_ids: [1], sampling_params: null }).refusal).toBeNull();

@@ -217,7 +217,7 @@ const SAMPLING_FIELDS: ReadonlySet<string> = new Set([
 
 /**
  * SGLang's TypeError for the first sampling key SamplingParams does not take (Python names the
- * first unexpected keyword, in the dict's order), or null. The wording is the plain class's
+ * first unexpected keyword, in the dict's order), or for a number as stop_token_ids, or null. The wording is the plain class's
  * (`SamplingParams.__init__() got an unexpected keyword argument 'max_tokens'`); the msgspec
  * Struct says `Unexpected keyword argument 'max_tokens'`.
  */
@@ -227,6 +227,12 @@ export function unknownSamplingKey(sp: unknown): string | null {
     if (!isObject(one)) continue;
     for (const key in one) {
       if (!SAMPLING_FIELDS.has(key)) return `SamplingParams.__init__() got an unexpected keyword argument '${key}'`;
+    }
+    // Construction then iterates a truthy stop_token_ids (`set(stop_token_ids)` in the plain
+    // class, a set comprehension in the Struct's __post_init__): a number is a TypeError too.
+    const stopIds = one.stop_token_ids;
+    if ((typeof stopIds === 'number' && stopIds !== 0) || stopIds === true) {
+      return `'${typeof stopIds === 'boolean' ? 'bool' : Number.isInteger(stopIds) ? 'int' : 'float'}' object is not iterable`;
     }
   }
   return null;
