@@ -20,6 +20,7 @@ options:
   --text                       text mode (built-in vocabulary); default is token-only (--skip-tokenizer-init)
   --preferred-max-new-tokens M advertise preferred_sampling_params {"max_new_tokens": M}
   --legacy-errors              older SGLang's in-band stream error frame: {"error":{"message"}} only
+  --legacy-sampling            SGLang 2025's SamplingParams: stop_regex and sampling_seed are a TypeError
   --enable-custom-logit-processor  accept custom_logit_processor (SGLang refuses it without this flag)
   --enable-return-hidden-states    accept return_hidden_states (SGLang refuses it without this flag)
   --page-size P                prefix cache page size, like SGLang's --page-size / vLLM's --block-size
@@ -47,7 +48,7 @@ vLLM workers only (--format vllm):
   --scheduling-policy fcfs|priority  like vLLM's (default fcfs: a non-zero priority is refused)
 
 SGLang-only options (--incremental, --text, --preferred-max-new-tokens, --legacy-errors,
---enable-custom-logit-processor, --enable-return-hidden-states) are refused with --format vllm.
+--legacy-sampling, --enable-custom-logit-processor, --enable-return-hidden-states) are refused with --format vllm.
   -h, --help                   show this help`;
 
 function nonEmpty(name: string, value: string | undefined): string | undefined {
@@ -76,6 +77,7 @@ function flags(argv: string[]) {
       text: { type: 'boolean' },
       'preferred-max-new-tokens': { type: 'string' },
       'legacy-errors': { type: 'boolean' },
+      'legacy-sampling': { type: 'boolean' },
       'enable-custom-logit-processor': { type: 'boolean' },
       'enable-return-hidden-states': { type: 'boolean' },
       'page-size': { type: 'string' },
@@ -105,7 +107,7 @@ export async function run(argv: string[]): Promise<void> {
   const format = v.format ?? 'sglang';
   if (format !== 'sglang' && format !== 'vllm') throw new UsageError(`--format must be sglang or vllm, got '${format}'`);
   const given = (names: string[]) => names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
-  const sglangOnly = given(['incremental', 'text', 'preferred-max-new-tokens', 'legacy-errors', 'enable-custom-logit-processor', 'enable-return-hidden-states']);
+  const sglangOnly = given(['incremental', 'text', 'preferred-max-new-tokens', 'legacy-errors', 'legacy-sampling', 'enable-custom-logit-processor', 'enable-return-hidden-states']);
   const vllmOnly = given(['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'legacy-abort', 'enable-scale-out', 'enable-prompt-tokens-details', 'scheduling-policy']);
   if (format === 'vllm' && sglangOnly.length > 0) throw new UsageError(`--${sglangOnly[0]} is an SGLang worker option (not with --format vllm)`);
   if (format === 'sglang' && vllmOnly.length > 0) throw new UsageError(`--${vllmOnly[0]} is a vLLM worker option (needs --format vllm)`);
@@ -135,6 +137,7 @@ export async function run(argv: string[]): Promise<void> {
     text: v.text ?? false,
     preferredSamplingParams: preferredMax === undefined ? null : { max_new_tokens: intFlag('preferred-max-new-tokens', preferredMax, 0) },
     legacyErrors: v['legacy-errors'] ?? false,
+    legacySampling: v['legacy-sampling'] ?? false,
     enableCustomLogitProcessor: v['enable-custom-logit-processor'] ?? false,
     enableReturnHiddenStates: v['enable-return-hidden-states'] ?? false,
     pageSize: intFlag('page-size', v['page-size'], format === 'vllm' ? 16 : 1, 1),

@@ -33,6 +33,7 @@ export interface ClusterOptions {
   eosEvery?: number;
   /** Older SGLang's in-band error frame (`{"error":{"message"}}` only). */
   legacyErrors?: boolean;
+  legacySampling?: boolean;
   enableCustomLogitProcessor?: boolean;
   enableReturnHiddenStates?: boolean;
   /** Prefix cache page size (SGLang's --page-size), default 1. */
@@ -145,6 +146,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
     if (opts.preferredSamplingParams) f.push('--preferred-sampling-params', JSON.stringify(opts.preferredSamplingParams));
     if (opts.eosEvery !== undefined) f.push('--eos-every', String(opts.eosEvery));
     if (opts.legacyErrors) f.push('--legacy-errors');
+    if (opts.legacySampling) f.push('--legacy-sampling');
     if (opts.enableCustomLogitProcessor) f.push('--enable-custom-logit-processor');
     if (opts.enableReturnHiddenStates) f.push('--enable-return-hidden-states');
     if (opts.pageSize !== undefined) f.push('--page-size', String(opts.pageSize));

@@ -40,6 +40,13 @@ const SAMPLING_FIELDS = new Set([
   'stop_strs', 'stop_regex_strs', 'stop_str_max_len', 'stop_regex_max_len', 'is_normalized',
 ]);
 
+/**
+ * The plain class of 2025 (sampling_params.py `def __init__`, read at 0bebedd8), before
+ * `stop_regex` and `sampling_seed` were added: those are a TypeError on such a worker, though a
+ * router that knows every supported version lets them through.
+ */
+const LEGACY_SAMPLING_FIELDS = new Set([...SAMPLING_FIELDS].filter((k) => !['stop_regex', 'sampling_seed', 'stop_strs', 'stop_regex_strs', 'stop_str_max_len', 'stop_regex_max_len', 'is_normalized'].includes(k)));
+
 export interface RequestSettings {
   /** Text mode: text prompts, stop strings and `text` in answers. Otherwise token-only. */
   text: boolean;
@@ -48,6 +55,8 @@ export interface RequestSettings {
   vocabSize: number;
   contextLength: number;
   preferred: Record<string, unknown> | null;
+  /** SamplingParams of SGLang 2025 (LEGACY_SAMPLING_FIELDS): newer keys are a TypeError. */
+  legacySampling?: boolean;
   /** --enable-custom-logit-processor: accept (and ignore) custom_logit_processor. */
   enableCustomLogitProcessor?: boolean;
   /** --enable-return-hidden-states: accept return_hidden_states. */
@@ -303,8 +312,9 @@ function stringList(sp: Record<string, unknown>, name: string): string[] {
 function resolveSampling(sp: Record<string, unknown>, promptLen: number, s: RequestSettings) {
   // SamplingParams(**sampling_kwargs) comes before normalize and verify; Python names the first
   // unexpected keyword in the dict's order.
+  const fields = s.legacySampling === true ? LEGACY_SAMPLING_FIELDS : SAMPLING_FIELDS;
   for (const key of Object.keys(sp)) {
-    if (!SAMPLING_FIELDS.has(key)) throw new SamplingTypeError(`SamplingParams.__init__() got an unexpected keyword argument '${key}'`);
+    if (!fields.has(key)) throw new SamplingTypeError(`SamplingParams.__init__() got an unexpected keyword argument '${key}'`);
   }
   // Construction then iterates a truthy stop_token_ids (`set(stop_token_ids)` in the plain class,
   // `{int(t) for t in self.stop_token_ids ...}` in the Struct's __post_init__): a number is a

@@ -22,7 +22,7 @@ function nonEmpty(name: string, value: string | undefined): string | undefined {
 /** The worker's wire format and its options: SGLang's native API (default) or vLLM's generate API. */
 export type WorkerLaunch = { format: 'sglang'; options: WorkerOptions } | { format: 'vllm'; options: VllmWorkerOptions };
 
-const SGLANG_ONLY = ['incremental', 'text', 'preferred-sampling-params', 'preferred-max-new-tokens', 'legacy-errors', 'enable-custom-logit-processor', 'enable-return-hidden-states'] as const;
+const SGLANG_ONLY = ['incremental', 'text', 'preferred-sampling-params', 'preferred-max-new-tokens', 'legacy-errors', 'legacy-sampling', 'enable-custom-logit-processor', 'enable-return-hidden-states'] as const;
 const VLLM_ONLY = ['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'legacy-abort', 'enable-scale-out', 'enable-prompt-tokens-details', 'scheduling-policy'] as const;
 
 function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
@@ -46,6 +46,7 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
     'preferred-max-new-tokens': { type: 'string' },
     'eos-every': { type: 'string' },
     'legacy-errors': { type: 'boolean' },
+    'legacy-sampling': { type: 'boolean' },
     'enable-custom-logit-processor': { type: 'boolean' },
     'enable-return-hidden-states': { type: 'boolean' },
     'page-size': { type: 'string' },
@@ -114,6 +115,7 @@ function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
     preferredSamplingParams: preferred,
     eosEvery: intFlag('eos-every', v['eos-every'], 64),
     legacyErrors: v['legacy-errors'] ?? false,
+    legacySampling: v['legacy-sampling'] ?? false,
     enableCustomLogitProcessor: v['enable-custom-logit-processor'] ?? false,
     enableReturnHiddenStates: v['enable-return-hidden-states'] ?? false,
     pageSize: intFlag('page-size', v['page-size'], 1, 1),

