@@ -231,7 +231,8 @@ export interface CampaignReport {
   faultsNotFired: number;
   faultsSkipped: number;
   faultsPlanned: number;
-  traceRows: { attempts: number; attemptsStarted: number; requests: number };
+  /** `refusedAtAdmission`: requests the router refused before any attempt, which have no row. */
+  traceRows: { attempts: number; attemptsStarted: number; requests: number; refusedAtAdmission: number };
   inFlightAtEnd: { router: number; routerWorkers: number; simWorkers: number };
   memory: MemoryVerdict | null;
   /** The clear errors clients got, by message (numbers blanked), most frequent first. */
@@ -658,7 +659,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const attemptRows = rows.filter((r) => r.kind === 'attempt').length;
     const requestRows = rows.length - attemptRows;
     if (attemptRows !== attemptsStarted) violate('trace', `trace: ${attemptRows} attempt rows but ${attemptsStarted} attempts started`);
-    // A request the router refused at admission (an unknown sampling key, with a 4xx) may leave no row.
+    // A request the router refused at admission (an unknown sampling key: a 4xx, or in band on a
+    // stream, before any attempt) leaves no row, as any body the router refuses.
     const idsWithRows = new Set(rows.map((r) => r.request_id));
     const unrecorded = records.filter((r) => r.client === 'unknown_key' && !idsWithRows.has(r.id) && refusedAtAdmission(r, 0)).length;
     if (requestRows !== records.length - unrecorded) violate('trace', `trace: ${requestRows} request rows for ${records.length} requests${unrecorded ? ` (${unrecorded} refused at admission without one)` : ''}`);
@@ -940,7 +942,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       faultsNotFired: injector.notFired,
       faultsSkipped: injector.skipped,
       faultsPlanned: plan.length,
-      traceRows: { attempts: attemptRows, attemptsStarted, requests: requestRows },
+      traceRows: { attempts: attemptRows, attemptsStarted, requests: requestRows, refusedAtAdmission: unrecorded },
       inFlightAtEnd: { router: routerInFlight, routerWorkers: routerWorkersInFlight, simWorkers: simInFlight },
       memory: mem,
       errorMessages: countMessages(records),

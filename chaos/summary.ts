@@ -64,7 +64,7 @@ export function formatSummary(r: CampaignReport): string {
   add('benchings', bs.total, `(router events: explained by a fault on that worker, up to ${bs.aftermathMs / 1000} s after it, ${bs.explained}; not explained ${bs.total - bs.explained}${bs.eventStreamInterruptions ? `; event stream interrupted ${bs.eventStreamInterruptions}x` : ''})`);
   add('first-token timeouts', r.firstTokenTimeouts, '(attempts moved, worker not blamed)');
   add('faults injected', r.faultsTotal, `(${list(r.faults)}${r.faultsNotFired ? `; ${r.faultsNotFired} armed but not reached` : ''}${r.faultsSkipped ? `; ${r.faultsSkipped} skipped, worker busy` : ''})`);
-  add('trace rows', `${r.traceRows.attempts} attempt + ${r.traceRows.requests} request`, `(attempts started ${r.traceRows.attemptsStarted})`);
+  add('trace rows', `${r.traceRows.attempts} attempt + ${r.traceRows.requests} request`, `(attempts started ${r.traceRows.attemptsStarted}; refused at admission, no row: ${r.traceRows.refusedAtAdmission})`);
   add('in flight at end', `router ${r.inFlightAtEnd.router}, on workers ${r.inFlightAtEnd.routerWorkers}, sim ${r.inFlightAtEnd.simWorkers}`);
   if (r.memory) {
     const m = r.memory;

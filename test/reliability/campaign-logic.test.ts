@@ -1129,7 +1129,11 @@ describe('the special clients', () => {
     // Refused at admission without a trace row: fine; a request the router served must have one.
     expect(judgeUnknownKey(rec(), undefined)).toEqual([]);
     expect(judgeUnknownKey(rec({ stream: true, status: 200, errorInBand: true }), { requests: [reqRow({ attempts: 2 })], attempts: [attRow(0, 'w0'), attRow(1, 'w1')] })).toEqual([]);
-    expect(judgeUnknownKey(rec({ stream: true, status: 200, errorInBand: true }), undefined).join()).toMatch(/no request row/);
+    // In band on a stream before any attempt is the router's refusal at admission too; with an
+    // attempt row the router served it, so a request row must exist.
+    expect(judgeUnknownKey(rec({ stream: true, status: 200, errorInBand: true }), undefined)).toEqual([]);
+    expect(judgeUnknownKey(rec({ stream: true, status: 200, errorInBand: true }), { requests: [], attempts: [attRow(0, 'w0')] }).join()).toMatch(/no request row/);
+    expect(judgeUnknownKey(rec({ stream: false, status: 200, errorInBand: true }), undefined).join()).toMatch(/no request row/);
     expect(judgeUnknownKey(rec({ status: 503, errorMessage: 'no worker left to continue this request' }), undefined).join()).toMatch(/not a clear refusal/);
     expect(judgeUnknownKey(rec({ status: 502, errorMessage: 'migration exhausted' }), { requests: [reqRow()], attempts: [] }).join()).toMatch(/neither a 4xx nor an in-band error/);
     expect(judgeUnknownKey(rec({ status: 400 }), { requests: [reqRow({ attempts: 3 })], attempts: [attRow(0, 'w0'), attRow(1, 'w1'), attRow(2, 'w2')] }).join()).toMatch(/tried on 3 workers/);

@@ -26,7 +26,7 @@ describe('chaos campaign (CI size)', () => {
     expect(report.admittedExact).toBe(report.admittedAnswered);
     expect(report.admittedAnswered).toBeGreaterThan(50);
     expect(report.traceRows.attempts).toBe(report.traceRows.attemptsStarted);
-    expect(report.traceRows.requests).toBe(report.requests);
+    expect(report.traceRows.requests + report.traceRows.refusedAtAdmission).toBe(report.requests);
     expect(report.inFlightAtEnd).toEqual({ router: 0, routerWorkers: 0, simWorkers: 0 });
     // The client's own faults: refused as SGLang refuses them, and no worker pays for them.
     expect(report.badRequests.refusedInBand + report.badRequests.refused400).toBeGreaterThan(0);
