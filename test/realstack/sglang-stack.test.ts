@@ -131,7 +131,7 @@ class Stack {
         await sleep(gap - (performance.now() - ended));
         idles.push(performance.now() - ended);
         const got = await post(r.url, '/generate', body);
-        if (got.status !== 200 || loose(got.text) !== loose(want.text)) failures.push(`${what} after ${gap} ms idle: ${got.status} ${got.text.slice(-400)}`);
+        if (got.status !== 200 || loose(got.text) !== loose(want.text)) failures.push(`${what} after ${gap} ms idle: ${got.status} ${got.text.slice(0, 600)} ... ${got.text.slice(-300)} WANT ${want.text.slice(0, 600)}`);
       }
     };
     const lanes: Promise<void>[] = [];
