@@ -224,7 +224,7 @@ export function openAiVerdicts(r: OpenAiBenchResult): string[] {
 export function openAiTable(r: OpenAiBenchResult): string {
   const kib = (x: number | null) => (x === null ? 'n/a' : x.toFixed(1));
   return [
-    `### OpenAI front (issue 13): one Baton process, SGLang workers on Qwen3's tokenizer`,
+    `### OpenAI front: one Baton process, SGLang workers on Qwen3's tokenizer`,
     '',
     `CPU per streamed token: ${CONCURRENCY} concurrent streams of ${NEW} tokens, ${PROMPT}-token prompts, closed loop, median of ${r.rounds} rounds; memory: ${r.memory.streams} paced streams open, the router's heap + external after a full GC.`,
     '',

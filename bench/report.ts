@@ -735,7 +735,7 @@ export function markdown(info: RunInfo, fs: Figures[], gaps: MigrationGap[], ngi
   }
   const tc = tracingCost(fs, samples);
   if (tc.length > 0) {
-    lines.push('Tracing (issue 14): Baton with OTLP export on (every request sampled, protobuf, the SDK\'s batching, to a receiver on loopback that decodes it) against off, two Baton processes sharing each paired run\'s load request by request:');
+    lines.push('Tracing: Baton with OTLP export on (every request sampled, protobuf, the SDK\'s batching, to a receiver on loopback that decodes it) against off, two Baton processes sharing each paired run\'s load request by request:');
     lines.push('');
     lines.push('| workload | CPU µs/req off | CPU µs/req on | on / off | by round (median) | spans exported / request (W1 and W2) |');
     lines.push('|---|--:|--:|--:|--:|--:|');
