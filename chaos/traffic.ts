@@ -219,9 +219,11 @@ interface TrafficFormat {
   tag: '' | 'v';
   /** Salts of the seeded draws: unit i's kind, request i, a shared-header member, a prefix member. */
   salt: { unit: number; request: number; shared: number; prefix: number };
-  /** The body's own id (the logical id unless a header overrides it), and its prompt. */
-  idKey: 'rid' | 'request_id';
-  promptKey: 'input_ids' | 'token_ids';
+  /**
+   * The body's keys: the request's own id (the logical id unless a header overrides it), its
+   * prompt, and in sampling_params its budget and its minimum.
+   */
+  keys: { id: 'rid' | 'request_id'; prompt: 'input_ids' | 'token_ids'; budget: 'max_new_tokens' | 'max_tokens'; min: 'min_new_tokens' | 'min_tokens' };
   /** A non-migratable request's reason, drawn with the format's shares. */
   drawReason: (rng: Rng) => TrafficKind;
   /** A special client's request that takes unit i instead (SGLang), or null. */
@@ -232,8 +234,8 @@ interface TrafficFormat {
   sharedHeader: (rng: Rng) => string;
   /** What else a shared-header member sends (vLLM: a body request_id the header overrides). */
   sharedMember?: (spec: RequestSpec, r: Rng, name: string, member: number) => void;
-  /** Makes a request run a budget of n tokens to its end: no EOS, no stop token, no minimum. */
-  runLong: (spec: RequestSpec, n: number) => void;
+  /** Brings the request's reference (spec.decode) in line with its changed sampling_params (runLong). */
+  redecode: (spec: RequestSpec, n: number) => void;
 }
 
 function planFormatUnit(f: TrafficFormat, o: TrafficOptions, index: number): RequestSpec[] {
@@ -253,7 +255,7 @@ function planFormatRequest(f: TrafficFormat, o: TrafficOptions, index: number): 
   const id = `chaos-${o.seed}-${f.tag}${index}`;
   const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? f.drawReason(rng) : 'greedy';
   const spec = build(f, o, rng, { index, key: id, kind, promptLength: null });
-  spec.body[f.idKey] = id;
+  spec.body[f.keys.id] = id;
   // Drawn last, so that the rest of request i is what it was before bad requests existed. SGLang
   // refuses it; the simulated vLLM worker refuses it in the engine's input processor: in band on a
   // stream (after the 200), a 400 on a unary request ("Token id N is out of vocabulary").
@@ -262,7 +264,7 @@ function planFormatRequest(f: TrafficFormat, o: TrafficOptions, index: number): 
     const token = rng.int(DEFAULT_MODEL.vocabSize, DEFAULT_MODEL.vocabSize + 5000);
     const ids = [...spec.prompt];
     ids[position] = token;
-    spec.body[f.promptKey] = ids;
+    spec.body[f.keys.prompt] = ids;
     spec.kind = 'bad_request';
     spec.bad = { position, token };
     // A refusal has no stream to hang up on.
@@ -314,14 +316,24 @@ function planPrefixIds(f: TrafficFormat, o: TrafficOptions, index: number, rng: 
     const rid = `${base}-1${'0'.repeat(member)}`;
     const spec = build(f, o, r, { index, key: rid, kind: 'greedy', promptLength, stream: true });
     spec.id = rid;
-    spec.body[f.idKey] = rid;
+    spec.body[f.keys.id] = rid;
     spec.group = { kind: 'prefix_rids', name: `${base}-1`, size, member, canceller };
     // Long enough that every member is still running when the cancel comes: at least 48 tokens.
-    f.runLong(spec, Math.max(48, o.maxNewTokens));
+    runLong(f, spec, Math.max(48, o.maxNewTokens));
     if (member === canceller) spec.cancelAfterChunks = r.int(1, 4);
     else delete spec.cancelAfterChunks;
     return spec;
   });
+}
+
+/** Makes a request run a budget of n tokens to its end: no EOS, no stop token, no minimum. */
+function runLong(f: TrafficFormat, spec: RequestSpec, n: number): void {
+  const sp = spec.body.sampling_params as Record<string, unknown>;
+  sp[f.keys.budget] = n;
+  sp.ignore_eos = true;
+  delete sp.stop_token_ids;
+  delete sp[f.keys.min];
+  f.redecode(spec, n);
 }
 
 /** A request of format f: stream mode and prompt drawn first, the format's body, then a cancel. */
@@ -399,7 +411,7 @@ function planStreamInterval(o: TrafficOptions, index: number, rng: Rng): Request
   const [lo, hi] = o.streamIntervalTokens!;
   const interval = rng.int(lo, hi);
   const n = interval * rng.int(1, 3) + 1;
-  SGLANG_TRAFFIC.runLong(spec, n);
+  runLong(SGLANG_TRAFFIC, spec, n);
   (spec.body.sampling_params as Record<string, unknown>).stream_interval = interval;
   spec.client = 'stream_interval';
   spec.streamInterval = interval;
@@ -459,7 +471,7 @@ export function planKeepAliveBurst(o: TrafficOptions, k: number): KeepAliveBurst
     const key = `chaos-${o.seed}-ka${k}.${j}`;
     const f = TRAFFIC_FORMATS[format];
     const spec = build(f, { ...o, maxNewTokens: 4, cancelShare: 0 }, r, { index: -1 - k, key, kind: 'greedy', promptLength: null, stream: false });
-    spec.body[f.idKey] = key;
+    spec.body[f.keys.id] = key;
     spec.client = 'keep_alive';
     return spec;
   });
@@ -549,20 +561,14 @@ function sglangRequest(o: TrafficOptions, rng: Rng, s: Shape, stream: boolean, p
 }
 
 const SGLANG_TRAFFIC: TrafficFormat = {
+  special: planClientUnit,
   tag: '',
   salt: { unit: 0x7a3c5e11, request: 0, shared: 0x3b9ac9ff, prefix: 0x1e3779b1 },
-  idKey: 'rid',
-  promptKey: 'input_ids',
+  keys: { id: 'rid', prompt: 'input_ids', budget: 'max_new_tokens', min: 'min_new_tokens' },
   drawReason: (rng) => rng.weighted(NOT_ADMITTED),
-  special: planClientUnit,
   request: sglangRequest,
   sharedHeader: (rng) => rng.pick(SHARED_HEADERS),
-  runLong(spec, n) {
-    const sp = spec.body.sampling_params as Record<string, unknown>;
-    sp.max_new_tokens = n;
-    sp.ignore_eos = true;
-    delete sp.stop_token_ids;
-    delete sp.min_new_tokens;
+  redecode(spec, n) {
     spec.decode.max_new_tokens = n;
     spec.decode.ignore_eos = true;
     delete spec.decode.stop_token_ids;
@@ -650,21 +656,15 @@ function vllmRequest(o: TrafficOptions, rng: Rng, s: Shape, stream: boolean, pro
 const VLLM_TRAFFIC: TrafficFormat = {
   tag: 'v',
   salt: { unit: 0x2c1b3e5d, request: 0x0f1e2d3c, shared: 0x5a17c0de, prefix: 0x7e3779b1 },
-  idKey: 'request_id',
-  promptKey: 'token_ids',
+  keys: { id: 'request_id', prompt: 'token_ids', budget: 'max_tokens', min: 'min_tokens' },
   drawReason: (rng) => rng.weighted(VLLM_NOT_ADMITTED),
   request: vllmRequest,
   sharedHeader: () => VLLM_SHARED_HEADER,
   sharedMember(spec, r, name, member) {
     if (r.chance(0.7)) spec.body.request_id = `${name}.body-${member}`;
   },
-  runLong(spec, n) {
-    const sp = spec.body.sampling_params as Record<string, unknown>;
-    sp.max_tokens = n;
-    sp.ignore_eos = true;
-    delete sp.stop_token_ids;
-    delete sp.min_tokens;
-    spec.decode = vllmDecode(spec.prompt, sp);
+  redecode: (spec) => {
+    spec.decode = vllmDecode(spec.prompt, spec.body.sampling_params as Record<string, unknown>);
   },
 };
 
