@@ -1,13 +1,20 @@
-// The campaign's client: sends one request to the router and reads the answer as an SGLang client
-// would, checking the framing on the way (every stream chunk must be consistent with one streaming
-// mode, carry the logical id, and never show a continuation's prompt window). It never throws: a
-// request's fate is data for the verifier. vLLM requests go to vllm-client.ts.
+// The campaign's client core: sends one request to the router's endpoint for its format, reads the
+// answer as that format's client would (a JSON body, or an event stream of `data:` frames ending
+// in `data: [DONE]`), hangs up when the traffic says to (a cancel), gives up when the router never
+// ends the request, and keeps the bookkeeping the verifier reads: status, answer, error, transport
+// failure, tokens received, and every framing fault seen on the way. It never throws: a request's
+// fate is data for the verifier.
+//
+// What differs per format is a small plug-in (ClientFormat): how a unary 200 answer reads, how a
+// stream's chunks fold into one answer (sglang-client.ts: SGLang's `/generate`; vllm-client.ts:
+// vLLM's `/inference/v1/generate`), and the few checks only one format's client makes.
 
 import { connect } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { GENERATE_PATH } from './formats.ts';
+import { GENERATE_PATH, type WireFormat } from './formats.ts';
+import { sglangClient, type PromptLists } from './sglang-client.ts';
 import type { RequestSpec } from './traffic.ts';
-import { sendVllmRequest } from './vllm-client.ts';
+import { vllmClient } from './vllm-client.ts';
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -59,88 +66,52 @@ export interface ClientResult {
   mode: 'unknown' | 'cumulative' | 'incremental';
 }
 
-const OUTPUT_LISTS = ['output_token_logprobs', 'output_top_logprobs'] as const;
-const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs'] as const;
+/**
+ * One wire format's part of the client. The core sends, frames, times and cancels; the plug-in
+ * says what the format's answers must look like.
+ */
+export interface ClientFormat {
+  /** The format's name in framing problems. */
+  name: string;
+  /** The stream's name for its last choice chunk, in the problem when [DONE] came without one. */
+  finishingChunk: string;
+  /**
+   * vLLM's client is strict where SGLang's is not: every frame must start exactly `data: ` (SGLang's
+   * client takes `data:` with or without the space), the answer's kind must be the one asked for
+   * (an event stream exactly when `stream` was set), and the stream ends at its in-band error frame
+   * (serving.py yields the error frame, then `[DONE]`): a second error frame, or a chunk after it,
+   * is a problem.
+   */
+  strict: boolean;
+  /** Reads a unary 200 body (parsed JSON) into r.answer and r.partialIds, or records its problem. */
+  readAnswer(body: unknown, text: string, spec: RequestSpec, r: ClientResult): void;
+  /** A fold for one stream's data chunks; its problems go to `problems`. */
+  fold(spec: RequestSpec, inputs: PromptLists, problems: string[]): StreamFold;
+}
 
-/** The prompt-side lists a stream may carry, as JSON text: one, or one per set of weights. */
-export type PromptLists = Partial<Record<(typeof INPUT_LISTS)[number], string | readonly string[]>>;
+/** Folds a stream's data chunks (error frames excluded) into one answer, checking each on the way. */
+export interface StreamFold {
+  /** The output ids so far (the array may be replaced by each chunk). */
+  readonly ids: number[];
+  /** The finishing chunk came. */
+  readonly finished: boolean;
+  /** The chunks a client's cancel counts (cancelAfterChunks). */
+  readonly counted: number;
+  /** The streaming mode the chunks showed, for formats that have more than one. */
+  readonly mode?: ClientResult['mode'];
+  absorb(chunk: Obj): void;
+  /** What the client holds once [DONE] came after the finishing chunk. */
+  answer(): Answer | VllmAnswer;
+}
+
+const CLIENT_FORMATS: Record<WireFormat, ClientFormat> = { sglang: sglangClient, vllm: vllmClient };
 
 function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Folds stream chunks into one answer, cumulative or incremental, whichever the chunks show. */
-export class StreamAssembler {
-  mode: 'unknown' | 'cumulative' | 'incremental' = 'unknown';
-  ids: number[] = [];
-  lists: Partial<Record<(typeof OUTPUT_LISTS)[number], Json[]>> = {};
-  meta: Obj | null = null;
-  finished = false;
-  chunks = 0;
-
-  /** The prompt-side list each key showed first: every later chunk must show the same. */
-  private readonly inputSeen: Partial<Record<(typeof INPUT_LISTS)[number], string>> = {};
-
-  constructor(
-    private readonly id: string,
-    /**
-     * JSON text of the prompt-side lists the client may see in chunks that carry them: one text,
-     * or one per set of weights the answer may come from (the first chunk decides which).
-     */
-    private readonly inputs: PromptLists,
-    private readonly problems: string[],
-  ) {}
-
-  absorb(chunk: Obj): void {
-    const n = ++this.chunks;
-    const ids = chunk.output_ids;
-    const meta = chunk.meta_info;
-    if (!Array.isArray(ids) || !isObj(meta) || typeof meta.completion_tokens !== 'number') {
-      this.problems.push(`chunk ${n} lacks output_ids or meta_info.completion_tokens`);
-      return;
-    }
-    if (this.finished) this.problems.push(`chunk ${n} came after the finished chunk`);
-    if (meta.id !== this.id) this.problems.push(`chunk ${n} has meta_info.id ${JSON.stringify(meta.id)}, not the logical id`);
-    const c = meta.completion_tokens;
-    const cumulative = ids.length === c && this.ids.every((t, i) => ids[i] === t);
-    const incremental = this.ids.length + ids.length === c;
-    if (this.mode === 'unknown') {
-      if (cumulative && !incremental) this.mode = 'cumulative';
-      else if (incremental && !cumulative) this.mode = 'incremental';
-    }
-    const append = this.mode === 'incremental' || (this.mode === 'unknown' && incremental);
-    if ((this.mode === 'cumulative' && !cumulative) || (this.mode === 'incremental' && !incremental) || (!cumulative && !incremental)) {
-      this.problems.push(`chunk ${n} (${ids.length} ids, completion_tokens ${c}) breaks ${this.mode} streaming after ${this.ids.length} tokens`);
-    }
-    if (append) this.ids.push(...(ids as number[]));
-    else this.ids = ids as number[];
-    for (const key of OUTPUT_LISTS) {
-      const v = meta[key];
-      if (v === undefined) continue;
-      if (!Array.isArray(v)) {
-        this.problems.push(`chunk ${n}: ${key} is not a list`);
-        continue;
-      }
-      if (append) (this.lists[key] ??= []).push(...v);
-      else this.lists[key] = v;
-    }
-    for (const key of INPUT_LISTS) {
-      if (meta[key] === undefined) continue;
-      const want = this.inputs[key];
-      if (want === undefined) continue;
-      const got = JSON.stringify(meta[key]);
-      const allowed = this.inputSeen[key] !== undefined ? [this.inputSeen[key]] : typeof want === 'string' ? [want] : want;
-      if (!allowed.includes(got)) {
-        this.problems.push(`chunk ${n}: ${key} differs from the original prompt's (a continuation's prompt window leaked?)`);
-      } else this.inputSeen[key] = got;
-    }
-    this.meta = meta;
-    if (meta.finish_reason !== null && meta.finish_reason !== undefined) this.finished = true;
-  }
-
-  answer(): Answer {
-    return { output_ids: this.ids, meta: this.meta ?? {}, ...this.lists };
-  }
+function newResult(spec: RequestSpec): ClientResult {
+  return { spec, startedAt: Date.now(), endedAt: 0, status: 0, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown' };
 }
 
 export interface SendOptions {
@@ -150,31 +121,19 @@ export interface SendOptions {
   cancelAfterChunks?: number;
   /** Give up on a request that has not ended after this long: the router failed to end it. */
   timeoutMs: number;
-  /** The prompt-side lists every chunk must carry unchanged (from the reference). */
+  /** SGLang: the prompt-side lists every chunk must carry unchanged (from the reference). */
   inputs: PromptLists;
 }
 
 export async function sendRequest(spec: RequestSpec, o: SendOptions): Promise<ClientResult> {
-  if (spec.format === 'vllm') return sendVllmRequest(spec, o);
-  const r: ClientResult = {
-    spec,
-    startedAt: Date.now(),
-    endedAt: 0,
-    status: 0,
-    answer: null,
-    error: null,
-    transport: null,
-    cancelled: false,
-    partialIds: [],
-    problems: [],
-    mode: 'unknown',
-  };
+  const f = CLIENT_FORMATS[spec.format];
+  const r = newResult(spec);
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(new Error(`no end after ${o.timeoutMs} ms`)), o.timeoutMs);
   try {
     const res = await o.dispatcher.request({
       origin: o.routerUrl,
-      path: '/generate',
+      path: GENERATE_PATH[spec.format],
       method: 'POST',
       headers: { 'content-type': 'application/json', ...spec.headers },
       body: JSON.stringify(spec.body),
@@ -183,10 +142,12 @@ export async function sendRequest(spec: RequestSpec, o: SendOptions): Promise<Cl
     r.status = res.statusCode;
     const ct = String(res.headers['content-type'] ?? '');
     if (res.statusCode === 200 && ct.includes('text/event-stream')) {
-      await readStream(res.body, spec, o, r, ac);
+      if (f.strict && !spec.stream) r.problems.push('a unary request got an event stream');
+      await readStream(f, res.body, spec, o, r, ac);
     } else {
       const text = await res.body.text();
-      readJsonAnswer(text, res.statusCode, r);
+      if (f.strict && res.statusCode === 200 && spec.stream) r.problems.push('a stream request got a JSON answer');
+      readJsonBody(text, res.statusCode, spec, r);
     }
   } catch (err) {
     if (!r.cancelled) r.transport = ac.signal.aborted ? String((ac.signal.reason as Error)?.message ?? 'aborted') : `${(err as { code?: string }).code ?? ''} ${(err as Error).message}`.trim();
@@ -197,7 +158,8 @@ export async function sendRequest(spec: RequestSpec, o: SendOptions): Promise<Cl
   return r;
 }
 
-function readJsonAnswer(text: string, status: number, r: ClientResult): void {
+/** A JSON body: a unary 200 answer in the request's format, or an error body (`{"error": {"message", ...}}`). */
+export function readJsonBody(text: string, status: number, spec: RequestSpec, r: ClientResult): void {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -206,14 +168,7 @@ function readJsonAnswer(text: string, status: number, r: ClientResult): void {
     return;
   }
   if (status === 200) {
-    if (!isObj(body) || !Array.isArray(body.output_ids) || !isObj(body.meta_info)) {
-      r.problems.push('unary 200 answer without output_ids / meta_info');
-      return;
-    }
-    const meta = body.meta_info;
-    r.answer = { output_ids: body.output_ids as number[], meta };
-    for (const key of OUTPUT_LISTS) if (meta[key] !== undefined) r.answer[key] = meta[key] as Json[];
-    r.partialIds = r.answer.output_ids;
+    CLIENT_FORMATS[spec.format].readAnswer(body, text, spec, r);
     return;
   }
   const e = isObj(body) && isObj(body.error) ? body.error : null;
@@ -224,19 +179,18 @@ function readJsonAnswer(text: string, status: number, r: ClientResult): void {
   r.error = { message: e.message, type: typeof e.type === 'string' ? e.type : null, inBand: false };
 }
 
-async function readStream(body: AsyncIterable<Buffer>, spec: RequestSpec, o: SendOptions, r: ClientResult, ac: AbortController): Promise<void> {
-  const asm = new StreamAssembler(spec.id, o.inputs, r.problems);
+async function readStream(f: ClientFormat, body: AsyncIterable<Buffer>, spec: RequestSpec, o: SendOptions, r: ClientResult, ac: AbortController): Promise<void> {
+  const fold = f.fold(spec, o.inputs, r.problems);
   let rest = '';
   let done = false;
-  let dataFrames = 0;
   for await (const chunk of body) {
     rest += chunk.toString('utf8');
     let cut: number;
     while ((cut = rest.indexOf('\n\n')) >= 0) {
       const frame = rest.slice(0, cut);
       rest = rest.slice(cut + 2);
-      if (!frame.startsWith('data:')) {
-        r.problems.push(`a frame that is not SGLang's data framing: ${frame.slice(0, 80)}`);
+      if (!frame.startsWith(f.strict ? 'data: ' : 'data:')) {
+        r.problems.push(`a frame that is not ${f.name}'s data framing: ${frame.slice(0, 80)}`);
         continue;
       }
       const payload = frame.slice(frame[5] === ' ' ? 6 : 5);
@@ -260,13 +214,16 @@ async function readStream(body: AsyncIterable<Buffer>, spec: RequestSpec, o: Sen
         const e = isObj(parsed.error) ? parsed.error : null;
         const message = e && typeof e.message === 'string' ? e.message : typeof parsed.error === 'string' ? parsed.error : '';
         if (!message) r.problems.push('an in-band error frame without a message');
+        if (f.strict && r.error !== null) r.problems.push('a second in-band error frame');
         r.error = { message, type: e && typeof e.type === 'string' ? e.type : null, inBand: true };
         continue;
       }
-      asm.absorb(parsed);
-      r.partialIds = asm.ids;
-      r.mode = asm.mode;
-      if (o.cancelAfterChunks !== undefined && ++dataFrames >= o.cancelAfterChunks && !asm.finished) {
+      if (f.strict && r.error !== null) r.problems.push('a chunk after the in-band error frame');
+      const before = fold.counted;
+      fold.absorb(parsed);
+      r.partialIds = fold.ids;
+      if (fold.mode !== undefined) r.mode = fold.mode;
+      if (o.cancelAfterChunks !== undefined && fold.counted > before && fold.counted >= o.cancelAfterChunks && !fold.finished) {
         r.cancelled = true;
         ac.abort(new Error('client cancel'));
         return;
@@ -275,8 +232,8 @@ async function readStream(body: AsyncIterable<Buffer>, spec: RequestSpec, o: Sen
   }
   if (rest.length > 0) r.problems.push(`the stream ended inside a frame: ${rest.slice(0, 80)}`);
   if (!done) r.problems.push('the stream ended without data: [DONE]');
-  if (r.error === null && asm.finished && done) r.answer = asm.answer();
-  else if (r.error === null && done) r.problems.push('the stream ended with [DONE] but no finished chunk and no error');
+  if (r.error === null && fold.finished && done) r.answer = fold.answer();
+  else if (r.error === null && done) r.problems.push(`the stream ended with [DONE] but no ${f.finishingChunk} and no error`);
 }
 
 /**
@@ -288,7 +245,7 @@ async function readStream(body: AsyncIterable<Buffer>, spec: RequestSpec, o: Sen
  * connection for `holdMs` and then hangs up: the router's own record says when it let go.
  */
 export function holdUnread(spec: RequestSpec, routerUrl: string, holdMs: number): Promise<ClientResult> {
-  const r: ClientResult = { spec, startedAt: Date.now(), endedAt: 0, status: 0, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown' };
+  const r = newResult(spec);
   const u = new URL(routerUrl);
   const body = JSON.stringify(spec.body);
   return new Promise((resolve) => {
@@ -336,12 +293,12 @@ export function holdUnread(spec: RequestSpec, routerUrl: string, holdMs: number)
         rest = Buffer.from(head.slice(end + 4), 'latin1');
       } else rest = Buffer.concat([rest, chunk]);
       if (bodyLength >= 0 && rest.length >= bodyLength) {
-        readJsonAnswer(rest.subarray(0, bodyLength).toString('utf8'), r.status, r);
+        readJsonBody(rest.subarray(0, bodyLength).toString('utf8'), r.status, spec, r);
         finish();
       }
     });
     socket.on('end', () => {
-      if (r.status !== 0 && r.status !== 200 && r.error === null) readJsonAnswer(rest.toString('utf8'), r.status, r);
+      if (r.status !== 0 && r.status !== 200 && r.error === null) readJsonBody(rest.toString('utf8'), r.status, spec, r);
     });
     socket.write(`POST ${GENERATE_PATH[spec.format]} HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   });

@@ -191,32 +191,80 @@ export function unitFormat(o: TrafficOptions, index: number): WireFormat {
 
 /** Unit i: one request, or a group sent together. */
 export function planUnit(o: TrafficOptions, index: number): RequestSpec[] {
-  if (unitFormat(o, index) === 'vllm') return planVllmUnit(o, index);
-  const client = planClientUnit(o, index);
-  if (client) return [client];
-  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x7a3c5e11));
+  return planFormatUnit(unitFormat(o, index) === 'vllm' ? VLLM_TRAFFIC : SGLANG_TRAFFIC, o, index);
+}
+
+/** Single request i of an SGLang campaign (also the basis of group members). */
+export function planRequest(o: TrafficOptions, index: number): RequestSpec {
+  return planFormatRequest(SGLANG_TRAFFIC, o, index);
+}
+
+/** Unit i of vLLM traffic: one request, or a group sent together (shared X-Request-Id, prefix ids). */
+export function planVllmUnit(o: TrafficOptions, index: number): RequestSpec[] {
+  return planFormatUnit(VLLM_TRAFFIC, o, index);
+}
+
+/** Single vLLM request i: the body's request_id is its logical id. */
+export function planVllmRequest(o: TrafficOptions, index: number): RequestSpec {
+  return planFormatRequest(VLLM_TRAFFIC, o, index);
+}
+
+/**
+ * What SGLang and vLLM traffic differ in. Units, single requests and both kinds of group are
+ * planned once, below, for either format: each plan makes the same draws in the same order for
+ * both, and each format's salts keep its seeds replaying the requests they always did.
+ */
+interface TrafficFormat {
+  /** Request i's id is `chaos-<seed>-<tag><i>`; a shared-header group's name `<tag>trace-<seed>-<i>`. */
+  tag: '' | 'v';
+  /** Salts of the seeded draws: unit i's kind, request i, a shared-header member, a prefix member. */
+  salt: { unit: number; request: number; shared: number; prefix: number };
+  /**
+   * The body's keys: the request's own id (the logical id unless a header overrides it), its
+   * prompt, and in sampling_params its budget and its minimum.
+   */
+  keys: { id: 'rid' | 'request_id'; prompt: 'input_ids' | 'token_ids'; budget: 'max_new_tokens' | 'max_tokens'; min: 'min_new_tokens' | 'min_tokens' };
+  /** A non-migratable request's reason, drawn with the format's shares. */
+  drawReason: (rng: Rng) => TrafficKind;
+  /** A special client's request that takes unit i instead (SGLang), or null. */
+  special?: (o: TrafficOptions, index: number) => RequestSpec | null;
+  /** A request's body and reference, once its stream mode and prompt are drawn. */
+  request: (o: TrafficOptions, rng: Rng, s: Shape, stream: boolean, prompt: number[]) => RequestSpec;
+  /** A shared-header group's header: drawn, or the format's own. */
+  sharedHeader: (rng: Rng) => string;
+  /** What else a shared-header member sends (vLLM: a body request_id the header overrides). */
+  sharedMember?: (spec: RequestSpec, r: Rng, name: string, member: number) => void;
+  /** Brings the request's reference (spec.decode) in line with its changed sampling_params (runLong). */
+  redecode: (spec: RequestSpec, n: number) => void;
+}
+
+function planFormatUnit(f: TrafficFormat, o: TrafficOptions, index: number): RequestSpec[] {
+  const special = f.special?.(o, index);
+  if (special) return [special];
+  const rng = new Rng(o.seed, fmix32((index + 1) ^ f.salt.unit));
   const shared = o.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare;
   const prefix = o.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare;
   const u = rng.float();
-  if (u < shared) return planSharedHeader(o, index, rng);
-  if (u < shared + prefix) return planPrefixRids(o, index, rng);
-  return [planRequest(o, index)];
+  if (u < shared) return planSharedHeader(f, o, index, rng);
+  if (u < shared + prefix) return planPrefixIds(f, o, index, rng);
+  return [planFormatRequest(f, o, index)];
 }
 
-/** Single request i of a campaign (also the basis of group members). */
-export function planRequest(o: TrafficOptions, index: number): RequestSpec {
-  const rng = new Rng(o.seed, fmix32(index + 1));
-  const id = `chaos-${o.seed}-${index}`;
-  const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? rng.weighted(NOT_ADMITTED) : 'greedy';
-  const spec = buildRequest(o, rng, { index, key: id, kind, promptLength: null });
-  spec.body.rid = id;
-  // Drawn last, so that the rest of request i is what it was before bad requests existed.
+function planFormatRequest(f: TrafficFormat, o: TrafficOptions, index: number): RequestSpec {
+  const rng = new Rng(o.seed, fmix32((index + 1) ^ f.salt.request));
+  const id = `chaos-${o.seed}-${f.tag}${index}`;
+  const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? f.drawReason(rng) : 'greedy';
+  const spec = build(f, o, rng, { index, key: id, kind, promptLength: null });
+  spec.body[f.keys.id] = id;
+  // Drawn last, so that the rest of request i is what it was before bad requests existed. SGLang
+  // refuses it; the simulated vLLM worker refuses it in the engine's input processor: in band on a
+  // stream (after the 200), a 400 on a unary request ("Token id N is out of vocabulary").
   if (kind === 'greedy' && rng.chance(o.badShare ?? TRAFFIC_DEFAULTS.badShare)) {
     const position = rng.int(0, spec.prompt.length - 1);
     const token = rng.int(DEFAULT_MODEL.vocabSize, DEFAULT_MODEL.vocabSize + 5000);
     const ids = [...spec.prompt];
     ids[position] = token;
-    spec.body.input_ids = ids;
+    spec.body[f.keys.prompt] = ids;
     spec.kind = 'bad_request';
     spec.bad = { position, token };
     // A refusal has no stream to hang up on.
@@ -226,20 +274,24 @@ export function planRequest(o: TrafficOptions, index: number): RequestSpec {
 }
 
 /**
- * Several concurrent requests with the same x-trace-id / x-correlation-id and no body rid: the
- * router takes the header as their logical id, but each must get its own answer. Prompt lengths
- * differ, so the verifier can tell their trace rows apart (prompt_tokens, and
- * prompt_tokens_sent − replayed_tokens on attempt rows).
+ * Several concurrent requests with the same correlation header: the router takes the header as
+ * their logical id, but each must get its own answer. SGLang: x-trace-id / x-correlation-id and no
+ * body rid. vLLM: X-Request-Id, which vLLM takes over the body's request_id (serving.py
+ * `_base_request_id`); most members also send a body request_id of their own, which must then
+ * appear nowhere (not in frames, not in trace rows). Prompt lengths differ, so the verifier can
+ * tell their trace rows apart (prompt_tokens, and prompt_tokens_sent − replayed_tokens on attempt
+ * rows).
  */
-function planSharedHeader(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
+function planSharedHeader(f: TrafficFormat, o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
   const size = rng.int(2, 4);
-  const header = rng.pick(SHARED_HEADERS);
-  const name = `trace-${o.seed}-${index}`;
+  const header = f.sharedHeader(rng);
+  const name = `${f.tag}trace-${o.seed}-${index}`;
   const lengths = distinct(rng, size, 1, 48);
   return lengths.map((promptLength, member) => {
-    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x3b9ac9ff));
-    const spec = buildRequest(o, r, { index, key: `${name}.${member}`, kind: 'greedy', promptLength });
+    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ f.salt.shared));
+    const spec = build(f, o, r, { index, key: `${name}.${member}`, kind: 'greedy', promptLength });
     delete spec.cancelAfterChunks;
+    f.sharedMember?.(spec, r, name, member);
     spec.id = name;
     spec.headers = { [header]: name };
     spec.group = { kind: 'shared_header', name, size, member };
@@ -248,42 +300,52 @@ function planSharedHeader(o: TrafficOptions, index: number, rng: Rng): RequestSp
 }
 
 /**
- * Requests with body rids `<base>-job-1`, `<base>-job-10` (and `<base>-job-100`) in flight
- * together, all streaming; one client (most often the shortest rid's, which is a prefix of the
+ * Requests with body ids `<base>-job-1`, `<base>-job-10` (and `<base>-job-100`) in flight
+ * together, all streaming; one client (most often the shortest id's, which is a prefix of the
  * others) hangs up after a few chunks. SGLang's /abort_request aborts every rid that starts with
- * the given one: the others must finish exactly. They ask for long answers, so that they are
- * still running when the cancel comes.
+ * the given one (vLLM's abort_requests takes exact ids): the others must finish exactly. They ask
+ * for long answers, so that they are still running when the cancel comes.
  */
-function planPrefixRids(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
+function planPrefixIds(f: TrafficFormat, o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
   const size = rng.int(2, 3);
-  const base = `chaos-${o.seed}-${index}-job`;
+  const base = `chaos-${o.seed}-${f.tag}${index}-job`;
   const canceller = rng.chance(0.7) ? 0 : rng.int(1, size - 1);
   const lengths = distinct(rng, size, 1, 48);
   return lengths.map((promptLength, member) => {
-    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x1e3779b1));
+    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ f.salt.prefix));
     const rid = `${base}-1${'0'.repeat(member)}`;
-    const spec = buildRequest(o, r, { index, key: rid, kind: 'greedy', promptLength, stream: true });
+    const spec = build(f, o, r, { index, key: rid, kind: 'greedy', promptLength, stream: true });
     spec.id = rid;
-    spec.body.rid = rid;
+    spec.body[f.keys.id] = rid;
     spec.group = { kind: 'prefix_rids', name: `${base}-1`, size, member, canceller };
-    // Long enough that every member is still running when the cancel comes: no early EOS, no
-    // stop token, at least 48 tokens.
-    const n = Math.max(48, o.maxNewTokens);
-    const sp = spec.body.sampling_params as Record<string, unknown>;
-    sp.max_new_tokens = n;
-    sp.ignore_eos = true;
-    delete sp.stop_token_ids;
-    delete sp.min_new_tokens;
-    spec.decode.max_new_tokens = n;
-    spec.decode.ignore_eos = true;
-    delete spec.decode.stop_token_ids;
-    delete spec.decode.min_new_tokens;
+    // Long enough that every member is still running when the cancel comes: at least 48 tokens.
+    runLong(f, spec, Math.max(48, o.maxNewTokens));
     if (member === canceller) spec.cancelAfterChunks = r.int(1, 4);
     else delete spec.cancelAfterChunks;
     return spec;
   });
 }
 
+/** Makes a request run a budget of n tokens to its end: no EOS, no stop token, no minimum. */
+function runLong(f: TrafficFormat, spec: RequestSpec, n: number): void {
+  const sp = spec.body.sampling_params as Record<string, unknown>;
+  sp[f.keys.budget] = n;
+  sp.ignore_eos = true;
+  delete sp.stop_token_ids;
+  delete sp[f.keys.min];
+  f.redecode(spec, n);
+}
+
+/** A request of format f: stream mode and prompt drawn first, the format's body, then a cancel. */
+function build(f: TrafficFormat, o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
+  const drawnStream = rng.chance(0.6);
+  const stream = s.stream ?? drawnStream;
+  const drawnLength = rng.int(1, 48);
+  const prompt = Array.from({ length: s.promptLength ?? drawnLength }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
+  const spec = f.request(o, rng, s, stream, prompt);
+  if (stream && rng.chance(o.cancelShare)) spec.cancelAfterChunks = rng.int(1, 8);
+  return spec;
+}
 // --- the special clients -----------------------------------------------------------------------
 
 /**
@@ -314,7 +376,7 @@ function planClientUnit(o: TrafficOptions, index: number): RequestSpec | null {
  */
 function planUnknownKey(o: TrafficOptions, index: number, rng: Rng): RequestSpec {
   const id = `chaos-${o.seed}-${index}-uk`;
-  const spec = buildRequest(o, rng, { index, key: id, kind: 'greedy', promptLength: null });
+  const spec = build(SGLANG_TRAFFIC, o, rng, { index, key: id, kind: 'greedy', promptLength: null });
   spec.body.rid = id;
   delete spec.cancelAfterChunks;
   const key = rng.pick(UNKNOWN_SAMPLING_KEYS);
@@ -343,22 +405,14 @@ function planUnknownKey(o: TrafficOptions, index: number, rng: Rng): RequestSpec
  */
 function planStreamInterval(o: TrafficOptions, index: number, rng: Rng): RequestSpec {
   const id = `chaos-${o.seed}-${index}-si`;
-  const spec = buildRequest(o, rng, { index, key: id, kind: 'greedy', promptLength: null, stream: true });
+  const spec = build(SGLANG_TRAFFIC, o, rng, { index, key: id, kind: 'greedy', promptLength: null, stream: true });
   spec.body.rid = id;
   delete spec.cancelAfterChunks;
   const [lo, hi] = o.streamIntervalTokens!;
   const interval = rng.int(lo, hi);
   const n = interval * rng.int(1, 3) + 1;
-  const sp = spec.body.sampling_params as Record<string, unknown>;
-  sp.max_new_tokens = n;
-  sp.ignore_eos = true;
-  sp.stream_interval = interval;
-  delete sp.stop_token_ids;
-  delete sp.min_new_tokens;
-  spec.decode.max_new_tokens = n;
-  spec.decode.ignore_eos = true;
-  delete spec.decode.stop_token_ids;
-  delete spec.decode.min_new_tokens;
+  runLong(SGLANG_TRAFFIC, spec, n);
+  (spec.body.sampling_params as Record<string, unknown>).stream_interval = interval;
   spec.client = 'stream_interval';
   spec.streamInterval = interval;
   return spec;
@@ -415,10 +469,9 @@ export function planKeepAliveBurst(o: TrafficOptions, k: number): KeepAliveBurst
     const r = new Rng(o.seed, fmix32(((k + 1) * 64 + j) ^ 0x1f2e3d4c));
     const format: WireFormat = fmt === 'mixed' ? (j % 2 === 0 ? 'sglang' : 'vllm') : fmt;
     const key = `chaos-${o.seed}-ka${k}.${j}`;
-    const short = { ...o, maxNewTokens: 4, cancelShare: 0 };
-    const spec = format === 'vllm' ? buildVllmRequest(short, r, { index: -1 - k, key, kind: 'greedy', promptLength: null, stream: false }) : buildRequest(short, r, { index: -1 - k, key, kind: 'greedy', promptLength: null, stream: false });
-    if (format === 'vllm') spec.body.request_id = key;
-    else spec.body.rid = key;
+    const f = TRAFFIC_FORMATS[format];
+    const spec = build(f, { ...o, maxNewTokens: 4, cancelShare: 0 }, r, { index: -1 - k, key, kind: 'greedy', promptLength: null, stream: false });
+    spec.body[f.keys.id] = key;
     spec.client = 'keep_alive';
     return spec;
   });
@@ -444,12 +497,9 @@ interface Shape {
   stream?: boolean;
 }
 
-function buildRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
+/** An SGLang `/generate` request: its body and the reference it decodes with. */
+function sglangRequest(o: TrafficOptions, rng: Rng, s: Shape, stream: boolean, prompt: number[]): RequestSpec {
   const kind = s.kind;
-  const drawnStream = rng.chance(0.6);
-  const stream = s.stream ?? drawnStream;
-  const drawnLength = rng.int(1, 48);
-  const prompt = Array.from({ length: s.promptLength ?? drawnLength }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
 
   const sampling: Record<string, unknown> = {};
   // A budget of 0 is legal and must end without a token; keep it rare.
@@ -507,10 +557,24 @@ function buildRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
   }
   decode.top_logprobs_num = topLogprobsNum;
   const admitted = kind === 'greedy' || kind === 'bad_request';
-  const spec: RequestSpec = { format: 'sglang', index: s.index, key: s.key, id: s.key, kind, stream, body, admitted, reason: admitted ? null : kind, prompt, decode, returnLogprob, logprobStartLen, topLogprobsNum };
-  if (stream && rng.chance(o.cancelShare)) spec.cancelAfterChunks = rng.int(1, 8);
-  return spec;
+  return { format: 'sglang', index: s.index, key: s.key, id: s.key, kind, stream, body, admitted, reason: admitted ? null : kind, prompt, decode, returnLogprob, logprobStartLen, topLogprobsNum };
 }
+
+const SGLANG_TRAFFIC: TrafficFormat = {
+  special: planClientUnit,
+  tag: '',
+  salt: { unit: 0x7a3c5e11, request: 0, shared: 0x3b9ac9ff, prefix: 0x1e3779b1 },
+  keys: { id: 'rid', prompt: 'input_ids', budget: 'max_new_tokens', min: 'min_new_tokens' },
+  drawReason: (rng) => rng.weighted(NOT_ADMITTED),
+  request: sglangRequest,
+  sharedHeader: (rng) => rng.pick(SHARED_HEADERS),
+  redecode(spec, n) {
+    spec.decode.max_new_tokens = n;
+    spec.decode.ignore_eos = true;
+    delete spec.decode.stop_token_ids;
+    delete spec.decode.min_new_tokens;
+  },
+};
 
 // --- vLLM ------------------------------------------------------------------------------------
 
@@ -524,97 +588,9 @@ export function vllmDecode(prompt: readonly number[], sp: Record<string, unknown
 }
 
 /** Unit i of vLLM traffic: one request, or a group sent together (shared X-Request-Id, prefix ids). */
-export function planVllmUnit(o: TrafficOptions, index: number): RequestSpec[] {
-  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x2c1b3e5d));
-  const shared = o.sharedHeaderShare ?? TRAFFIC_DEFAULTS.sharedHeaderShare;
-  const prefix = o.prefixShare ?? TRAFFIC_DEFAULTS.prefixShare;
-  const u = rng.float();
-  if (u < shared) return planVllmSharedId(o, index, rng);
-  if (u < shared + prefix) return planVllmPrefixIds(o, index, rng);
-  return [planVllmRequest(o, index)];
-}
-
-/** Single vLLM request i: the body's request_id is its logical id. */
-export function planVllmRequest(o: TrafficOptions, index: number): RequestSpec {
-  const rng = new Rng(o.seed, fmix32((index + 1) ^ 0x0f1e2d3c));
-  const id = `chaos-${o.seed}-v${index}`;
-  const kind: TrafficKind = rng.chance(o.nonMigratableShare) ? rng.weighted(VLLM_NOT_ADMITTED) : 'greedy';
-  const spec = buildVllmRequest(o, rng, { index, key: id, kind, promptLength: null });
-  spec.body.request_id = id;
-  if (kind === 'greedy' && rng.chance(o.badShare ?? TRAFFIC_DEFAULTS.badShare)) {
-    // The simulated vLLM worker refuses it in the engine's input processor: in band on a stream
-    // (after the 200), a 400 on a unary request ("Token id N is out of vocabulary").
-    const position = rng.int(0, spec.prompt.length - 1);
-    const token = rng.int(DEFAULT_MODEL.vocabSize, DEFAULT_MODEL.vocabSize + 5000);
-    const ids = [...spec.prompt];
-    ids[position] = token;
-    spec.body.token_ids = ids;
-    spec.kind = 'bad_request';
-    spec.bad = { position, token };
-    delete spec.cancelAfterChunks;
-  }
-  return spec;
-}
-
-/**
- * Several concurrent vLLM requests with the same X-Request-Id header: vLLM takes the header
- * over the body's request_id (serving.py `_base_request_id`), so the header is the logical id
- * of every member, and each must still get its own answer. Most members also send a body
- * request_id of their own, which must then appear nowhere (not in frames, not in trace rows).
- * Prompt lengths differ, so the verifier can tell their rows apart.
- */
-function planVllmSharedId(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
-  const size = rng.int(2, 4);
-  const name = `vtrace-${o.seed}-${index}`;
-  const lengths = distinct(rng, size, 1, 48);
-  return lengths.map((promptLength, member) => {
-    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x5a17c0de));
-    const spec = buildVllmRequest(o, r, { index, key: `${name}.${member}`, kind: 'greedy', promptLength });
-    delete spec.cancelAfterChunks;
-    if (r.chance(0.7)) spec.body.request_id = `${name}.body-${member}`;
-    spec.id = name;
-    spec.headers = { [VLLM_SHARED_HEADER]: name };
-    spec.group = { kind: 'shared_header', name, size, member };
-    return spec;
-  });
-}
-
-/**
- * vLLM requests with request_ids `<base>-job-1`, `<base>-job-10` (and `-job-100`), all streaming,
- * one client hanging up after a few chunks: the router's abort (vLLM's abort_requests takes exact
- * ids) must reach only the cancelled one's attempt.
- */
-function planVllmPrefixIds(o: TrafficOptions, index: number, rng: Rng): RequestSpec[] {
-  const size = rng.int(2, 3);
-  const base = `chaos-${o.seed}-v${index}-job`;
-  const canceller = rng.chance(0.7) ? 0 : rng.int(1, size - 1);
-  const lengths = distinct(rng, size, 1, 48);
-  return lengths.map((promptLength, member) => {
-    const r = new Rng(o.seed, fmix32(((index + 1) * 8 + member) ^ 0x7e3779b1));
-    const rid = `${base}-1${'0'.repeat(member)}`;
-    const spec = buildVllmRequest(o, r, { index, key: rid, kind: 'greedy', promptLength, stream: true });
-    spec.id = rid;
-    spec.body.request_id = rid;
-    spec.group = { kind: 'prefix_rids', name: `${base}-1`, size, member, canceller };
-    const n = Math.max(48, o.maxNewTokens);
-    const sp = spec.body.sampling_params as Record<string, unknown>;
-    sp.max_tokens = n;
-    sp.ignore_eos = true;
-    delete sp.stop_token_ids;
-    delete sp.min_tokens;
-    spec.decode = vllmDecode(spec.prompt, sp);
-    if (member === canceller) spec.cancelAfterChunks = r.int(1, 4);
-    else delete spec.cancelAfterChunks;
-    return spec;
-  });
-}
-
-function buildVllmRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
+/** A vLLM `/inference/v1/generate` request: its body and the reference it decodes with. */
+function vllmRequest(o: TrafficOptions, rng: Rng, s: Shape, stream: boolean, prompt: number[]): RequestSpec {
   const kind = s.kind;
-  const drawnStream = rng.chance(0.6);
-  const stream = s.stream ?? drawnStream;
-  const drawnLength = rng.int(1, 48);
-  const prompt = Array.from({ length: s.promptLength ?? drawnLength }, () => rng.int(3, DEFAULT_MODEL.vocabSize - 1));
 
   const sp: Record<string, unknown> = {};
   // vLLM refuses max_tokens < 1 (SamplingParams._verify_args).
@@ -658,7 +634,7 @@ function buildVllmRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
     usage = usageDraw === 'final' || usageDraw === 'continuous' ? usageDraw : 'none';
   }
   const admitted = kind === 'greedy' || kind === 'bad_request';
-  const spec: RequestSpec = {
+  return {
     format: 'vllm',
     index: s.index,
     key: s.key,
@@ -675,6 +651,21 @@ function buildVllmRequest(o: TrafficOptions, rng: Rng, s: Shape): RequestSpec {
     topLogprobsNum: logprobs ?? 0,
     vllm: { logprobs, usage },
   };
-  if (stream && rng.chance(o.cancelShare)) spec.cancelAfterChunks = rng.int(1, 8);
-  return spec;
 }
+
+const VLLM_TRAFFIC: TrafficFormat = {
+  tag: 'v',
+  salt: { unit: 0x2c1b3e5d, request: 0x0f1e2d3c, shared: 0x5a17c0de, prefix: 0x7e3779b1 },
+  keys: { id: 'request_id', prompt: 'token_ids', budget: 'max_tokens', min: 'min_tokens' },
+  drawReason: (rng) => rng.weighted(VLLM_NOT_ADMITTED),
+  request: vllmRequest,
+  sharedHeader: () => VLLM_SHARED_HEADER,
+  sharedMember(spec, r, name, member) {
+    if (r.chance(0.7)) spec.body.request_id = `${name}.body-${member}`;
+  },
+  redecode: (spec) => {
+    spec.decode = vllmDecode(spec.prompt, spec.body.sampling_params as Record<string, unknown>);
+  },
+};
+
+const TRAFFIC_FORMATS: Record<WireFormat, TrafficFormat> = { sglang: SGLANG_TRAFFIC, vllm: VLLM_TRAFFIC };

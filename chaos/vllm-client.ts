@@ -1,13 +1,12 @@
-// The campaign's vLLM client: sends one request to the router's `POST /inference/v1/generate` and
-// reads the answer as a vLLM client would, checking vLLM's framing on the way (serving.py
-// `serve_tokens_stream_generator`): every chunk names the logical request
+// The campaign client's vLLM plug-in (client.ts is the core): the router's
+// `POST /inference/v1/generate`, read as a vLLM client would, checking vLLM's framing on the way
+// (serving.py `serve_tokens_stream_generator`): every chunk names the logical request
 // (`generate-tokens-<id>`), carries one choice of token-id deltas, logprobs exactly when asked,
 // usage exactly as `stream_options` asked (continuous: the counts so far on every chunk; final:
 // one `{choices: [], usage}` chunk after the finishing one), a finish_reason only on the last
-// choice chunk, then `[DONE]`. It never throws: a request's fate is data for the verifier.
+// choice chunk, then `[DONE]`.
 
-import type { ClientResult, SendOptions, VllmAnswer } from './client.ts';
-import { GENERATE_PATH } from './formats.ts';
+import type { ClientFormat, ClientResult, StreamFold, VllmAnswer } from './client.ts';
 import type { RequestSpec, UsageMode } from './traffic.ts';
 
 type Obj = Record<string, unknown>;
@@ -22,6 +21,18 @@ const isIdList = (v: unknown): v is number[] => Array.isArray(v) && v.every((t) 
 export function engineId(id: string): string {
   return `generate-tokens-${id}`;
 }
+
+/** vLLM's part of the client: one choice of token ids, usage and logprobs as asked. */
+export const vllmClient: ClientFormat = {
+  name: 'vLLM',
+  finishingChunk: 'finishing chunk',
+  strict: true,
+  readAnswer,
+  fold(spec, _inputs, problems) {
+    const shape = { logprobs: spec.vllm?.logprobs ?? null, usage: spec.vllm?.usage ?? 'none', promptLength: spec.prompt.length };
+    return new VllmStreamAssembler(spec.id, shape, problems);
+  },
+};
 
 /** A usage object's counts, or the problem with them. */
 function usageProblem(u: unknown, prompt: number, completion: number): string | null {
@@ -59,7 +70,7 @@ export function spansStart(wv: unknown): number | null {
 }
 
 /** Folds a vLLM stream's chunks into one answer, checking each on the way. */
-export class VllmStreamAssembler {
+export class VllmStreamAssembler implements StreamFold {
   ids: number[] = [];
   logprobs: unknown[] = [];
   finish: unknown = null;
@@ -78,6 +89,11 @@ export class VllmStreamAssembler {
     private readonly shape: { logprobs: number | null; usage: UsageMode; promptLength: number },
     private readonly problems: string[],
   ) {}
+
+  /** Only chunks with a choice count toward a cancel (not the final usage chunk). */
+  get counted(): number {
+    return this.choiceChunks;
+  }
 
   private once(kind: string, message: string): void {
     if (this.reported.has(kind)) return;
@@ -148,124 +164,19 @@ export class VllmStreamAssembler {
   }
 }
 
-export async function sendVllmRequest(spec: RequestSpec, o: SendOptions): Promise<ClientResult> {
-  const r: ClientResult = { spec, startedAt: Date.now(), endedAt: 0, status: 0, answer: null, error: null, transport: null, cancelled: false, partialIds: [], problems: [], mode: 'unknown' };
-  const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(new Error(`no end after ${o.timeoutMs} ms`)), o.timeoutMs);
-  try {
-    const res = await o.dispatcher.request({
-      origin: o.routerUrl,
-      path: GENERATE_PATH.vllm,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...spec.headers },
-      body: JSON.stringify(spec.body),
-      signal: ac.signal,
-    });
-    r.status = res.statusCode;
-    const ct = String(res.headers['content-type'] ?? '');
-    if (res.statusCode === 200 && ct.includes('text/event-stream')) {
-      if (!spec.stream) r.problems.push('a unary request got an event stream');
-      await readVllmStream(res.body, spec, o, r, ac);
-    } else {
-      const text = await res.body.text();
-      if (res.statusCode === 200 && spec.stream) r.problems.push('a stream request got a JSON answer');
-      readVllmJson(text, res.statusCode, spec, r);
-    }
-  } catch (err) {
-    if (!r.cancelled) r.transport = ac.signal.aborted ? String((ac.signal.reason as Error)?.message ?? 'aborted') : `${(err as { code?: string }).code ?? ''} ${(err as Error).message}`.trim();
-  } finally {
-    clearTimeout(timer);
-    r.endedAt = Date.now();
-  }
-  return r;
-}
-
-/** A unary GenerateResponse, or an error body (`{"error": {"message", ...}}`). */
-export function readVllmJson(text: string, status: number, spec: RequestSpec, r: ClientResult): void {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    r.problems.push(`status ${status} with a body that is not JSON: ${text.slice(0, 120)}`);
+/** A unary 200 GenerateResponse: one choice of token_ids, named for the logical request. */
+function readAnswer(body: unknown, text: string, spec: RequestSpec, r: ClientResult): void {
+  const c = isObj(body) && Array.isArray(body.choices) && body.choices.length === 1 && isObj(body.choices[0]) ? body.choices[0] : null;
+  if (!isObj(body) || !c || !isIdList(c.token_ids)) {
+    r.problems.push(`unary 200 answer without one choice of token_ids: ${text.slice(0, 120)}`);
     return;
   }
-  if (status === 200) {
-    const c = isObj(body) && Array.isArray(body.choices) && body.choices.length === 1 && isObj(body.choices[0]) ? body.choices[0] : null;
-    if (!isObj(body) || !c || !isIdList(c.token_ids)) {
-      r.problems.push(`unary 200 answer without one choice of token_ids: ${text.slice(0, 120)}`);
-      return;
-    }
-    if (body.request_id !== engineId(spec.id)) r.problems.push(`the answer has request_id ${JSON.stringify(body.request_id)}, not ${JSON.stringify(engineId(spec.id))}`);
-    if (c.index !== 0) r.problems.push(`the answer's choice has index ${JSON.stringify(c.index)}`);
-    const lp = c.logprobs;
-    let logprobs: unknown[] | null = null;
-    if (isObj(lp) && Array.isArray(lp.content)) logprobs = lp.content;
-    else if (lp !== null && lp !== undefined) r.problems.push(`the answer's logprobs ${JSON.stringify(lp).slice(0, 80)} have no content list`);
-    r.answer = { format: 'vllm', token_ids: c.token_ids, finish_reason: c.finish_reason ?? null, logprobs, usage: isObj(body.usage) ? body.usage : null, weight_versions: c.weight_versions ?? null };
-    r.partialIds = c.token_ids;
-    return;
-  }
-  const e = isObj(body) && isObj(body.error) ? body.error : null;
-  if (!e || typeof e.message !== 'string' || e.message.length === 0) {
-    r.problems.push(`status ${status} without an error message: ${text.slice(0, 120)}`);
-    return;
-  }
-  r.error = { message: e.message, type: typeof e.type === 'string' ? e.type : null, inBand: false };
-}
-
-async function readVllmStream(body: AsyncIterable<Buffer>, spec: RequestSpec, o: SendOptions, r: ClientResult, ac: AbortController): Promise<void> {
-  const shape = { logprobs: spec.vllm?.logprobs ?? null, usage: spec.vllm?.usage ?? 'none', promptLength: spec.prompt.length };
-  const asm = new VllmStreamAssembler(spec.id, shape, r.problems);
-  let rest = '';
-  let done = false;
-  for await (const chunk of body) {
-    rest += chunk.toString('utf8');
-    let cut: number;
-    while ((cut = rest.indexOf('\n\n')) >= 0) {
-      const frame = rest.slice(0, cut);
-      rest = rest.slice(cut + 2);
-      if (!frame.startsWith('data: ')) {
-        r.problems.push(`a frame that is not vLLM's data framing: ${frame.slice(0, 80)}`);
-        continue;
-      }
-      const payload = frame.slice(6);
-      if (done) r.problems.push('a frame after [DONE]');
-      if (payload === '[DONE]') {
-        done = true;
-        continue;
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(payload);
-      } catch {
-        r.problems.push(`a data frame that is not JSON: ${payload.slice(0, 80)}`);
-        continue;
-      }
-      if (!isObj(parsed)) {
-        r.problems.push('a data frame that is not a JSON object');
-        continue;
-      }
-      if (parsed.error !== undefined) {
-        const e = isObj(parsed.error) ? parsed.error : null;
-        const message = e && typeof e.message === 'string' ? e.message : typeof parsed.error === 'string' ? parsed.error : '';
-        if (!message) r.problems.push('an in-band error frame without a message');
-        if (r.error !== null) r.problems.push('a second in-band error frame');
-        r.error = { message, type: e && typeof e.type === 'string' ? e.type : null, inBand: true };
-        continue;
-      }
-      if (r.error !== null) r.problems.push('a chunk after the in-band error frame');
-      const before = asm.choiceChunks;
-      asm.absorb(parsed);
-      r.partialIds = asm.ids;
-      if (o.cancelAfterChunks !== undefined && asm.choiceChunks > before && asm.choiceChunks >= o.cancelAfterChunks && !asm.finished) {
-        r.cancelled = true;
-        ac.abort(new Error('client cancel'));
-        return;
-      }
-    }
-  }
-  if (rest.length > 0) r.problems.push(`the stream ended inside a frame: ${rest.slice(0, 80)}`);
-  if (!done) r.problems.push('the stream ended without data: [DONE]');
-  if (r.error === null && asm.finished && done) r.answer = asm.answer();
-  else if (r.error === null && done) r.problems.push('the stream ended with [DONE] but no finishing chunk and no error');
+  if (body.request_id !== engineId(spec.id)) r.problems.push(`the answer has request_id ${JSON.stringify(body.request_id)}, not ${JSON.stringify(engineId(spec.id))}`);
+  if (c.index !== 0) r.problems.push(`the answer's choice has index ${JSON.stringify(c.index)}`);
+  const lp = c.logprobs;
+  let logprobs: unknown[] | null = null;
+  if (isObj(lp) && Array.isArray(lp.content)) logprobs = lp.content;
+  else if (lp !== null && lp !== undefined) r.problems.push(`the answer's logprobs ${JSON.stringify(lp).slice(0, 80)} have no content list`);
+  r.answer = { format: 'vllm', token_ids: c.token_ids, finish_reason: c.finish_reason ?? null, logprobs, usage: isObj(body.usage) ? body.usage : null, weight_versions: c.weight_versions ?? null };
+  r.partialIds = c.token_ids;
 }

@@ -17,9 +17,10 @@ import {
   type TrafficOptions,
 } from '../../chaos/traffic.ts';
 import { referenceAnswer, vllmReferenceAnswer } from '../../chaos/reference.ts';
-import { holdUnread, StreamAssembler, type ClientResult, type VllmAnswer } from '../../chaos/client.ts';
+import { holdUnread, readJsonBody as readVllmJson, type ClientResult, type VllmAnswer } from '../../chaos/client.ts';
+import { StreamAssembler } from '../../chaos/sglang-client.ts';
 import { sseMessages, workerStates } from '../../chaos/worker-events.ts';
-import { engineId, readVllmJson, spansProblem, spansStart, VllmStreamAssembler } from '../../chaos/vllm-client.ts';
+import { engineId, spansProblem, spansStart, VllmStreamAssembler } from '../../chaos/vllm-client.ts';
 import { VLLM } from '../../router/format/vllm/index.ts';
 import { vllmReference } from '../../sim/vllm/reference.ts';
 import {
