@@ -144,9 +144,10 @@ export async function run(argv: string[]): Promise<void> {
     throw err;
   }
   if (config.workers.length === 0) console.error('warning: no --worker given; add workers with POST /workers');
-  console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  // Before the `listening on` line, which scripts and tests wait for: whoever reads that line has this one too.
   const open = openSurface(config);
   if (open) console.log(open);
+  console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
   const tracing = describeTracing(config);
   if (tracing) console.log(`tracing: ${tracing}`);
   const stop = async () => {

@@ -18,7 +18,7 @@ describe('store under load', () => {
     const batches = 100; // 10 s at 10 batches/s
     const perBatch = 50; // 500 events/s
     const began = performance.now();
-    let slowest = 0;
+    const took: number[] = [];
     for (let b = 0; b < batches; b++) {
       const t = t0 + b * 100;
       const events: BatonEvent[] = [];
@@ -30,12 +30,14 @@ describe('store under load', () => {
       store.getState().ingest(events, t);
       const state = store.getState();
       visibleIds(state.model.book.ids(), (id) => state.model.book.get(id), NO_FILTERS);
-      slowest = Math.max(slowest, performance.now() - s);
+      took.push(performance.now() - s);
     }
     const total = performance.now() - began;
     expect(store.getState().model.book.running).toBe(1000);
-    // Generous bounds for shared CI machines; typical numbers are a few ms per batch.
-    expect(slowest).toBeLessThan(100);
+    // Generous bounds for shared CI machines; typical numbers are a few ms per batch. The 90th
+    // percentile, not the slowest: on a loaded 2-core box one batch can lose the CPU for 100 ms.
+    took.sort((a, b) => a - b);
+    expect(took[Math.floor(batches * 0.9)]!).toBeLessThan(50);
     expect(total / batches).toBeLessThan(25);
   });
 });
