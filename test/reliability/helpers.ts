@@ -62,6 +62,22 @@ export function rawExchange(url: string, write: (s: Socket) => void | Promise<vo
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * A stream of cumulative logprob frames, which repeat the prompt's logprobs: ~200 KB a frame,
+ * far more than the sockets between a worker and a client that stops reading buffer.
+ */
+export function bigLogprobStream(maxNew: number, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    input_ids: Array.from({ length: 1024 }, (_, i) => 100 + (i % 500)),
+    sampling_params: { max_new_tokens: maxNew, ignore_eos: true, temperature: 0 },
+    return_logprob: true,
+    logprob_start_len: 0,
+    top_logprobs_num: 5,
+    stream: true,
+    ...extra,
+  });
+}
+
 /** The status code of the first HTTP response in raw socket text, or 0. */
 export function statusOf(raw: string): number {
   const m = /^HTTP\/1\.1 (\d{3})/.exec(raw);

@@ -11,25 +11,13 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
-import { startBench, sleep, waitUntil, type Bench } from './helpers.ts';
+import { bigLogprobStream, startBench, sleep, waitUntil, type Bench } from './helpers.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 
 const TIMEOUT = 800;
 const CUT = new RegExp(`client read nothing for ${TIMEOUT} ms \\(--client-write-timeout-ms\\)`);
 
-/** Cumulative logprob frames of ~200 KB each: far more than the sockets between worker and client buffer. */
-function bigStream(maxNew: number, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    input_ids: Array.from({ length: 1024 }, (_, i) => 100 + (i % 500)),
-    sampling_params: { max_new_tokens: maxNew, ignore_eos: true, temperature: 0 },
-    return_logprob: true,
-    logprob_start_len: 0,
-    top_logprobs_num: 5,
-    stream: true,
-    ...extra,
-  });
-}
 
 interface RawClient {
   socket: Socket;
@@ -103,7 +91,7 @@ describe('a streaming client that never reads', () => {
   it('is cut off after the timeout; its attempt is aborted at the worker and its slot freed', async () => {
     bench = await startBench([{ tokenIntervalMs: 0 }], { clientWriteTimeoutMs: TIMEOUT, maxConcurrentRequests: 1 });
     const w = bench.workers[0]!;
-    const c = await stuckClient(bench.router.url, '/generate', bigStream(2000));
+    const c = await stuckClient(bench.router.url, '/generate', bigLogprobStream(2000));
     sockets.push(c.socket);
     // While the client holds the only slot, everyone else is refused...
     expect(await generate(bench.router.url)).toBe(503);
@@ -133,7 +121,7 @@ describe('a streaming client that never reads', () => {
     const timeout = 3000;
     bench = await startBench([{ tokenIntervalMs: 0 }], { clientWriteTimeoutMs: timeout });
     const maxNew = 120;
-    const c = await stuckClient(bench.router.url, '/generate', bigStream(maxNew));
+    const c = await stuckClient(bench.router.url, '/generate', bigLogprobStream(maxNew));
     sockets.push(c.socket);
     // A trickle: a short read every sixth of the timeout, far slower than the worker writes.
     while (rowsOf(bench.router, 'request').length === 0) {
@@ -153,7 +141,7 @@ describe('a streaming client that never reads', () => {
     bench = await startBench([{ tokenIntervalMs: 0 }], { clientWriteTimeoutMs: TIMEOUT, maxConcurrentRequests: 1 });
     const w = bench.workers[0]!;
     const ids = Array.from({ length: 1024 }, (_, i) => 100 + (i % 500));
-    const body = bigStream(2000, { input_ids: [ids, ids.slice(1)] });
+    const body = bigLogprobStream(2000, { input_ids: [ids, ids.slice(1)] });
     const c = await stuckClient(bench.router.url, '/generate', body);
     sockets.push(c.socket);
     expect(await generate(bench.router.url)).toBe(503);

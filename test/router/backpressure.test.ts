@@ -5,7 +5,7 @@
 // as a generation that stops advancing.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBench, sleep, waitUntil, type Bench } from '../reliability/helpers.ts';
+import { bigLogprobStream, startBench, sleep, waitUntil, type Bench } from '../reliability/helpers.ts';
 
 let bench: Bench;
 beforeAll(async () => {
@@ -18,16 +18,8 @@ afterAll(async () => {
 describe('backpressure from a client that does not read', () => {
   it('pauses the worker, then delivers every frame once the client reads', async () => {
     const maxNew = 200;
-    // Cumulative logprob frames repeat the prompt's logprobs: ~200 KB a frame, ~40 MB in all,
-    // more than the sockets between worker and client buffer.
-    const body = JSON.stringify({
-      input_ids: Array.from({ length: 1024 }, (_, i) => 100 + (i % 500)),
-      sampling_params: { max_new_tokens: maxNew, ignore_eos: true, temperature: 0 },
-      return_logprob: true,
-      logprob_start_len: 0,
-      top_logprobs_num: 5,
-      stream: true,
-    });
+    // ~200 KB a frame, ~40 MB in all.
+    const body = bigLogprobStream(maxNew);
     const u = new URL(bench.router.url);
     const s = connect(Number(u.port), u.hostname);
     const chunks: Buffer[] = [];

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startVllmWorker, type VllmWorkerOptions } from '../../sim/vllm/worker.ts';
 import type { SimWorker } from '../../sim/worker.ts';
 import { eventually, openSse, postJson } from '../sim/helpers.ts';
+import { comparable } from './harness/vllm-answer.ts';
 import { spawnRouter, traceRows, waitUntil, type RouterProc } from './harness/procs.ts';
 
 const require = createRequire(import.meta.url);
@@ -47,16 +48,6 @@ async function post(url: string, body: unknown): Promise<string> {
   const res = await fetch(url + GEN, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   expect(res.status).toBe(200);
   return res.text();
-}
-
-/** An answer without `created` (a time): the frames of a stream, or the unary body. */
-function comparable(text: string): unknown {
-  if (!text.startsWith('data:')) {
-    const j = JSON.parse(text) as Record<string, unknown>;
-    delete j.created;
-    return j;
-  }
-  return text.split('\n\n').filter(Boolean).map((f) => (f === 'data: [DONE]' ? f : JSON.parse(f.slice(6))));
 }
 
 async function metric(url: string, name: string): Promise<number> {

@@ -9,6 +9,7 @@ import { startVllmWorker } from '../../sim/vllm/worker.ts';
 import { vllmReference } from '../../sim/vllm/reference.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import type { SimWorker } from '../../sim/worker.ts';
+import { comparable } from './harness/vllm-answer.ts';
 import { spawnRouter, traceRows, type RouterProc } from './harness/procs.ts';
 
 const started: { stop(): Promise<void> }[] = [];
@@ -22,16 +23,6 @@ afterAll(async () => {
 async function post(url: string, body: unknown): Promise<{ status: number; text: string; type: string }> {
   const res = await fetch(url + '/inference/v1/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.status, text: await res.text(), type: res.headers.get('content-type') ?? '' };
-}
-
-/** An answer without the one field that differs between two calls (`created`, a time). */
-function comparable(text: string): unknown {
-  if (!text.startsWith('data:')) {
-    const j = JSON.parse(text) as Record<string, unknown>;
-    delete j.created;
-    return j;
-  }
-  return text.split('\n\n').filter(Boolean).map((f) => (f === 'data: [DONE]' ? f : JSON.parse(f.slice(6))));
 }
 
 describe('vLLM: the router answers as the worker does', () => {
