@@ -107,6 +107,14 @@ export function allow(res: ServerResponse, method: string, ...methods: string[])
   return false;
 }
 
+/** A worker of one format on the core, listening; `pageSize` is its prefix cache's page (block) size. */
+export async function startSimWorker(opts: CoreOptions, pageSize: number, plugIn: (core: WorkerCore) => WireFormat): Promise<SimWorker> {
+  const core = new WorkerCore(opts, pageSize);
+  core.serve(plugIn(core));
+  await core.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
+  return core.handle();
+}
+
 export class WorkerCore implements SchedulingHost {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();

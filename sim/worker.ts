@@ -7,7 +7,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import { allow, MAX_TOTAL_TOKENS, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from './core.ts';
+import { allow, startSimWorker, MAX_TOTAL_TOKENS, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from './core.ts';
 import { FAULT_KINDS, type FaultKind } from './faults.ts';
 import { Generation, type Call, type GenerationHost } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
@@ -50,11 +50,8 @@ export const SIM_VERSION = '0.1.0-baton-sim';
 const CONTEXT_LENGTH = 32768;
 const FLUSH_TEXT = 'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n';
 
-export async function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
-  const core = new WorkerCore(opts, opts.pageSize ?? 1);
-  core.serve(new SglangWorker(core, opts));
-  await core.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
-  return core.handle();
+export function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
+  return startSimWorker(opts, opts.pageSize ?? 1, (core) => new SglangWorker(core, opts));
 }
 
 class SglangWorker implements WireFormat, GenerationHost {

@@ -7,7 +7,7 @@
 // endpoints. Runs in-process (tests) or as its own process (worker-main.ts --format vllm).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { allow, json, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from '../core.ts';
+import { allow, startSimWorker, json, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from '../core.ts';
 import { VLLM_FAULT_KINDS, type FaultKind } from '../faults.ts';
 import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from '../model.ts';
 import { vocabularyFor } from '../vocab.ts';
@@ -64,11 +64,8 @@ export interface VllmWorkerOptions extends CoreOptions {
 export const VLLM_SIM_VERSION = '0.1.0-baton-sim-vllm';
 const ENGINE_DEAD_MESSAGE = 'EngineCore encountered an issue. See stack trace (above) for the root cause.';
 
-export async function startVllmWorker(opts: VllmWorkerOptions = {}): Promise<SimWorker> {
-  const core = new WorkerCore(opts, opts.pageSize ?? 16);
-  core.serve(new VllmWorker(core, opts));
-  await core.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
-  return core.handle();
+export function startVllmWorker(opts: VllmWorkerOptions = {}): Promise<SimWorker> {
+  return startSimWorker(opts, opts.pageSize ?? 16, (core) => new VllmWorker(core, opts));
 }
 
 class VllmWorker implements WireFormat, VllmGenerationHost {
