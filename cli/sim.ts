@@ -1,7 +1,7 @@
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { startCluster, type ClusterChange, type SimCluster } from '../sim/cluster.ts';
 import { startControlServer } from '../sim/control.ts';
-import { MIN_VOCAB_SIZE } from '../sim/vocab.ts';
+import { parseWorkerFlags, workerArgSpecs } from '../sim/flags.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -51,40 +51,12 @@ SGLang-only options (--incremental, --text, --preferred-max-new-tokens, --legacy
 --legacy-sampling, --enable-custom-logit-processor, --enable-return-hidden-states) are refused with --format vllm.
   -h, --help                   show this help`;
 
-function nonEmpty(name: string, value: string | undefined): string | undefined {
-  if (value === '') throw new UsageError(`--${name} must not be empty`);
-  return value;
-}
-
 // node:util's parse errors can span lines; the CLI promises one line per mistake.
 function flags(argv: string[]) {
   try {
     return parseFlags(argv, {
-      format: { type: 'string' },
-      'max-model-len': { type: 'string' },
-      'max-logprobs': { type: 'string' },
-      'legacy-logprobs': { type: 'boolean' },
-      'legacy-generate': { type: 'boolean' },
-      'legacy-abort': { type: 'boolean' },
-      'enable-scale-out': { type: 'boolean' },
-      'enable-prompt-tokens-details': { type: 'boolean' },
-      'scheduling-policy': { type: 'string' },
+      ...workerArgSpecs('cli'),
       workers: { type: 'string' },
-      port: { type: 'string' },
-      'token-interval-ms': { type: 'string' },
-      'prefill-us-per-token': { type: 'string' },
-      incremental: { type: 'boolean' },
-      text: { type: 'boolean' },
-      'preferred-max-new-tokens': { type: 'string' },
-      'legacy-errors': { type: 'boolean' },
-      'legacy-sampling': { type: 'boolean' },
-      'enable-custom-logit-processor': { type: 'boolean' },
-      'enable-return-hidden-states': { type: 'boolean' },
-      'page-size': { type: 'string' },
-      'model-path': { type: 'string' },
-      'weight-version': { type: 'string' },
-      tokenizer: { type: 'string' },
-      'vocab-size': { type: 'string' },
       'control-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
@@ -101,52 +73,10 @@ export async function run(argv: string[]): Promise<void> {
     return;
   }
   const workers = intFlag('workers', v.workers, 2, 1);
-  const port = intFlag('port', v.port, 0);
+  const { format, options: worker } = parseWorkerFlags(v);
+  const port = worker.port ?? 0;
   if (port > 0 && port + workers - 1 > 65535) throw new UsageError(`--port ${port} leaves no room for ${workers} consecutive ports`);
-  const preferredMax = v['preferred-max-new-tokens'];
-  const format = v.format ?? 'sglang';
-  if (format !== 'sglang' && format !== 'vllm') throw new UsageError(`--format must be sglang or vllm, got '${format}'`);
-  const given = (names: string[]) => names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
-  const sglangOnly = given(['incremental', 'text', 'preferred-max-new-tokens', 'legacy-errors', 'legacy-sampling', 'enable-custom-logit-processor', 'enable-return-hidden-states']);
-  const vllmOnly = given(['max-model-len', 'max-logprobs', 'legacy-logprobs', 'legacy-generate', 'legacy-abort', 'enable-scale-out', 'enable-prompt-tokens-details', 'scheduling-policy']);
-  if (format === 'vllm' && sglangOnly.length > 0) throw new UsageError(`--${sglangOnly[0]} is an SGLang worker option (not with --format vllm)`);
-  if (format === 'sglang' && vllmOnly.length > 0) throw new UsageError(`--${vllmOnly[0]} is a vLLM worker option (needs --format vllm)`);
-  const policy = v['scheduling-policy'];
-  if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority') throw new UsageError(`--scheduling-policy must be fcfs or priority, got '${policy}'`);
-  const vllm =
-    format === 'vllm'
-      ? {
-          maxModelLen: v['max-model-len'] === undefined ? undefined : intFlag('max-model-len', v['max-model-len'], 32768, 2),
-          maxLogprobs: v['max-logprobs'] === undefined ? undefined : intFlag('max-logprobs', v['max-logprobs'], 20),
-          legacyLogprobs: v['legacy-logprobs'] ?? false,
-          legacyGenerate: v['legacy-generate'] ?? false,
-          legacyAbort: v['legacy-abort'] ?? false,
-          enableScaleOut: v['enable-scale-out'] ?? false,
-          enablePromptTokensDetails: v['enable-prompt-tokens-details'] ?? false,
-          schedulingPolicy: policy as 'fcfs' | 'priority' | undefined,
-        }
-      : {};
-  const options = {
-    format: format as 'sglang' | 'vllm',
-    ...vllm,
-    workers,
-    port,
-    tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 0),
-    prefillUsPerToken: intFlag('prefill-us-per-token', v['prefill-us-per-token'], 20),
-    incremental: v.incremental ?? false,
-    text: v.text ?? false,
-    preferredSamplingParams: preferredMax === undefined ? null : { max_new_tokens: intFlag('preferred-max-new-tokens', preferredMax, 0) },
-    legacyErrors: v['legacy-errors'] ?? false,
-    legacySampling: v['legacy-sampling'] ?? false,
-    enableCustomLogitProcessor: v['enable-custom-logit-processor'] ?? false,
-    enableReturnHiddenStates: v['enable-return-hidden-states'] ?? false,
-    pageSize: intFlag('page-size', v['page-size'], format === 'vllm' ? 16 : 1, 1),
-    modelPath: nonEmpty('model-path', v['model-path']),
-    weightVersion: nonEmpty('weight-version', v['weight-version']),
-    tokenizer: nonEmpty('tokenizer', v.tokenizer),
-    vocabSize: v['vocab-size'] === undefined ? undefined : intFlag('vocab-size', v['vocab-size'], 32000, MIN_VOCAB_SIZE),
-  };
-  if (options.tokenizer !== undefined && options.vocabSize !== undefined) throw new UsageError('--tokenizer sets the vocabulary: give --tokenizer or --vocab-size, not both');
+  const options = { ...worker, format, workers, port };
   if (options.tokenizer !== undefined && !existsSync(join(options.tokenizer, 'tokenizer.json'))) throw new UsageError(`--tokenizer ${options.tokenizer}: no tokenizer.json there`);
   const controlPort = v['control-port'] === undefined ? null : intFlag('control-port', v['control-port'], 0);
   let cluster: SimCluster;
@@ -166,7 +96,7 @@ export async function run(argv: string[]): Promise<void> {
   if (control) console.log(`control API on ${control.url}`);
   // At full speed a 128-token answer is over in milliseconds: nothing can be killed mid-stream by
   // hand. Stderr, so that scripts reading the worker lines on stdout are unaffected.
-  if (options.tokenIntervalMs === 0) console.error('hint: tokens stream as fast as possible; to kill a worker mid-stream by hand, pace them, e.g. --token-interval-ms 20');
+  if ((options.tokenIntervalMs ?? 0) === 0) console.error('hint: tokens stream as fast as possible; to kill a worker mid-stream by hand, pace them, e.g. --token-interval-ms 20');
 
   // Stay up while workers are dead too (they can be restarted); only a signal ends the manager.
   const keepAlive = setInterval(() => {}, 1 << 30);

@@ -8,64 +8,26 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { SimStats } from './core.ts';
 import type { Fault } from './faults.ts';
-import type { SimStats } from './worker.ts';
+import { workerFlags, type AnyWorkerOptions } from './flags.ts';
 import type { ListeningMessage } from './worker-main.ts';
 
-export interface ClusterOptions {
+/**
+ * A cluster's workers and their options: every option of the worker of its format (sim/worker.ts
+ * WorkerOptions, sim/vllm/worker.ts VllmWorkerOptions), passed to each child as its flags
+ * (sim/flags.ts). SGLang-only options and vLLM-only ones are refused for the other format. A
+ * tokenizer directory is checked here, so that a wrong path is one clear error, not N dead children.
+ */
+export interface ClusterOptions extends Omit<AnyWorkerOptions, 'inProcess'> {
   workers: number;
   /**
    * The wire format every worker of this cluster speaks: SGLang's native `/generate` (default) or
-   * vLLM's `/inference/v1/generate` (sim/vllm/worker.ts). SGLang-only options (incremental, text,
-   * preferredSamplingParams, legacyErrors, enableCustomLogitProcessor, enableReturnHiddenStates)
-   * and vLLM-only ones (maxModelLen, maxLogprobs, legacyLogprobs, legacyGenerate, legacyAbort,
-   * enableScaleOut, enablePromptTokensDetails, schedulingPolicy) are refused for the other format.
+   * vLLM's `/inference/v1/generate` (sim/vllm/worker.ts).
    */
   format?: 'sglang' | 'vllm';
   /** 0 (default): each worker picks a free port. Otherwise workers listen on port, port+1, ... */
   port?: number;
-  host?: string;
-  tokenIntervalMs?: number;
-  prefillUsPerToken?: number;
-  incremental?: boolean;
-  text?: boolean;
-  preferredSamplingParams?: Record<string, unknown> | null;
-  eosEvery?: number;
-  /** Older SGLang's in-band error frame (`{"error":{"message"}}` only). */
-  legacyErrors?: boolean;
-  legacySampling?: boolean;
-  enableCustomLogitProcessor?: boolean;
-  enableReturnHiddenStates?: boolean;
-  /** Prefix cache page size (SGLang's --page-size), default 1. */
-  pageSize?: number;
-  /** model_path / served_model_name, default "baton-sim". */
-  modelPath?: string;
-  /** weight_version, default "default"; with modelPath it salts the model. */
-  weightVersion?: string;
-  /**
-   * A Hugging Face model directory: every worker loads that tokenizer, generates ids of its
-   * vocabulary (non-special, ending on its EOS) and, in SGLang text mode, tokenizes and decodes
-   * with it. vLLM workers take only the vocabulary and EOS. Excludes `vocabSize`.
-   */
-  tokenizer?: string;
-  /** The vocabulary size without a tokenizer (at least 512), default 32000. */
-  vocabSize?: number;
-  /** vLLM: --max-model-len (default 32768). */
-  maxModelLen?: number;
-  /** vLLM: --max-logprobs (default 20). */
-  maxLogprobs?: number;
-  /** vLLM: the older `token: "token_id:N"` logprobs shape. */
-  legacyLogprobs?: boolean;
-  /** vLLM: the older serve/disagg generate (no output_mode / weight_versions, token-less chunks skipped). */
-  legacyGenerate?: boolean;
-  /** vLLM: the older abort API (no /inference/v1/abort_requests; before vLLM PR #58588). */
-  legacyAbort?: boolean;
-  /** vLLM: as `--enable-scale-out` without `--tokens-only` (no /abort_requests). */
-  enableScaleOut?: boolean;
-  /** vLLM: --enable-prompt-tokens-details. */
-  enablePromptTokensDetails?: boolean;
-  /** vLLM: --scheduling-policy (default fcfs). */
-  schedulingPolicy?: 'fcfs' | 'priority';
 }
 
 export interface SimWorkerProc {
@@ -128,33 +90,12 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
   // Absolute, so that no child's working directory matters; checked here so that a wrong path is one clear error, not N dead children.
   const tokenizer = opts.tokenizer === undefined ? undefined : resolve(opts.tokenizer);
   if (tokenizer !== undefined && !existsSync(join(tokenizer, 'tokenizer.json'))) throw new Error(`tokenizer directory ${tokenizer} has no tokenizer.json`);
+  const { workers: _workers, format: _format, port: _port, host: _host, ...options } = opts;
+  const perWorker = workerFlags({ ...options, tokenizer });
   const flags = (port: number): string[] => {
     const f = ['--host', host, '--port', String(port)];
     if (format === 'vllm') f.push('--format', 'vllm');
-    if (opts.maxModelLen !== undefined) f.push('--max-model-len', String(opts.maxModelLen));
-    if (opts.maxLogprobs !== undefined) f.push('--max-logprobs', String(opts.maxLogprobs));
-    if (opts.legacyLogprobs) f.push('--legacy-logprobs');
-    if (opts.legacyGenerate) f.push('--legacy-generate');
-    if (opts.legacyAbort) f.push('--legacy-abort');
-    if (opts.enableScaleOut) f.push('--enable-scale-out');
-    if (opts.enablePromptTokensDetails) f.push('--enable-prompt-tokens-details');
-    if (opts.schedulingPolicy !== undefined) f.push('--scheduling-policy', opts.schedulingPolicy);
-    if (opts.tokenIntervalMs !== undefined) f.push('--token-interval-ms', String(opts.tokenIntervalMs));
-    if (opts.prefillUsPerToken !== undefined) f.push('--prefill-us-per-token', String(opts.prefillUsPerToken));
-    if (opts.incremental) f.push('--incremental');
-    if (opts.text) f.push('--text');
-    if (opts.preferredSamplingParams) f.push('--preferred-sampling-params', JSON.stringify(opts.preferredSamplingParams));
-    if (opts.eosEvery !== undefined) f.push('--eos-every', String(opts.eosEvery));
-    if (opts.legacyErrors) f.push('--legacy-errors');
-    if (opts.legacySampling) f.push('--legacy-sampling');
-    if (opts.enableCustomLogitProcessor) f.push('--enable-custom-logit-processor');
-    if (opts.enableReturnHiddenStates) f.push('--enable-return-hidden-states');
-    if (opts.pageSize !== undefined) f.push('--page-size', String(opts.pageSize));
-    if (opts.modelPath !== undefined) f.push('--model-path', opts.modelPath);
-    if (opts.weightVersion !== undefined) f.push('--weight-version', opts.weightVersion);
-    if (tokenizer !== undefined) f.push('--tokenizer', tokenizer);
-    if (opts.vocabSize !== undefined) f.push('--vocab-size', String(opts.vocabSize));
-    return f;
+    return [...f, ...perWorker];
   };
 
   const notify = (slot: Slot, code: number | null, signal: NodeJS.Signals | null) => {

@@ -1,6 +1,6 @@
 // One sample of a /generate call: prefill, then one token per step until the model, the budget,
-// an abort or a fault ends it. The worker that hosts it owns sockets, faults and bookkeeping; a
-// generation only asks it to write, to wait out a hang, and to count.
+// an abort or a fault ends it. The worker core owns sockets, faults, bookkeeping and pacing
+// (scheduling.ts); the SGLang worker (worker.ts) renders and writes what a generation emits.
 
 import type { ServerResponse } from 'node:http';
 import { Answer, type WeightLabel } from './answer.ts';
@@ -9,6 +9,7 @@ import type { WorkerMetrics } from './metrics.ts';
 import { Decoder, promptLogprobs, type FinishReason, type ModelConfig } from './model.ts';
 import type { PrefixCache } from './prefix-cache.ts';
 import type { RequestSettings, SampleRequest } from './request.ts';
+import { ScheduledGeneration, type SchedulingHost } from './scheduling.ts';
 
 /** One /generate call: its response and the generations (samples) it carries. */
 export interface Call {
@@ -21,44 +22,38 @@ export interface Call {
   done: boolean;
 }
 
-/** What a generation needs from the worker that runs it. */
+/** What a generation needs from the SGLang worker that runs it. */
 export interface GenerationHost {
   readonly model: ModelConfig;
   readonly settings: RequestSettings;
   readonly incremental: boolean;
-  readonly prefillUsPerToken: number;
-  readonly tokenIntervalMs: number;
   readonly cache: PrefixCache;
   readonly metrics: WorkerMetrics;
   /** The salt of the weights the worker serves now (model.ts weightsSalt). */
   readonly weights: number;
   /** Its weight_version, JSON-encoded, as every chunk reports it. */
   readonly weightLabel: WeightLabel;
-  queued: number;
-  /** Counts a token; returns faults that came due, to run once its frame is on the wire. */
-  tokenGenerated(): (() => void) | undefined;
-  /** Runs `step` now, or once a hang is lifted. */
-  whenAwake(step: () => void): void;
-  generationEnded(g: Generation, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void;
   emit(call: Call, g: Generation, body: string, final: boolean, flushed?: () => void): void;
-  backpressured(call: Call): boolean;
 }
 
 /** scheduler_output_processor_mixin.py DEFAULT_FORCE_STREAM_INTERVAL: a unary request's output reaches the detokenizer every this many tokens. */
 const FORCE_STREAM_INTERVAL = 50;
 
-export class Generation {
+export class Generation extends ScheduledGeneration<Call> {
   readonly answer: Answer;
   private readonly decoder: Decoder;
-  private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
-  private ended = false;
   private readonly arrived = performance.now();
   private lastToken = 0;
-  private prefilled = false;
   finalBody = '';
   engineAbort: { message: string; status_code: number | null } | null = null;
 
-  constructor(private readonly w: GenerationHost, private readonly call: Call, readonly req: SampleRequest) {
+  constructor(
+    host: SchedulingHost,
+    private readonly w: GenerationHost,
+    call: Call,
+    readonly req: SampleRequest,
+  ) {
+    super(host, call, call.stream);
     this.answer = new Answer(req, {
       incremental: call.stream && w.incremental,
       text: w.settings.text,
@@ -81,14 +76,11 @@ export class Generation {
     const prompt = this.req.promptIds;
     // Like SGLang, at least one prompt token is always recomputed, and a logprob window must be.
     const cached = this.w.cache.match(prompt, Math.min(prompt.length - 1, this.req.logprobStart));
-    const delayMs = ((prompt.length - cached) * this.w.prefillUsPerToken) / 1000;
-    this.w.queued++;
-    this.schedule(delayMs, () => this.prefill(cached));
+    this.enqueue(prompt.length - cached, () => this.prefill(cached));
   }
 
   private prefill(cached: number): void {
-    this.w.queued--;
-    this.prefilled = true;
+    this.prefillDone();
     const r = this.req;
     if (r.returnLogprob) {
       const lp = promptLogprobs(r.promptIds, r.logprobStart, r.topLogprobsNum, this.w.model, this.w.weights, r.tokenIdsLogprob ?? []);
@@ -97,10 +89,10 @@ export class Generation {
     this.w.cache.insertSequence(r.promptIds);
     this.w.metrics.promptTokens.inc(r.promptIds.length);
     this.w.metrics.cachedTokens.inc(cached);
-    this.w.whenAwake(() => this.step());
+    this.awaitStep();
   }
 
-  private step(): void {
+  protected step(): void {
     this.timer = null;
     if (this.ended) return;
     if (this.decoder.finish) {
@@ -115,7 +107,7 @@ export class Generation {
     this.lastToken = now;
     this.answer.push(s);
     this.w.metrics.generationTokens.inc();
-    const due = this.w.tokenGenerated();
+    const due = this.host.tokenGenerated();
     const finish = s.finish ?? this.stopStringMatch();
     if (finish) {
       this.finish(finish, due);
@@ -134,9 +126,7 @@ export class Generation {
       due?.();
     }
     if (this.ended) return;
-    const next = () => this.w.whenAwake(() => this.step());
-    if (this.w.backpressured(this.call)) this.call.res.once('drain', () => this.schedule(this.w.tokenIntervalMs, next));
-    else this.schedule(this.w.tokenIntervalMs, next);
+    this.stepAgain();
   }
 
   /** Text mode: the scheduler's stop strings and stop regexes, on the decoded tail of the output (sim/detokenizer.ts). */
@@ -151,22 +141,11 @@ export class Generation {
     return this.req.stops.strings.length > 0 && stopPrefixPending(this.w.settings.vocab, this.answer.tokens, this.req.stops);
   }
 
-  private schedule(ms: number, fn: () => void): void {
-    this.timer = ms >= 1 ? setTimeout(fn, ms) : setImmediate(fn);
-  }
-
-  private clearTimer(): void {
-    if (this.timer === null) return;
-    clearTimeout(this.timer as NodeJS.Timeout);
-    clearImmediate(this.timer as NodeJS.Immediate);
-    this.timer = null;
-  }
-
   private finish(reason: FinishReason, flushed?: () => void): void {
     if (this.ended) return flushed?.();
     this.ended = true;
     this.clearTimer();
-    if (!this.prefilled && !this.req.startError) this.w.queued--;
+    if (!this.prefilled && !this.req.startError) this.host.queued--;
     if (reason.type === 'abort' && 'status_code' in reason && reason.status_code !== null && reason.status_code >= 500) {
       this.engineAbort = { message: reason.message, status_code: reason.status_code };
     }
@@ -174,7 +153,7 @@ export class Generation {
     const e2e = (performance.now() - this.arrived) / 1000;
     this.w.metrics.e2e.observe(e2e);
     this.w.metrics.requests.inc();
-    this.w.generationEnded(this, reason.type === 'abort' ? 'aborted' : 'finished');
+    this.host.generationEnded(this, reason.type === 'abort' ? 'aborted' : 'finished');
     this.w.emit(this.call, this, this.answer.render(reason, e2e), true, flushed);
   }
 
@@ -196,37 +175,16 @@ export class Generation {
     }
     this.ended = true;
     this.clearTimer();
-    this.w.queued--;
+    this.host.queued--;
     const e2e = (performance.now() - this.arrived) / 1000;
     this.w.metrics.e2e.observe(e2e);
     this.w.metrics.requests.inc();
-    this.w.generationEnded(this, 'aborted');
+    this.host.generationEnded(this, 'aborted');
     this.w.emit(this.call, this, this.answer.renderQueuedAbort({ type: 'abort', message: 'Abort in waiting queue' }, e2e, this.call.stream), true);
   }
 
   /** The worker's weights changed (a live weight update): the next tokens come from the new ones. */
   setWeights(weights: number): void {
     this.decoder.setWeights(weights);
-  }
-
-  /** The client went away: stop at once, nothing more to write. */
-  disconnect(): void {
-    if (this.ended) return;
-    this.halt();
-    this.w.generationEnded(this, 'disconnected');
-  }
-
-  /** A crash, reset or shutdown took the connection: stop without a word. */
-  stop(): void {
-    if (this.ended) return;
-    this.halt();
-    this.call.done = true;
-    this.w.generationEnded(this, 'killed');
-  }
-
-  private halt(): void {
-    this.ended = true;
-    this.clearTimer();
-    if (!this.prefilled) this.w.queued--;
   }
 }

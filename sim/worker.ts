@@ -1,47 +1,35 @@
 // A simulated SGLang worker: SGLang's native HTTP API (see ../../shared/docs/sglang-wire.md and
 // docs/simulator.md) over the deterministic model in model.ts, with realistic timing, a prefix
-// cache, SGLang-named metrics, and faults on command. Runs in-process (tests) or as its own
+// cache, SGLang-named metrics, and faults on command. This file is the SGLang format plug-in of
+// the worker core (core.ts: server, faults, control, pacing): it parses /generate, renders
+// answers and frames, and serves SGLang's other endpoints. Runs in-process (tests) or as its own
 // process (worker-main.ts, started by cluster.ts).
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import type { Socket } from 'node:net';
-import { FaultSchedule, parseFault, type Fault } from './faults.ts';
+import { allow, startSimWorker, MAX_TOTAL_TOKENS, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from './core.ts';
+import { FAULT_KINDS, type FaultKind } from './faults.ts';
 import { Generation, type Call, type GenerationHost } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
 import type { WeightLabel } from './answer.ts';
 import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from './model.ts';
-import { PrefixCache } from './prefix-cache.ts';
+import type { PrefixCache } from './prefix-cache.ts';
 import { BodyError, RequestError, SamplingTypeError, parseGenerate, type RequestSettings } from './request.ts';
 import { json, objectError, readBody, startStream } from './responses.ts';
+import type { Ending } from './scheduling.ts';
 import { Vocabulary, vocabularyFor } from './vocab.ts';
 
 export type { Fault, FaultKind } from './faults.ts';
+export type { SimStats, SimWorker } from './core.ts';
 
-export interface WorkerOptions {
-  host?: string;
-  /** 0 (default): a free port. */
-  port?: number;
-  /** Pause between tokens of one stream, ms; 0 = as fast as possible. Default 0. */
-  tokenIntervalMs?: number;
-  /** Prefill cost per uncached prompt token, µs. Default 20. */
-  prefillUsPerToken?: number;
+/** The SGLang worker's options: the core's, and SGLang's own (a `tokenizer` also serves text mode). */
+export interface WorkerOptions extends CoreOptions {
   /** Like SGLang's --incremental-streaming-output. Default false (cumulative chunks). */
   incremental?: boolean;
   /** Text mode (built-in vocabulary, or `tokenizer`'s). Default false: token-only, like --skip-tokenizer-init. */
   text?: boolean;
-  /**
-   * A Hugging Face model directory (tokenizer.json, tokenizer_config.json): the model generates ids
-   * of that vocabulary (its non-special tokens, ending on its EOS), and text mode tokenizes and
-   * decodes with it as SGLang does. Excludes `vocabSize`.
-   */
-  tokenizer?: string;
-  /** The vocabulary size without a tokenizer (ids 3 .. N − 1 ranked, EOS 2; at least 512). Default 32000. */
-  vocabSize?: number;
   /** Like SGLang's --preferred-sampling-params; advertised and merged under each request's. */
   preferredSamplingParams?: Record<string, unknown> | null;
-  /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
-  eosEvery?: number;
   /**
    * Older SGLang's in-band stream error: `{"error":{"message"}}` only. Default false: current
    * SGLang's `{"error":{"message","type":"invalid_request_error","code":400,"retryable":false}}`.
@@ -55,74 +43,26 @@ export interface WorkerOptions {
   enableReturnHiddenStates?: boolean;
   /** Like SGLang's --page-size: the prefix cache matches whole pages. Default 1. */
   pageSize?: number;
-  /** Like SGLang's --model-path; reported as model_path and served_model_name. Default "baton-sim". */
-  modelPath?: string;
-  /** Like SGLang's --weight-version. Default "default". Model path and version salt the model. */
-  weightVersion?: string;
-  /**
-   * true (default): a `crash` fault destroys every socket and stops listening, leaving the host
-   * process alive. false: the process kills itself with SIGKILL, as a real crash would.
-   */
-  inProcess?: boolean;
-}
-
-export interface SimStats {
-  /** Generations started (a batch or n > 1 request counts each sample). */
-  requestsStarted: number;
-  requestsFinished: number;
-  /** Ended by /abort_request or by an `abort` fault. */
-  requestsAborted: number;
-  /** Ended because the client went away (closed or reset its connection). */
-  clientDisconnects: number;
-  tokensGenerated: number;
-  inFlight: number;
-  /** Every rid seen by /generate, oldest first (the last 10 000). */
-  rids: string[];
-  tokenIntervalMs: number;
-  hung: boolean;
-  rejecting: boolean;
-  crashed: boolean;
-  pendingFaults: number;
-}
-
-export interface SimWorker {
-  url: string;
-  port: number;
-  fault(f: Fault): void;
-  stats(): SimStats;
-  close(): Promise<void>;
 }
 
 export const MODEL_NAME = DEFAULT_MODEL_PATH;
 export const SIM_VERSION = '0.1.0-baton-sim';
 const CONTEXT_LENGTH = 32768;
-const MAX_TOTAL_TOKENS = 1 << 20;
-const MAX_RIDS = 10_000;
 const FLUSH_TEXT = 'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n';
 
-export async function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
-  const w = new WorkerServer(opts);
-  await w.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
-  return {
-    url: w.url,
-    port: w.port,
-    fault: (f) => w.fault(f),
-    stats: () => w.stats(),
-    close: () => w.close(),
-  };
+export function startWorker(opts: WorkerOptions = {}): Promise<SimWorker> {
+  return startSimWorker(opts, opts.pageSize ?? 1, (core) => new SglangWorker(core, opts));
 }
 
-class WorkerServer implements GenerationHost {
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-  private readonly controlSockets = new Set<Socket>();
+class SglangWorker implements WireFormat, GenerationHost {
+  readonly faultKinds = FAULT_KINDS;
+  /** Running samples by rid (unique among running ones: parseGenerate refuses a duplicate). */
   private readonly running = new Map<string, Generation>();
   readonly cache: PrefixCache;
   readonly metrics: WorkerMetrics;
   readonly model: ModelConfig;
   readonly settings: RequestSettings;
   readonly incremental: boolean;
-  readonly prefillUsPerToken: number;
   readonly pageSize: number;
   readonly legacyErrors: boolean;
   modelPath: string;
@@ -132,24 +72,12 @@ class WorkerServer implements GenerationHost {
   readonly weightLabel: WeightLabel;
   /** A weight update waiting for the running requests to drain (update_weights_from_disk). */
   private drained: (() => void)[] = [];
-  private readonly baseInterval: number;
-  tokenIntervalMs: number;
-  private readonly schedule = new FaultSchedule();
-  private hung = false;
-  private rejecting = false;
-  private crashed = false;
-  private closing = false;
-  /** Work frozen by `hang`, resumed by `clear`. */
-  private readonly parked = new Set<() => void>();
-  private readonly held: (() => void)[] = [];
-  queued = 0;
-  private readonly counts = { requestsStarted: 0, requestsFinished: 0, requestsAborted: 0, clientDisconnects: 0, tokensGenerated: 0 };
-  private readonly rids: string[] = [];
   private readonly startedAt = Date.now() / 1000;
-  url = '';
-  port = 0;
 
-  constructor(private readonly opts: WorkerOptions) {
+  constructor(
+    private readonly core: WorkerCore,
+    private readonly opts: WorkerOptions,
+  ) {
     const vocabulary = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery });
     this.model = vocabulary.model;
     this.settings = {
@@ -163,7 +91,7 @@ class WorkerServer implements GenerationHost {
       enableReturnHiddenStates: opts.enableReturnHiddenStates ?? false,
     };
     this.pageSize = opts.pageSize ?? 1;
-    this.cache = new PrefixCache(MAX_TOTAL_TOKENS, this.pageSize);
+    this.cache = core.cache;
     this.legacyErrors = opts.legacyErrors ?? false;
     this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
     this.tokenizerPath = opts.tokenizer !== undefined ? resolve(opts.tokenizer) : this.modelPath;
@@ -171,217 +99,77 @@ class WorkerServer implements GenerationHost {
     this.weights = weightsSalt(this.modelPath, this.weightVersion);
     this.weightLabel = { versionJson: JSON.stringify(this.weightVersion) };
     this.incremental = opts.incremental ?? false;
-    this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
-    this.baseInterval = opts.tokenIntervalMs ?? 0;
-    this.tokenIntervalMs = this.baseInterval;
     this.metrics = new WorkerMetrics(this.modelPath, () => ({
-      running: this.running.size - this.queued,
-      queued: this.queued,
+      running: this.running.size - core.queued,
+      queued: core.queued,
       usedTokens: [...this.running.values()].reduce((n, g) => n + g.contextTokens, 0),
       maxTotalTokens: MAX_TOTAL_TOKENS,
     }));
-    this.server = createServer((req, res) => this.onRequest(req, res));
-    // uvicorn's keep-alive timeout as SGLang launches it (http_server.py launch_server:
-    // `uvicorn.run(..., timeout_keep_alive=5)`), so idle pooled connections close alike.
-    this.server.keepAliveTimeout = 5000;
-    this.server.on('connection', (s: Socket) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
   }
 
-  listen(host: string, port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        const addr = this.server.address();
-        this.port = typeof addr === 'object' && addr ? addr.port : port;
-        this.url = `http://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
-        resolve();
-      });
-    });
+  /** The `abort` fault: the scheduler aborts every request with a 503 (a unary one answers with it). */
+  engineFault(kind: FaultKind): void {
+    if (kind !== 'abort') return;
+    for (const g of [...this.running.values()]) g.abort({ type: 'abort', message: 'Simulated engine abort.', status_code: 503, err_type: 'ServiceUnavailable' });
   }
 
-  async close(): Promise<void> {
-    this.closing = true;
-    for (const g of this.running.values()) g.stop();
-    this.parked.clear();
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  stats(): SimStats {
-    return {
-      ...this.counts,
-      inFlight: this.running.size,
-      rids: [...this.rids],
-      tokenIntervalMs: this.tokenIntervalMs,
-      hung: this.hung,
-      rejecting: this.rejecting,
-      crashed: this.crashed,
-      pendingFaults: this.schedule.size,
-    };
-  }
-
-  // ---- faults -------------------------------------------------------------------------------
-
-  fault(f: Fault): void {
-    if (f.kind === 'slow' && f.intervalMs === undefined) throw new Error('slow needs intervalMs');
-    if ((f.afterTokens ?? 0) > 0) this.schedule.add(f);
-    else this.apply(f);
-  }
-
-  private apply(f: Fault): void {
-    if (this.crashed) return;
-    switch (f.kind) {
-      case 'crash':
-        return this.crash();
-      case 'hang':
-        this.hung = true;
-        return;
-      case 'reset':
-        return this.reset();
-      case 'reject':
-        this.rejecting = true;
-        return;
-      case 'slow':
-        this.tokenIntervalMs = f.intervalMs!;
-        return;
-      case 'abort':
-        for (const g of [...this.running.values()]) g.abort({ type: 'abort', message: 'Simulated engine abort.', status_code: 503, err_type: 'ServiceUnavailable' });
-        return;
-      case 'clear':
-        this.hung = false;
-        this.rejecting = false;
-        this.tokenIntervalMs = this.baseInterval;
-        this.schedule.clear();
-        for (const resume of [...this.parked]) resume();
-        this.parked.clear();
-        for (const replay of this.held.splice(0)) replay();
-        return;
-    }
-  }
-
-  private crash(): void {
-    if (this.opts.inProcess === false) process.kill(process.pid, 'SIGKILL');
-    this.crashed = true;
-    for (const g of this.running.values()) g.stop();
-    this.parked.clear();
-    this.held.length = 0;
-    this.server.close();
-    for (const s of this.sockets) s.destroy();
-  }
-
-  private reset(): void {
-    for (const g of [...this.running.values()]) g.stop();
-    for (const s of this.sockets) {
-      if (!s.destroyed && !this.controlSockets.has(s)) s.resetAndDestroy();
-    }
-  }
-
-  /**
-   * Counts one generated token. Faults that come due are returned as a callback the caller runs
-   * once the frame carrying that token has been handed to the kernel, so "crash after N tokens"
-   * means the client really received N tokens.
-   */
-  tokenGenerated(): (() => void) | undefined {
-    this.counts.tokensGenerated++;
-    if (this.schedule.size === 0) return undefined;
-    const due = this.schedule.tick();
-    return due.length === 0 ? undefined : () => due.forEach((f) => this.apply(f));
-  }
-
-  /** Runs `step` now, or once `clear` lifts a hang. */
-  whenAwake(step: () => void): void {
-    if (!this.hung) return step();
-    const resume = () => {
-      this.parked.delete(resume);
-      step();
-    };
-    this.parked.add(resume);
-  }
-
-  generationEnded(g: Generation, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void {
+  ended(g: Generation, how: Ending): void {
     this.running.delete(g.req.rid);
     if (this.running.size === 0 && this.drained.length > 0) for (const resume of this.drained.splice(0)) resume();
-    if (how === 'finished') this.counts.requestsFinished++;
-    else if (how === 'aborted') this.counts.requestsAborted++;
-    else if (how === 'disconnected') this.counts.clientDisconnects++;
     if (how === 'aborted' || how === 'disconnected') this.metrics.aborted.inc();
+  }
+
+  internalError(res: ServerResponse, message: string): void {
+    objectError(res, 500, message);
+  }
+
+  controlError(res: ServerResponse, message: string): void {
+    objectError(res, 400, message);
   }
 
   // ---- HTTP ---------------------------------------------------------------------------------
 
-  private onRequest(req: IncomingMessage, res: ServerResponse): void {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (this.crashed) {
-      req.socket.destroy();
-      return;
-    }
-    if (path.startsWith('/_sim/')) {
-      void this.control(path, req, res);
-      return;
-    }
-    if (this.hung) {
-      // A hung process accepts connections but never answers; `clear` serves what waited.
-      this.held.push(() => {
-        if (!req.socket.destroyed) this.onRequest(req, res);
-      });
-      return;
-    }
-    void this.route(path, req, res).catch((err: unknown) => {
-      if (!res.headersSent) objectError(res, 500, (err as Error).message ?? String(err));
-      else res.destroy();
-    });
-  }
-
-  private async route(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const method = req.method ?? 'GET';
-    const allow = (...methods: string[]) => {
-      if (methods.includes(method)) return true;
-      json(res, 405, { detail: 'Method Not Allowed' });
-      return false;
-    };
+  async route(path: string, method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const allowed = (...methods: string[]) => allow(res, method, ...methods);
     switch (path) {
       case '/generate':
-        if (!allow('POST', 'PUT')) return;
+        if (!allowed('POST', 'PUT')) return;
         return this.generate(req, res);
       case '/health':
       case '/health_generate':
-        if (!allow('GET')) return;
-        res.writeHead(this.rejecting || this.closing ? 503 : 200, { 'content-length': '0' }).end();
+        if (!allowed('GET')) return;
+        res.writeHead(this.core.healthy ? 200 : 503, { 'content-length': '0' }).end();
         return;
       case '/get_model_info':
       case '/model_info':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, this.modelInfo());
       case '/get_server_info':
       case '/server_info':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, this.serverInfo());
       case '/get_weight_version':
       case '/weight_version':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, { weight_version: this.weightVersion });
       case '/update_weight_version':
-        if (!allow('POST')) return;
+        if (!allowed('POST')) return;
         return this.updateWeightVersion(req, res);
       case '/update_weights_from_disk':
-        if (!allow('POST')) return;
+        if (!allowed('POST')) return;
         return this.updateWeightsFromDisk(req, res);
       case '/v1/models':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, {
           object: 'list',
           data: [{ id: this.modelPath, object: 'model', created: Math.floor(this.startedAt), owned_by: 'sglang', root: this.modelPath, parent: null, max_model_len: CONTEXT_LENGTH }],
         });
       case '/abort_request':
-        if (!allow('POST')) return;
+        if (!allowed('POST')) return;
         return this.abortRequest(req, res);
       case '/flush_cache': {
-        if (!allow('GET', 'POST')) return;
-        const busy = this.running.size > 0;
+        if (!allowed('GET', 'POST')) return;
+        const busy = this.core.running.size > 0;
         if (!busy) this.cache.clear();
         // SGLang answers with a bare Response(content=...) (http_server.py flush_cache): no media
         // type, so Starlette sends no Content-Type at all.
@@ -390,39 +178,14 @@ class WorkerServer implements GenerationHost {
         return;
       }
       case '/metrics': {
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         const text = await this.metrics.text();
         res.writeHead(200, { 'content-type': this.metrics.contentType }).end(text);
         return;
       }
       default:
-        return json(res, 404, { detail: 'Not Found' });
+        return notFound(res);
     }
-  }
-
-  private async control(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Control answers close their connection, so a `reset` or `crash` they trigger cannot catch
-    // a pooled control connection unawares.
-    res.setHeader('connection', 'close');
-    const socket = req.socket;
-    if (!this.controlSockets.has(socket)) {
-      this.controlSockets.add(socket);
-      socket.once('close', () => this.controlSockets.delete(socket));
-    }
-    if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, this.stats());
-    if (path === '/_sim/fault' && req.method === 'POST') {
-      let fault: Fault;
-      try {
-        fault = parseFault(JSON.parse(await readBody(req)));
-      } catch (err) {
-        return objectError(res, 400, (err as Error).message);
-      }
-      // Answer first: a `crash` or `reset` applied now would otherwise eat its own reply.
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ok: true, fault }), () => this.fault(fault));
-      return;
-    }
-    json(res, 404, { detail: 'Not Found' });
   }
 
   /** http_server.py model_info (served at /model_info and the deprecated /get_model_info). */
@@ -451,7 +214,7 @@ class WorkerServer implements GenerationHost {
       tokenizer_path: this.tokenizerPath,
       served_model_name: this.modelPath,
       host: this.opts.host ?? '127.0.0.1',
-      port: this.port,
+      port: this.core.port,
       skip_tokenizer_init: !this.settings.text,
       incremental_streaming_output: this.incremental,
       preferred_sampling_params: this.settings.preferred,
@@ -468,7 +231,7 @@ class WorkerServer implements GenerationHost {
       weight_version: this.weightVersion,
       max_total_num_tokens: MAX_TOTAL_TOKENS,
       max_req_input_len: CONTEXT_LENGTH - 1,
-      internal_states: [{ last_gen_throughput: 0, memory_usage: { kvcache: 0 }, token_interval_ms: this.tokenIntervalMs }],
+      internal_states: [{ last_gen_throughput: 0, memory_usage: { kvcache: 0 }, token_interval_ms: this.core.tokenIntervalMs }],
       version: SIM_VERSION,
     };
   }
@@ -544,7 +307,7 @@ class WorkerServer implements GenerationHost {
   }
 
   private async generate(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.rejecting || this.closing) return objectError(res, 503, 'The server is not accepting new requests.');
+    if (!this.core.healthy) return objectError(res, 503, 'The server is not accepting new requests.');
     let raw: unknown;
     try {
       raw = JSON.parse(await readBody(req));
@@ -575,12 +338,11 @@ class WorkerServer implements GenerationHost {
 
     const call: Call = { res, stream: parsed.stream, batch: parsed.batch, gens: [], open: parsed.samples.length, done: false };
     for (const sample of parsed.samples) {
-      const g = new Generation(this, call, sample);
+      const g = new Generation(this.core, this, call, sample);
       call.gens.push(g);
       this.running.set(sample.rid, g);
-      this.counts.requestsStarted++;
-      this.rids.push(sample.rid);
-      if (this.rids.length > MAX_RIDS) this.rids.splice(0, this.rids.length - MAX_RIDS);
+      this.core.started(g);
+      this.core.noteRid(sample.rid);
     }
     res.on('close', () => {
       if (call.done) return;
@@ -631,10 +393,5 @@ class WorkerServer implements GenerationHost {
       }
     }
     flushed?.();
-  }
-
-  /** Writes block when the client reads slowly; generation waits rather than buffering without bound. */
-  backpressured(call: Call): boolean {
-    return call.stream && call.res.writableNeedDrain;
   }
 }

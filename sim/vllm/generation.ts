@@ -1,10 +1,11 @@
 // One choice of a vLLM generate call: prefill, then one token per step until the model, the
-// budget, an abort or a fault ends it. The worker owns sockets, faults and bookkeeping; a
-// generation asks it to write, to wait out a hang, and to count.
+// budget, an abort or a fault ends it. The worker core owns sockets, faults, bookkeeping and
+// pacing (../scheduling.ts); the vLLM worker (worker.ts) renders and writes what a choice emits.
 
 import type { ServerResponse } from 'node:http';
 import { Decoder, INITIAL_STATE, foldToken, type ModelConfig } from '../model.ts';
 import type { PrefixCache } from '../prefix-cache.ts';
+import { ScheduledGeneration, type SchedulingHost } from '../scheduling.ts';
 import { ChoiceAnswer, ResponseShape } from './answer.ts';
 import { budgetOf, decodeParams, rawStep, vllmFinish, type VllmFinish } from './model.ts';
 import type { VllmRequest } from './request.ts';
@@ -27,23 +28,17 @@ export interface VllmCall {
   promptLogprobs: string | null;
 }
 
+/** What a choice needs from the vLLM worker that runs it. */
 export interface VllmGenerationHost {
   readonly model: ModelConfig;
-  readonly prefillUsPerToken: number;
-  readonly tokenIntervalMs: number;
   readonly weights: number;
   readonly weightVersion: string;
   readonly maxModelLen: number;
   /** The older `ChatCompletionLogProbs` shape (`token: "token_id:N"`). */
   readonly legacyLogprobs: boolean;
-  queued: number;
   cacheFor(salt: string | null): PrefixCache;
-  tokenGenerated(): (() => void) | undefined;
-  whenAwake(step: () => void): void;
-  generationEnded(g: VllmGeneration, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void;
   /** A choice produced a chunk, or finished (`final`); `flushed` runs once it is on the wire. */
   emit(call: VllmCall, g: VllmGeneration, final: boolean, flushed?: () => void): void;
-  backpressured(call: VllmCall): boolean;
 }
 
 /** vLLM's repetition check (vllm/v1/core/sched/utils.py check_sequence_repetition). */
@@ -66,17 +61,20 @@ function repeats(ids: readonly number[], p: { max_pattern_size: number; min_patt
   return false;
 }
 
-export class VllmGeneration {
+export class VllmGeneration extends ScheduledGeneration<VllmCall> {
   readonly answer: ChoiceAnswer;
   private readonly decoder: Decoder;
-  private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
-  private ended = false;
-  private prefilled = false;
   /** The finish reason once finished (null while running). */
   finish: VllmFinish | null = null;
   private readonly topK: number;
 
-  constructor(private readonly w: VllmGenerationHost, readonly call: VllmCall, readonly index: number) {
+  constructor(
+    host: SchedulingHost,
+    private readonly w: VllmGenerationHost,
+    call: VllmCall,
+    readonly index: number,
+  ) {
+    super(host, call, call.req.stream);
     const sp = call.req.sampling;
     this.answer = new ChoiceAnswer(index, sp.logprobs !== null);
     this.topK = sp.logprobs === null ? 0 : Math.max(0, sp.logprobs);
@@ -99,23 +97,20 @@ export class VllmGeneration {
     const cache = this.w.cacheFor(r.cacheSalt);
     const cached = r.sampling.prompt_logprobs !== null ? 0 : cache.match(prompt, prompt.length - 1);
     if (this.index === 0) this.call.cached = cached;
-    const delayMs = ((prompt.length - cached) * this.w.prefillUsPerToken) / 1000;
-    this.w.queued++;
-    this.schedule(delayMs, () => this.prefill());
+    this.enqueue(prompt.length - cached, () => this.prefill());
   }
 
   private prefill(): void {
-    this.w.queued--;
-    this.prefilled = true;
+    this.prefillDone();
     const r = this.call.req;
     this.w.cacheFor(r.cacheSalt).insertSequence(r.promptIds);
     if (this.index === 0 && r.sampling.prompt_logprobs !== null && !r.stream) {
       this.call.promptLogprobs = promptLogprobsJson(r.promptIds, Math.max(0, r.sampling.prompt_logprobs), this.w.model, this.w.weights);
     }
-    this.w.whenAwake(() => this.step());
+    this.awaitStep();
   }
 
-  private step(): void {
+  protected step(): void {
     this.timer = null;
     if (this.ended) return;
     const sp = this.call.req.sampling;
@@ -124,7 +119,7 @@ export class VllmGeneration {
     let entry = '';
     if (sp.logprobs !== null) entry = this.logprobEntry(before, s.token);
     this.answer.push(s.token, entry, this.w.weightVersion);
-    const due = this.w.tokenGenerated();
+    const due = this.host.tokenGenerated();
     let finish: VllmFinish | null = s.finish ? vllmFinish(s.finish.type === 'length' ? 'length' : 'stop', s.token, this.answer.count, sp, this.w.model.eosTokenId) : null;
     if (!finish && sp.repetition_detection && this.answer.count >= sp.min_tokens && repeats(this.answer.tokens, sp.repetition_detection)) finish = 'repetition';
     if (finish) {
@@ -133,9 +128,7 @@ export class VllmGeneration {
     }
     this.w.emit(this.call, this, false, due);
     if (this.ended) return;
-    const next = () => this.w.whenAwake(() => this.step());
-    if (this.w.backpressured(this.call)) this.call.res.once('drain', () => this.schedule(this.w.tokenIntervalMs, next));
-    else this.schedule(this.w.tokenIntervalMs, next);
+    this.stepAgain();
   }
 
   /** The logprobs.content entry of one token: raw logprob and rank, the top list in the engine's order. */
@@ -144,25 +137,14 @@ export class VllmGeneration {
     return this.w.legacyLogprobs ? legacyEntry(token, rv, this.topK) : entryJson(token, rv, this.topK);
   }
 
-  private schedule(ms: number, fn: () => void): void {
-    this.timer = ms >= 1 ? setTimeout(fn, ms) : setImmediate(fn);
-  }
-
-  private clearTimer(): void {
-    if (this.timer === null) return;
-    clearTimeout(this.timer as NodeJS.Timeout);
-    clearImmediate(this.timer as NodeJS.Immediate);
-    this.timer = null;
-  }
-
   private end(finish: VllmFinish, how: 'finished' | 'aborted', flushed?: () => void): void {
     if (this.ended) return flushed?.();
     this.ended = true;
     this.finish = finish;
     this.clearTimer();
-    if (!this.prefilled) this.w.queued--;
+    if (!this.prefilled) this.host.queued--;
     this.w.cacheFor(this.call.req.cacheSalt).insertSequence([...this.call.req.promptIds, ...this.answer.tokens]);
-    this.w.generationEnded(this, how);
+    this.host.generationEnded(this, how);
     this.w.emit(this.call, this, true, flushed);
   }
 
@@ -180,33 +162,12 @@ export class VllmGeneration {
   cancel(): void {
     if (this.ended) return;
     this.halt();
-    this.w.generationEnded(this, 'aborted');
-  }
-
-  /** The client went away: stop at once, nothing more to write. */
-  disconnect(): void {
-    if (this.ended) return;
-    this.halt();
-    this.w.generationEnded(this, 'disconnected');
-  }
-
-  /** A crash, reset or shutdown took the connection: stop without a word. */
-  stop(): void {
-    if (this.ended) return;
-    this.halt();
-    this.call.done = true;
-    this.w.generationEnded(this, 'killed');
+    this.host.generationEnded(this, 'aborted');
   }
 
   /** The worker's weights changed: the next tokens come from the new ones. */
   setWeights(weights: number): void {
     this.decoder.setWeights(weights);
-  }
-
-  private halt(): void {
-    this.ended = true;
-    this.clearTimer();
-    if (!this.prefilled) this.w.queued--;
   }
 }
 

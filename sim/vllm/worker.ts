@@ -2,39 +2,29 @@
 // (`vllm serve --tokens-only`: POST /inference/v1/generate, /inference/v1/abort_requests,
 // /abort_requests, /health, /v1/models, /load, ...) over the same deterministic model as the
 // SGLang worker, with the same timing options and faults. docs/simulator.md ("Simulated vLLM workers") cites vLLM's source for each
-// behaviour. Runs in-process (tests) or as its own process (worker-main.ts --format vllm).
+// behaviour. This file is the vLLM format plug-in of the worker core (../core.ts: server, faults,
+// control, pacing): it parses generate calls, renders answers and frames, and serves vLLM's other
+// endpoints. Runs in-process (tests) or as its own process (worker-main.ts --format vllm).
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
-import { FaultSchedule, parseFault, VLLM_FAULT_KINDS, type Fault } from '../faults.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { allow, startSimWorker, json, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from '../core.ts';
+import { VLLM_FAULT_KINDS, type FaultKind } from '../faults.ts';
 import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from '../model.ts';
 import { vocabularyFor } from '../vocab.ts';
-import { PrefixCache } from '../prefix-cache.ts';
+import type { PrefixCache } from '../prefix-cache.ts';
 import { BodyError } from '../request.ts';
 import { readBody } from '../responses.ts';
-import type { SimStats, SimWorker } from '../worker.ts';
+import type { Ending } from '../scheduling.ts';
 import { ResponseShape, errorBody, streamErrorFrame, type UsageNumbers } from './answer.ts';
 import { VllmGeneration, type VllmCall, type VllmGenerationHost } from './generation.ts';
 import { EngineError, ServingError, ValidationFailure, parseVllmGenerate, type VllmSettings } from './request.ts';
 
-export interface VllmWorkerOptions {
-  host?: string;
-  /** 0 (default): a free port. */
-  port?: number;
-  /** Pause between tokens of one stream, ms; 0 = as fast as possible. Default 0. */
-  tokenIntervalMs?: number;
-  /** Prefill cost per uncached prompt token, µs. Default 20. */
-  prefillUsPerToken?: number;
-  /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
-  eosEvery?: number;
-  /** A Hugging Face model directory: its vocabulary size, its non-special ids and its EOS (the API stays token-only). */
-  tokenizer?: string;
-  /** The vocabulary size without a tokenizer (at least 512). Default 32000. */
-  vocabSize?: number;
-  /** The model path; also the served model name (`id` in /v1/models). Default "baton-sim". */
-  modelPath?: string;
-  /** The weight-version label (vLLM starts with "default"). Model path and label salt the model. */
-  weightVersion?: string;
+/**
+ * The vLLM worker's options: the core's (a `tokenizer` gives only its vocabulary size, non-special
+ * ids and EOS: the API stays token-only; the model path is the served model name, `id` in
+ * /v1/models), and vLLM's own.
+ */
+export interface VllmWorkerOptions extends CoreOptions {
   /** --max-model-len. Default 32768. */
   maxModelLen?: number;
   /** Prefix-cache block size (vLLM's --block-size). Default 16. */
@@ -69,68 +59,40 @@ export interface VllmWorkerOptions {
   enablePromptTokensDetails?: boolean;
   /** --scheduling-policy. Default "fcfs" (non-zero priority is refused). */
   schedulingPolicy?: 'fcfs' | 'priority';
-  /** true (default): `crash` destroys sockets and stops listening; false: SIGKILL the process. */
-  inProcess?: boolean;
 }
 
 export const VLLM_SIM_VERSION = '0.1.0-baton-sim-vllm';
-const MAX_TOTAL_TOKENS = 1 << 20;
-const MAX_RIDS = 10_000;
-const MAX_SALTED_CACHES = 64;
 const ENGINE_DEAD_MESSAGE = 'EngineCore encountered an issue. See stack trace (above) for the root cause.';
 
-export async function startVllmWorker(opts: VllmWorkerOptions = {}): Promise<SimWorker> {
-  const w = new VllmWorkerServer(opts);
-  await w.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
-  return { url: w.url, port: w.port, fault: (f) => w.fault(f), stats: () => w.stats(), close: () => w.close() };
+export function startVllmWorker(opts: VllmWorkerOptions = {}): Promise<SimWorker> {
+  return startSimWorker(opts, opts.pageSize ?? 16, (core) => new VllmWorker(core, opts));
 }
 
-function json(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-class VllmWorkerServer implements VllmGenerationHost {
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-  private readonly controlSockets = new Set<Socket>();
+class VllmWorker implements WireFormat, VllmGenerationHost {
+  readonly faultKinds = VLLM_FAULT_KINDS;
   /** Running choices by the engine's external request id (duplicates allowed, as in vLLM). */
   private readonly running = new Map<string, Set<VllmGeneration>>();
-  private readonly all = new Set<VllmGeneration>();
   readonly model: ModelConfig;
   readonly settings: VllmSettings;
-  readonly prefillUsPerToken: number;
   readonly maxModelLen: number;
   readonly legacyLogprobs: boolean;
   private readonly legacyGenerate: boolean;
   private readonly promptDetails: boolean;
   /** The abort paths served (vLLM's attach_router: by version and flags). */
   private readonly abortPaths: ReadonlySet<string>;
-  private readonly pageSize: number;
-  private readonly cache: PrefixCache;
-  private readonly salted = new Map<string, PrefixCache>();
   readonly modelPath: string;
   weightVersion: string;
   weights: number;
-  private readonly baseInterval: number;
-  tokenIntervalMs: number;
-  private readonly schedule = new FaultSchedule();
-  private hung = false;
-  private rejecting = false;
-  private crashed = false;
-  private closing = false;
-  private readonly parked = new Set<() => void>();
-  private readonly held: (() => void)[] = [];
-  queued = 0;
   /** @load_aware_call's server_load_metrics: generate calls not yet answered. */
   private load = 0;
-  private readonly counts = { requestsStarted: 0, requestsFinished: 0, requestsAborted: 0, clientDisconnects: 0, tokensGenerated: 0 };
-  private readonly promptTokens = { total: 0, generation: 0, success: 0 };
-  private readonly rids: string[] = [];
+  /** vllm:prompt_tokens_total and vllm:request_success_total (generation tokens are the core's count). */
+  private readonly promptTokens = { total: 0, success: 0 };
   private readonly startedAt = Math.floor(Date.now() / 1000);
-  url = '';
-  port = 0;
 
-  constructor(private readonly opts: VllmWorkerOptions) {
+  constructor(
+    private readonly core: WorkerCore,
+    opts: VllmWorkerOptions,
+  ) {
     this.model = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery }).model;
     this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
     this.maxModelLen = opts.maxModelLen ?? 32768;
@@ -143,7 +105,6 @@ class VllmWorkerServer implements VllmGenerationHost {
       schedulingPolicy: opts.schedulingPolicy ?? 'fcfs',
       maxNumSeqs: 256,
     };
-    this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
     this.legacyLogprobs = opts.legacyLogprobs ?? false;
     this.legacyGenerate = opts.legacyGenerate ?? false;
     this.promptDetails = opts.enablePromptTokensDetails ?? false;
@@ -151,245 +112,85 @@ class VllmWorkerServer implements VllmGenerationHost {
     if (!(opts.legacyAbort || this.legacyGenerate)) abortPaths.add('/inference/v1/abort_requests');
     if (!opts.enableScaleOut) abortPaths.add('/abort_requests');
     this.abortPaths = abortPaths;
-    this.pageSize = opts.pageSize ?? 16;
-    this.cache = new PrefixCache(MAX_TOTAL_TOKENS, this.pageSize);
     this.weightVersion = opts.weightVersion ?? DEFAULT_WEIGHT_VERSION;
     this.weights = weightsSalt(this.modelPath, this.weightVersion);
-    this.baseInterval = opts.tokenIntervalMs ?? 0;
-    this.tokenIntervalMs = this.baseInterval;
-    this.server = createServer((req, res) => this.onRequest(req, res));
-    this.server.keepAliveTimeout = 5000;
-    this.server.on('connection', (s: Socket) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
   }
 
-  listen(host: string, port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        const addr = this.server.address();
-        this.port = typeof addr === 'object' && addr ? addr.port : port;
-        this.url = `http://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
-        resolve();
-      });
-    });
-  }
-
-  async close(): Promise<void> {
-    this.closing = true;
-    for (const g of [...this.all]) g.stop();
-    this.parked.clear();
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  stats(): SimStats {
-    return {
-      ...this.counts,
-      inFlight: this.all.size,
-      rids: [...this.rids],
-      tokenIntervalMs: this.tokenIntervalMs,
-      hung: this.hung,
-      rejecting: this.rejecting,
-      crashed: this.crashed,
-      pendingFaults: this.schedule.size,
-    };
-  }
-
-  /** A prefix cache per cache_salt: a salted prompt never hits another salt's blocks. */
   cacheFor(salt: string | null): PrefixCache {
-    if (salt === null) return this.cache;
-    let c = this.salted.get(salt);
-    if (!c) {
-      c = new PrefixCache(MAX_TOTAL_TOKENS / MAX_SALTED_CACHES, this.pageSize);
-      if (this.salted.size >= MAX_SALTED_CACHES) this.salted.delete(this.salted.keys().next().value!);
-      this.salted.set(salt, c);
-    }
-    return c;
+    return this.core.cacheFor(salt);
   }
 
-  // ---- faults -------------------------------------------------------------------------------
-
-  fault(f: Fault): void {
-    if (f.kind === 'slow' && f.intervalMs === undefined) throw new Error('slow needs intervalMs');
-    if ((f.afterTokens ?? 0) > 0) this.schedule.add(f);
-    else this.apply(f);
+  engineFault(kind: FaultKind): void {
+    const running = [...(this.core.running as Set<VllmGeneration>)];
+    // The engine aborts everything it runs (as /pause?mode=abort does): finish_reason "abort".
+    if (kind === 'abort') for (const g of running) g.abort();
+    // A retryable request-level internal error (e.g. a KV load failure): finish_reason "error".
+    else if (kind === 'error') for (const g of running) g.fail();
   }
 
-  private apply(f: Fault): void {
-    if (this.crashed) return;
-    switch (f.kind) {
-      case 'crash':
-        if (this.opts.inProcess === false) process.kill(process.pid, 'SIGKILL');
-        this.crashed = true;
-        for (const g of [...this.all]) g.stop();
-        this.parked.clear();
-        this.held.length = 0;
-        this.server.close();
-        for (const s of this.sockets) s.destroy();
-        return;
-      case 'hang':
-        this.hung = true;
-        return;
-      case 'reset':
-        for (const g of [...this.all]) g.stop();
-        for (const s of this.sockets) if (!s.destroyed && !this.controlSockets.has(s)) s.resetAndDestroy();
-        return;
-      case 'reject':
-        this.rejecting = true;
-        return;
-      case 'slow':
-        this.tokenIntervalMs = f.intervalMs!;
-        return;
-      case 'abort':
-        // The engine aborts everything it runs (as /pause?mode=abort does): finish_reason "abort".
-        for (const g of [...this.all]) g.abort();
-        return;
-      case 'error':
-        // A retryable request-level internal error (e.g. a KV load failure): finish_reason "error".
-        for (const g of [...this.all]) g.fail();
-        return;
-      case 'clear':
-        this.hung = false;
-        this.rejecting = false;
-        this.tokenIntervalMs = this.baseInterval;
-        this.schedule.clear();
-        for (const resume of [...this.parked]) resume();
-        this.parked.clear();
-        for (const replay of this.held.splice(0)) replay();
-        return;
-    }
-  }
-
-  tokenGenerated(): (() => void) | undefined {
-    this.counts.tokensGenerated++;
-    this.promptTokens.generation++;
-    if (this.schedule.size === 0) return undefined;
-    const due = this.schedule.tick();
-    return due.length === 0 ? undefined : () => due.forEach((f) => this.apply(f));
-  }
-
-  whenAwake(step: () => void): void {
-    if (!this.hung) return step();
-    const resume = () => {
-      this.parked.delete(resume);
-      step();
-    };
-    this.parked.add(resume);
-  }
-
-  generationEnded(g: VllmGeneration, how: 'finished' | 'aborted' | 'disconnected' | 'killed'): void {
-    this.all.delete(g);
+  ended(g: VllmGeneration, how: Ending): void {
     const set = this.running.get(g.call.req.requestId);
     if (set) {
       set.delete(g);
       if (set.size === 0) this.running.delete(g.call.req.requestId);
     }
-    if (how === 'finished') {
-      this.counts.requestsFinished++;
-      this.promptTokens.success++;
-    } else if (how === 'aborted') this.counts.requestsAborted++;
-    else if (how === 'disconnected') this.counts.clientDisconnects++;
+    if (how === 'finished') this.promptTokens.success++;
+  }
+
+  internalError(res: ServerResponse, message: string): void {
+    json(res, 500, errorBody(message, 'InternalServerError', 500, null));
+  }
+
+  controlError(res: ServerResponse, message: string): void {
+    json(res, 400, JSON.stringify({ object: 'error', message, type: '400', param: null, code: 400 }));
   }
 
   // ---- HTTP ---------------------------------------------------------------------------------
 
-  private onRequest(req: IncomingMessage, res: ServerResponse): void {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (this.crashed) {
-      req.socket.destroy();
-      return;
-    }
-    if (path.startsWith('/_sim/')) {
-      void this.control(path, req, res);
-      return;
-    }
-    if (this.hung) {
-      this.held.push(() => {
-        if (!req.socket.destroyed) this.onRequest(req, res);
-      });
-      return;
-    }
-    void this.route(path, req, res).catch((err: unknown) => {
-      if (!res.headersSent) json(res, 500, errorBody((err as Error).message ?? String(err), 'InternalServerError', 500, null));
-      else res.destroy();
-    });
-  }
-
-  private async route(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const method = req.method ?? 'GET';
-    const allow = (...methods: string[]) => {
-      if (methods.includes(method)) return true;
-      json(res, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
-      return false;
-    };
+  async route(path: string, method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const allowed = (...methods: string[]) => allow(res, method, ...methods);
     switch (path) {
       case '/inference/v1/generate':
-        if (!allow('POST')) return;
+        if (!allowed('POST')) return;
         return this.generate(req, res);
       case '/inference/v1/abort_requests':
       case '/abort_requests':
-        if (!this.abortPaths.has(path)) return json(res, 404, JSON.stringify({ detail: 'Not Found' }));
-        if (!allow('POST')) return;
+        if (!this.abortPaths.has(path)) return notFound(res);
+        if (!allowed('POST')) return;
         return this.abortRequests(req, res);
       case '/health':
-        if (!allow('GET')) return;
-        res.writeHead(this.rejecting || this.closing ? 503 : 200, { 'content-length': '0' }).end();
+        if (!allowed('GET')) return;
+        res.writeHead(this.core.healthy ? 200 : 503, { 'content-length': '0' }).end();
         return;
       case '/ping':
-        if (!allow('GET', 'POST')) return;
-        res.writeHead(this.rejecting || this.closing ? 503 : 200, { 'content-length': '0' }).end();
+        if (!allowed('GET', 'POST')) return;
+        res.writeHead(this.core.healthy ? 200 : 503, { 'content-length': '0' }).end();
         return;
       case '/load':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, JSON.stringify({ server_load: this.load }));
       case '/version':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, JSON.stringify({ version: VLLM_SIM_VERSION }));
       case '/v1/models':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, JSON.stringify(this.models()));
       case '/weight_info':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         return json(res, 200, JSON.stringify({ weight_version: this.weightVersion }));
       case '/update_weight_version':
-        if (!allow('POST')) return;
+        if (!allowed('POST')) return;
         return this.updateWeightVersion(req, res, 'new_version', true);
       case '/finish_weight_update':
-        if (!allow('POST')) return;
+        if (!allowed('POST')) return;
         return this.updateWeightVersion(req, res, 'weight_version', false);
       case '/metrics':
-        if (!allow('GET')) return;
+        if (!allowed('GET')) return;
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(this.metricsText());
         return;
       default:
-        return json(res, 404, JSON.stringify({ detail: 'Not Found' }));
+        return notFound(res);
     }
-  }
-
-  private async control(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    res.setHeader('connection', 'close');
-    const socket = req.socket;
-    if (!this.controlSockets.has(socket)) {
-      this.controlSockets.add(socket);
-      socket.once('close', () => this.controlSockets.delete(socket));
-    }
-    if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, JSON.stringify(this.stats()));
-    if (path === '/_sim/fault' && req.method === 'POST') {
-      let fault: Fault;
-      try {
-        fault = parseFault(JSON.parse(await readBody(req)), VLLM_FAULT_KINDS);
-      } catch (err) {
-        return json(res, 400, JSON.stringify({ object: 'error', message: (err as Error).message, type: '400', param: null, code: 400 }));
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ok: true, fault }), () => this.fault(fault));
-      return;
-    }
-    json(res, 404, JSON.stringify({ detail: 'Not Found' }));
   }
 
   /** GET /v1/models: ModelList of one ModelCard (serve/engine/protocol.py). */
@@ -407,7 +208,7 @@ class VllmWorkerServer implements VllmGenerationHost {
           max_model_len: this.maxModelLen,
           permission: [
             {
-              id: `modelperm-${this.startedAt.toString(16)}${this.port}`,
+              id: `modelperm-${this.startedAt.toString(16)}${this.core.port}`,
               object: 'model_permission',
               created: this.startedAt,
               allow_create_engine: false,
@@ -427,13 +228,13 @@ class VllmWorkerServer implements VllmGenerationHost {
   }
 
   private metricsText(): string {
-    const running = this.all.size - this.queued;
+    const running = this.core.running.size - this.core.queued;
     const label = `{model_name=${JSON.stringify(this.modelPath)}}`;
     return (
       `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running${label} ${running}\n` +
-      `# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting${label} ${this.queued}\n` +
+      `# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting${label} ${this.core.queued}\n` +
       `# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total${label} ${this.promptTokens.total}\n` +
-      `# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total${label} ${this.promptTokens.generation}\n` +
+      `# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total${label} ${this.core.counts.tokensGenerated}\n` +
       `# TYPE vllm:request_success_total counter\nvllm:request_success_total${label} ${this.promptTokens.success}\n`
     );
   }
@@ -494,7 +295,7 @@ class VllmWorkerServer implements VllmGenerationHost {
     }
     this.weightVersion = v;
     this.weights = weightsSalt(this.modelPath, v);
-    for (const g of this.all) g.setWeights(this.weights);
+    for (const g of this.core.running as Set<VllmGeneration>) g.setWeights(this.weights);
     if (required) return json(res, 200, JSON.stringify({ success: true, new_version: v }));
     json(res, 200, JSON.stringify({ message: 'Weight update finished' }));
   }
@@ -523,7 +324,7 @@ class VllmWorkerServer implements VllmGenerationHost {
       throw err;
     }
     // _preflight: a dead engine (the `reject` fault) raises EngineDeadError: 500 before any stream.
-    if (this.rejecting || this.closing) return json(res, 500, errorBody(ENGINE_DEAD_MESSAGE, 'InternalServerError', 500, null));
+    if (!this.core.healthy) return json(res, 500, errorBody(ENGINE_DEAD_MESSAGE, 'InternalServerError', 500, null));
     if (res.destroyed || req.socket.destroyed) return;
     this.load++;
     res.once('close', () => this.load--);
@@ -545,17 +346,15 @@ class VllmWorkerServer implements VllmGenerationHost {
     }
     // The input processor runs when the response generator first iterates: in band for a stream.
     if (parsed.engineError) return this.engineRefusal(call, parsed.engineError);
-    this.rids.push(parsed.requestId);
-    if (this.rids.length > MAX_RIDS) this.rids.splice(0, this.rids.length - MAX_RIDS);
+    this.core.noteRid(parsed.requestId);
     this.promptTokens.total += parsed.promptIds.length;
     let set = this.running.get(parsed.requestId);
     if (!set) this.running.set(parsed.requestId, (set = new Set()));
     for (let i = 0; i < parsed.sampling.n; i++) {
-      const g = new VllmGeneration(this, call, i);
+      const g = new VllmGeneration(this.core, this, call, i);
       call.gens.push(g);
       set.add(g);
-      this.all.add(g);
-      this.counts.requestsStarted++;
+      this.core.started(g);
     }
     res.on('close', () => {
       if (call.done) return;
@@ -634,9 +433,5 @@ class VllmWorkerServer implements VllmGenerationHost {
       json(call.res, 200, text);
     }
     flushed?.();
-  }
-
-  backpressured(call: VllmCall): boolean {
-    return call.req.stream && call.res.writableNeedDrain;
   }
 }
