@@ -29,6 +29,7 @@ import { VllmMalformedBody } from './format/vllm/request.ts';
 import type { FormatRequest, WireFormat } from './format/types.ts';
 import { LogicalRequest, type LoopContext } from './migration/logical-request.ts';
 import { passThrough } from './upstream/passthrough.ts';
+import { classifyTransportError } from './migration/failure.ts';
 import type { TraceRow } from './trace/row.ts';
 import { ServedModels } from './format/openai/models.ts';
 import { addOpenAiRoutes, reportedModels } from './openai-api.ts';
@@ -322,7 +323,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     const ac = new AbortController();
     res.on('close', () => { if (!res.writableFinished) ac.abort(); });
     worker.inFlight++;
-    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, format.generatePath, upstreamHeaders, config.clientWriteTimeoutMs);
+    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, classifyTransportError, format.generatePath, upstreamHeaders, config.clientWriteTimeoutMs);
     worker.inFlight--;
     const ended = Date.now();
     const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
