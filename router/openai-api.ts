@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { FrontContext } from './format/fronts.ts';
 import { requestIdHeaders, type Front, type Parsed } from './http/request-path.ts';
+import { httpError } from './http/admin-api.ts';
 import { reportedModels, type WorkerPool } from './pool/worker-pool.ts';
 import { formatNamed } from './format/registry.ts';
 import type { FormatName, WireFormat } from './format/types.ts';
@@ -31,13 +32,6 @@ export function contextLengthFor(pool: Pick<WorkerPool, 'list' | 'maxReqLen'>, f
     if (min === null || w.contextLength < min) min = w.contextLength;
   }
   return min;
-}
-
-/** SGLang's error body for its other endpoints (the workers' /v1/models passed on). */
-function httpError(res: ServerResponse, status: number, message: string, type: string): void {
-  const text = JSON.stringify({ object: 'error', message, type, param: null, code: status });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
-  res.end(text);
 }
 
 /**
