@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { FrontContext } from '../format/fronts.ts';
 import type { Front, Parsed } from '../http/request-path.ts';
 import { requestIdHeaders } from '../http/request-path.ts';
-import { MAX_JSON_DEPTH, hasLossyNumber, isJsonContentType, jsonDepthExceeds, mayHoldLossyNumber } from '../http/guards.ts';
+import { hasLossyNumber, isJsonContentType, mayHoldLossyNumber, unparseableBody } from '../http/guards.ts';
 import { reportedModels } from '../pool/worker-pool.ts';
 import type { ServedModels } from '../format/openai/models.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
@@ -86,7 +86,7 @@ function generateFront(models: ServedModels, pool: WorkerPool): Front {
       // Python's json refuses bytes that are not UTF-8, and recursion past its limit; FastAPI then
       // says only this. The depth cap also keeps JSON.stringify (which recurses) from overflowing
       // when the body is forwarded (see jsonDepthExceeds).
-      if ((text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) || jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      if (unparseableBody(raw, text)) {
         httpException(res, 400, BODY_PARSE_ERROR);
         return null;
       }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { FrontContext } from '../fronts.ts';
 import { requestIdHeaders, type Front, type Parsed } from '../../http/request-path.ts';
 import { readBody } from '../../http/body.ts';
-import { MAX_JSON_DEPTH, hasLossyNumber, jsonDepthExceeds, mayHoldLossyNumber } from '../../http/guards.ts';
+import { hasLossyNumber, mayHoldLossyNumber, unparseableBody } from '../../http/guards.ts';
 import type { FormatRequest } from '../types.ts';
 import { VLLM } from './index.ts';
 import { VllmMalformedBody } from './request.ts';
@@ -22,7 +22,7 @@ const GENERATE: Front = {
   noWorker: (res, headers) => objectError(res, 503, 'no healthy worker available', '503', headers),
   parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null {
     const text = raw.toString('utf8');
-    if ((text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) || jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    if (unparseableBody(raw, text)) {
       VLLM.writeRequestError(res, false, 400, BODY_PARSE_ERROR);
       return null;
     }
