@@ -4,25 +4,16 @@
 // (SGLang's /generate or vLLM's /inference/v1/generate): format/openai/.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Routes } from './http/routes.ts';
-import { BodyError, readBody } from './http/body.ts';
-import type { WorkerPool } from './pool/worker-pool.ts';
+import type { FrontContext } from './format/fronts.ts';
+import { requestIdHeaders, type Front, type Parsed } from './http/request-path.ts';
+import { httpError } from './http/admin-api.ts';
+import { reportedModels, type WorkerPool } from './pool/worker-pool.ts';
 import { formatNamed } from './format/registry.ts';
-import type { FormatName, FormatRequest, WireFormat } from './format/types.ts';
+import type { FormatName, WireFormat } from './format/types.ts';
 import { OpenAiError, parseOpenAi, type OpenAiKind } from './format/openai/request.ts';
 import { openAiOver, writeOpenAiError } from './format/openai/index.ts';
-import type { ServedModels } from './format/openai/models.ts';
-import { isHeaderSafe } from './http/guards.ts';
 
-export interface OpenAiDeps {
-  pool: WorkerPool;
-  models: ServedModels;
-  maxBodyBytes: number;
-  bodyTimeoutMs: number;
-  /** Whether the router may take one more request (its concurrency limit). */
-  admit(): (() => void) | null;
-  serve(format: WireFormat, req: IncomingMessage, res: ServerResponse, r: { parsed: FormatRequest; text: string; id: string; idHeaders: Record<string, string>; passthrough: boolean; rids: string[] }): Promise<void>;
-}
+export { reportedModels } from './pool/worker-pool.ts';
 
 /** Worker formats that can serve the front, in order of preference. */
 const TOKEN_FORMATS: FormatName[] = ['sglang', 'vllm'];
@@ -43,15 +34,29 @@ export function contextLengthFor(pool: Pick<WorkerPool, 'list' | 'maxReqLen'>, f
   return min;
 }
 
-/** The model names the probed workers report. */
-export function reportedModels(pool: WorkerPool): string[] {
-  const out = new Set<string>();
-  for (const w of pool.list()) if (w.modelPath !== null && w.probed) out.add(w.modelPath);
-  return [...out];
+/**
+ * The OpenAI front's routes with tokenizers; without, GET /v1/models is the workers' own (the
+ * first eligible worker's answer, passed on).
+ */
+export function addOpenAiFront(c: FrontContext): void {
+  const { routes, pool, config } = c;
+  if (!c.models.empty) return addOpenAiRoutes(c);
+  routes.add('GET', '/v1/models', async (_req, res) => {
+    const w = pool.pick(new Set());
+    if (!w) return httpError(res, 503, 'no healthy worker available', 'ServiceUnavailableError');
+    try {
+      const up = await w.pool.request({ path: '/v1/models', method: 'GET', signal: AbortSignal.timeout(config.healthTimeoutMs) });
+      const body = await up.body.text();
+      res.writeHead(up.statusCode, { 'content-type': 'application/json' });
+      res.end(body);
+    } catch (err) {
+      httpError(res, 502, `worker ${w.url} did not answer /v1/models: ${(err as Error).message}`, 'BadGatewayError');
+    }
+  }, false);
 }
 
-export function addOpenAiRoutes(routes: Routes, deps: OpenAiDeps): void {
-  const { pool, models } = deps;
+function addOpenAiRoutes(c: FrontContext): void {
+  const { routes, pool, models } = c;
   const reported = () => reportedModels(pool);
 
   /** The worker format whose eligible workers serve `model` (SGLang first), or null. */
@@ -68,53 +73,45 @@ export function addOpenAiRoutes(routes: Routes, deps: OpenAiDeps): void {
     return (f ? contextLengthFor(pool, f.workers) : null) ?? tokLen;
   };
 
-  async function completion(kind: OpenAiKind, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, deps.maxBodyBytes, deps.bodyTimeoutMs);
-    } catch (err) {
-      const e = err as BodyError;
-      return writeOpenAiError(res, e.status ?? 400, e.message, null, { connection: 'close' });
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(raw.toString('utf8'));
-    } catch (err) {
-      return writeOpenAiError(res, 400, `the body is not JSON: ${(err as Error).message}`);
-    }
-    let oreq;
-    try {
-      oreq = parseOpenAi(kind, json, {
-        tokenizer: (m) => models.lookup(m, reported()),
-        contextLength: (m, tok) => contextLength(m, tok.contextLength),
-      });
-    } catch (err) {
-      if (err instanceof OpenAiError) return writeOpenAiError(res, err.status, err.message, err.param, {}, err.type);
-      throw err;
-    }
-    const native = workerFormat(oreq.model);
-    if (!native) return writeOpenAiError(res, 503, `no healthy worker serves model ${oreq.model}`);
-    const { format, request } = openAiOver(native, oreq);
-    const header = req.headers['x-request-id'];
-    const id = (typeof header === 'string' && header.length > 0 && header.length <= 256 ? header : null) ?? randomUUID().replace(/-/g, '');
-    const idHeaders: Record<string, string> = isHeaderSafe(id) && id.length <= 1024 ? { 'x-request-id': id } : {};
-    await deps.serve(format, req, res, { parsed: request, text: '', id, idHeaders, passthrough: false, rids: [] });
-  }
+  /** /v1/completions or /v1/chat/completions: the front's parse and error shapes. */
+  const front = (kind: OpenAiKind): Front => ({
+    busy: (res) => writeOpenAiError(res, 503, 'router is at its limit of concurrent requests', null, { 'retry-after': '1' }),
+    bodyError: (res, status, message) => writeOpenAiError(res, status, message, null, { connection: 'close' }),
+    parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null {
+      let json: unknown;
+      try {
+        json = JSON.parse(raw.toString('utf8'));
+      } catch (err) {
+        writeOpenAiError(res, 400, `the body is not JSON: ${(err as Error).message}`);
+        return null;
+      }
+      let oreq;
+      try {
+        oreq = parseOpenAi(kind, json, {
+          tokenizer: (m) => models.lookup(m, reported()),
+          contextLength: (m, tok) => contextLength(m, tok.contextLength),
+        });
+      } catch (err) {
+        if (err instanceof OpenAiError) {
+          writeOpenAiError(res, err.status, err.message, err.param, {}, err.type);
+          return null;
+        }
+        throw err;
+      }
+      const native = workerFormat(oreq.model);
+      if (!native) {
+        writeOpenAiError(res, 503, `no healthy worker serves model ${oreq.model}`);
+        return null;
+      }
+      const { format, request } = openAiOver(native, oreq);
+      const header = req.headers['x-request-id'];
+      const id = (typeof header === 'string' && header.length > 0 && header.length <= 256 ? header : null) ?? randomUUID().replace(/-/g, '');
+      return { format, parsed: request, text: '', id, idHeaders: requestIdHeaders(id), passthrough: false, rids: [] };
+    },
+  });
 
-  const route = (kind: OpenAiKind) => async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const release = deps.admit();
-    if (!release) {
-      req.resume();
-      return writeOpenAiError(res, 503, 'router is at its limit of concurrent requests', null, { 'retry-after': '1' });
-    }
-    try {
-      await completion(kind, req, res);
-    } finally {
-      release();
-    }
-  };
-  routes.add('POST', '/v1/completions', route('completion'), false);
-  routes.add('POST', '/v1/chat/completions', route('chat'), false);
+  routes.add('POST', '/v1/completions', c.path.route(front('completion')), false);
+  routes.add('POST', '/v1/chat/completions', c.path.route(front('chat')), false);
   routes.add('GET', '/v1/models', (_req, res) => {
     const created = Math.floor(Date.now() / 1000);
     const data = models.names(reported()).map((id) => ({ id, object: 'model', created, owned_by: 'baton', root: id, parent: null, max_model_len: contextLength(id, null) }));

@@ -23,6 +23,14 @@ export function isJsonContentType(header: string | undefined): boolean {
 export const MAX_JSON_DEPTH = 512;
 
 /**
+ * A body Python's json would refuse before parsing (FastAPI: "There was an error parsing the
+ * body"): bytes that are not UTF-8 (`text` is `raw` decoded), or nesting past MAX_JSON_DEPTH.
+ */
+export function unparseableBody(raw: Buffer, text: string): boolean {
+  return (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) || jsonDepthExceeds(text, MAX_JSON_DEPTH);
+}
+
+/**
  * Whether JSON text nests deeper than `max`. V8's JSON.parse accepts a million levels, but
  * JSON.stringify recurses and throws past about ten thousand: a small valid body with a deep
  * opaque field would parse, be admitted, and blow up when forwarded. A scan of the bytes, not a

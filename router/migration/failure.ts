@@ -3,19 +3,10 @@
 // message (each format reads its in-band marks: format/<name>/failure.ts). `evidence` records
 // what the decision was read from, for the attempt's trace row. What is classified here is the
 // same for every format: the HTTP status before the body, and transport errors.
-import type { ErrorKind } from '../trace/row.ts';
+import type { ErrorKind, Failure } from '../trace/row.ts';
+import type { TransportFact } from '../upstream/attempt.ts';
 
-export interface Failure {
-  kind: ErrorKind;
-  message: string;
-  /** HTTP status to show the client when this failure is passed through or exhausts migration. */
-  status: number;
-  /** What the classification was read from (trace rows: `error_evidence`). */
-  evidence?: string;
-  /** For pass-through failures: the worker's own body, forwarded as SGLang wrote it. */
-  body?: Buffer;
-  contentType?: string;
-}
+export type { Failure } from '../trace/row.ts';
 
 /** true: the attempt may be continued elsewhere (if admitted and within the limit). */
 export const MIGRATES: Record<ErrorKind, boolean> = {
@@ -99,6 +90,27 @@ export function classifyTransportError(err: unknown, responseStarted: boolean): 
   const message = `${e.code ?? e.name ?? 'Error'}: ${e.message ?? String(err)}`;
   if (e.code !== undefined && CONNECT_CODES.has(e.code)) return { kind: 'connect', message, status: 502, evidence: `transport error ${e.code}: worker unreachable` };
   return { kind: 'stream_broken', message, status: 502, evidence: `transport error ${e.code ?? e.name ?? 'Error'} ${responseStarted ? 'after' : 'before'} the response started` };
+}
+
+/**
+ * The failure a transport fact is (upstream/attempt.ts reports facts; this table names them): a
+ * non-200 head, a transport error, a stall, or a stream that ended without the loop's finish.
+ */
+export function classifyTransportFact(f: TransportFact): Failure {
+  switch (f.kind) {
+    case 'status':
+      return classifyHttpStatus(f.status, f.body, f.contentType);
+    case 'error':
+      return classifyTransportError(f.err, f.responseStarted);
+    case 'stall':
+      return f.firstToken
+        ? { kind: 'first_token_timeout', message: `no first token from worker within ${f.idleMs} ms (queue + prefill)`, status: 504, evidence: `first-token deadline: nothing for ${f.idleMs} ms since the request was sent` }
+        : { kind: 'stalled', message: `no data from worker for ${f.idleMs} ms`, status: 504, evidence: `inter-token deadline: nothing for ${f.idleMs} ms after ${f.reads} reads${f.spacing > 1 ? ` (deadline ${f.deadlineMs} ms: frames up to ${f.spacing} tokens apart)` : ''}` };
+    case 'ended':
+      return f.unary
+        ? { kind: 'stream_broken', message: 'worker answered without a finished chunk', status: 502, evidence: 'a unary body without a finished chunk' }
+        : { kind: 'stream_broken', message: 'stream ended without a finished chunk', status: 502, evidence: `stream ended after ${f.reads} reads without a finished chunk` };
+  }
 }
 
 // --- Blame needs evidence (migration.md) ------------------------------------------------------

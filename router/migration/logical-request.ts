@@ -7,7 +7,7 @@ import type { Admission, AttemptHost, FormatAttempt, FormatRequest, FormatSessio
 import type { ClientSink } from '../format/client-sink.ts';
 import { upstreamRid } from './rid.ts';
 import { remainingBudget, remainingMinTokens } from './continuation.ts';
-import { BLAMES_WORKER, MIGRATES, needsEvidence, type Failure } from './failure.ts';
+import { BLAMES_WORKER, MIGRATES, classifyTransportFact, needsEvidence, type Failure } from './failure.ts';
 import { frameSpacing } from '../upstream/stall-watch.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
@@ -305,7 +305,7 @@ export class LogicalRequest implements ProgressSource {
       let result = await a.call.result;
       // A finish the format held for the frame after it (vLLM's usage chunk) is the answer, whatever
       // ended the call before that frame came: the answer is whole.
-      if (result.kind === 'failed' && a.reader.finishHeld?.() === true) result = FINISHED;
+      if ((result.kind === 'failed' || result.kind === 'transport') && a.reader.finishHeld?.() === true) result = FINISHED;
       this.current = null;
       worker.inFlight--;
       const reader = a.reader;
@@ -332,7 +332,8 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
 
-      const failure = result.failure;
+      // What the transport saw is classified here, by the loop's table (failure.ts).
+      const failure = result.kind === 'transport' ? classifyTransportFact(result.fact) : result.failure;
       lastFailure = failure;
       if (this.aborted && failure.kind !== 'worker_abort') {
         // The worker failed before its abort frame came: the client still gets its abort.

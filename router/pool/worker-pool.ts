@@ -363,3 +363,10 @@ export function normalizeWorkerUrl(raw: string): string {
   if (u.pathname !== '/' || u.search || u.hash) throw new Error(`worker URL must be an origin without a path: '${raw}'`);
   return u.origin;
 }
+
+/** The model names the probed workers report. */
+export function reportedModels(pool: WorkerPool): string[] {
+  const out = new Set<string>();
+  for (const w of pool.list()) if (w.modelPath !== null && w.probed) out.add(w.modelPath);
+  return [...out];
+}

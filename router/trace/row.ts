@@ -20,6 +20,23 @@ export type ErrorKind =
   | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
   | 'no_worker';       // no eligible worker was left to try
 
+/**
+ * A classified failure (router/migration/failure.ts makes them): what an attempt's row records
+ * of it (error_kind, error, error_evidence) and what the client is shown. It lives here, at the
+ * bottom of the layers, so that the transport can carry one it is handed without importing the loop.
+ */
+export interface Failure {
+  kind: ErrorKind;
+  message: string;
+  /** HTTP status to show the client when this failure is passed through or exhausts migration. */
+  status: number;
+  /** What the classification was read from (trace rows: `error_evidence`). */
+  evidence?: string;
+  /** For pass-through failures: the worker's own body, forwarded as SGLang wrote it. */
+  body?: Buffer;
+  contentType?: string;
+}
+
 export interface AttemptRow {
   kind: 'attempt';
   request_id: string;

@@ -1,16 +1,30 @@
 // One upstream call to one worker: the single-attempt layer under the migration loop. It owns
 // the connection-level facts (status, bytes, framing, aborts, stalls) and hands whole SSE frames
 // to its owner; it knows nothing of rebasing or budgets. It ends exactly once, with a result.
-import type { Failure } from '../migration/failure.ts';
-import { classifyHttpStatus, classifyTransportError } from '../migration/failure.ts';
-import { SseSplitter, type FrameSink } from '../format/sglang/sse.ts';
+// What went wrong on the wire it reports as a fact (TransportFact); which failure that is, and
+// whether it migrates, is the loop's table (migration/failure.ts classifyTransportFact).
+import type { Failure } from '../trace/row.ts';
+import { SseSplitter, type FrameSink } from '../format/sse.ts';
 import type { StallWatch, Watched } from './stall-watch.ts';
 import type { H1Exchange, H1Handler } from './h1.ts';
 import type { Worker } from '../pool/worker.ts';
 
+/** What the transport saw go wrong, unclassified. */
+export type TransportFact =
+  /** The worker answered `status` (not 200) before any body; `body` is its answer (capped). */
+  | { kind: 'status'; status: number; body: Buffer; contentType: string }
+  /** A transport error (its `code`: refused, reset, DNS, connect timeout), before or after the head. */
+  | { kind: 'error'; err: unknown; responseStarted: boolean }
+  /** Nothing for `idleMs`: before the first byte (`firstToken`) or after `reads` reads. */
+  | { kind: 'stall'; idleMs: number; firstToken: boolean; reads: number; spacing: number; deadlineMs: number }
+  /** The answer ended (an SSE stream, or a `unary` body) and its owner had not ended the attempt. */
+  | { kind: 'ended'; reads: number; unary: boolean };
+
 export type AttemptResult =
   | { kind: 'finished' }
+  /** A failure the owner found in the stream (format/<name>/failure.ts), or a fact the loop classified. */
   | { kind: 'failed'; failure: Failure }
+  | { kind: 'transport'; fact: TransportFact }
   | { kind: 'cancelled' };
 
 /** Every attempt's request header lines (h1.ts adds host, content-length and connection). */
@@ -107,10 +121,7 @@ export class UpstreamCall implements Watched, H1Handler {
   }
 
   onStall(idleMs: number, firstToken: boolean): void {
-    const failure: Failure = firstToken
-      ? { kind: 'first_token_timeout', message: `no first token from worker within ${idleMs} ms (queue + prefill)`, status: 504, evidence: `first-token deadline: nothing for ${idleMs} ms since the request was sent` }
-      : { kind: 'stalled', message: `no data from worker for ${idleMs} ms`, status: 504, evidence: `inter-token deadline: nothing for ${idleMs} ms after ${this.chunks} reads${this.spacing > 1 ? ` (deadline ${this.stalls.interTokenMs(this.spacing)} ms: frames up to ${this.spacing} tokens apart)` : ''}` };
-    this.abort({ kind: 'failed', failure });
+    this.abort({ kind: 'transport', fact: { kind: 'stall', idleMs, firstToken, reads: this.chunks, spacing: this.spacing, deadlineMs: this.stalls.interTokenMs(this.spacing) } });
   }
 
   // --- h1.ts handler -----------------------------------------------------------------------
@@ -142,7 +153,7 @@ export class UpstreamCall implements Watched, H1Handler {
   onResponseEnd(): void {
     if (this.done) return;
     if (this.errorBody) {
-      this.end({ kind: 'failed', failure: classifyHttpStatus(this.status, Buffer.concat(this.errorBody), this.contentType) });
+      this.end({ kind: 'transport', fact: { kind: 'status', status: this.status, body: Buffer.concat(this.errorBody), contentType: this.contentType } });
       return;
     }
     if (this.unaryBody) {
@@ -150,16 +161,16 @@ export class UpstreamCall implements Watched, H1Handler {
       const payload = Buffer.concat([Buffer.from('data: '), ...this.unaryBody, Buffer.from('\n\n')]);
       this.unaryBody = null;
       this.onFrame(payload, 0, payload.length);
-      if (!this.done) this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'worker answered without a finished chunk', status: 502, evidence: 'a unary body without a finished chunk' } });
+      if (!this.done) this.end({ kind: 'transport', fact: { kind: 'ended', reads: this.chunks, unary: true } });
       return;
     }
     // The stream ended (with or without [DONE]) before a chunk with finish_reason arrived; a
     // frame cut by the end stays in the splitter and is dropped.
-    this.end({ kind: 'failed', failure: { kind: 'stream_broken', message: 'stream ended without a finished chunk', status: 502, evidence: `stream ended after ${this.chunks} reads without a finished chunk` } });
+    this.end({ kind: 'transport', fact: { kind: 'ended', reads: this.chunks, unary: false } });
   }
 
   onResponseError(err: Error): void {
     if (this.done) return;
-    this.end({ kind: 'failed', failure: classifyTransportError(err, this.status !== 0) });
+    this.end({ kind: 'transport', fact: { kind: 'error', err, responseStarted: this.status !== 0 } });
   }
 }

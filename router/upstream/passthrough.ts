@@ -3,15 +3,19 @@
 // migration, but still traced. A client that stops reading pauses the worker's answer (the body
 // is not read while the client's socket is full); one that reads nothing for `writeTimeoutMs` is
 // cut off, which ends the upstream call (the worker sees its client go, as SGLang aborts a
-// request whose connection closed).
+// request whose connection closed). A transport error is named by the caller's `classify` (the
+// loop's table, migration/failure.ts classifyTransportError): the transport reports the fact.
 import type { ServerResponse } from 'node:http';
 import type { Worker } from '../pool/worker.ts';
-import { classifyTransportError, type Failure } from '../migration/failure.ts';
+import type { Failure } from '../trace/row.ts';
 import { drained, writeTimeoutFailure } from '../format/client-sink.ts';
+
+/** Names a transport error (`responseStarted`: the head had gone out to the client). */
+export type ClassifyTransportError = (err: unknown, responseStarted: boolean) => Failure;
 
 const CLIENT_GONE: Failure = { kind: 'client_cancel', message: 'client disconnected', status: 499 };
 
-export async function passThrough(worker: Worker, body: string, res: ServerResponse, headers: Record<string, string>, signal: AbortSignal, path = '/generate', upstreamHeaders: Record<string, string> | null = null, writeTimeoutMs = 0): Promise<Failure | null> {
+export async function passThrough(worker: Worker, body: string, res: ServerResponse, headers: Record<string, string>, signal: AbortSignal, classify: ClassifyTransportError, path = '/generate', upstreamHeaders: Record<string, string> | null = null, writeTimeoutMs = 0): Promise<Failure | null> {
   try {
     // upstreamHeaders: the attempt span's traceparent when the request is traced (telemetry).
     const up = await worker.pool.request({ path, method: 'POST', headers: upstreamHeaders ? { 'content-type': 'application/json', ...upstreamHeaders } : { 'content-type': 'application/json' }, body, signal });
@@ -33,7 +37,7 @@ export async function passThrough(worker: Worker, body: string, res: ServerRespo
     return up.statusCode >= 500 ? { kind: 'http_5xx', message: `worker answered ${up.statusCode}`, status: up.statusCode } : null;
   } catch (err) {
     if (signal.aborted) return CLIENT_GONE;
-    const failure = classifyTransportError(err, res.headersSent);
+    const failure = classify(err, res.headersSent);
     if (!res.headersSent) {
       res.writeHead(502, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify({ error: { message: failure.message, type: failure.kind, code: 502 } }));

@@ -1,0 +1,38 @@
+// The fronts Baton serves, and the one place that names them (beside format/registry.ts, which
+// names the wire formats the loop speaks to workers). A front is a folder with its parse, its
+// error shapes and its routes, registered here with one line; the request path they share is
+// http/request-path.ts. Adding one (Anthropic Messages, the Responses API) is a folder and a line.
+import type { ServerResponse } from 'node:http';
+import type { RouterConfig } from '../config.ts';
+import type { Routes } from '../http/routes.ts';
+import type { Keys } from '../http/guards.ts';
+import type { RequestPath } from '../http/request-path.ts';
+import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { ServedModels } from './openai/models.ts';
+import { addSglangFront } from '../sglang-api/generate.ts';
+import { addVllmFront } from './vllm/front.ts';
+import { addOpenAiFront } from '../openai-api.ts';
+import { methodNotAllowed, notFound } from '../sglang-api/errors.ts';
+
+/** What a front registers its routes with: built once by startRouter. */
+export interface FrontContext {
+  routes: Routes;
+  path: RequestPath;
+  pool: WorkerPool;
+  models: ServedModels;
+  config: RouterConfig;
+  keys: Keys;
+}
+
+/** The models the router serves with its own tokenizers (--tokenizer): the SGLang and OpenAI fronts read them. */
+export { ServedModels } from './openai/models.ts';
+
+/** In registration order (a path's methods are listed in a 405 in the order they were added). */
+export const FRONTS: readonly ((c: FrontContext) => void)[] = [
+  addSglangFront, // SGLang's native API: /generate, /abort_request, /flush_cache, /server_info, ...
+  addVllmFront, // vLLM's /inference/v1/generate and its aborts
+  addOpenAiFront, // /v1/completions, /v1/chat/completions, /v1/models
+];
+
+/** Paths and methods no route serves: Starlette's answers, as SGLang gives them. */
+export const UNROUTED: { notFound(res: ServerResponse): void; methodNotAllowed(res: ServerResponse, allowed: string[]): void } = { notFound, methodNotAllowed };

@@ -1,0 +1,107 @@
+// The router's own endpoints, the same whatever the fronts: /health and /metrics on the data
+// plane; the worker API (SGLang gateway's shape), traces, outputs, events and the dashboard's
+// settings behind the admin token (guards.ts Access).
+import type { ServerResponse } from 'node:http';
+import type { RouterConfig } from '../config.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { RouterMetrics } from '../metrics.ts';
+import type { Telemetry } from '../telemetry.ts';
+import type { TraceStore } from '../trace/store.ts';
+import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { Routes } from './routes.ts';
+import { readBody } from './body.ts';
+import { serveEvents } from './events-endpoint.ts';
+import { TraceQueryError, parseTraceQuery, streamTraces } from './traces-endpoint.ts';
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+/** SGLang's error body for other endpoints. */
+export function httpError(res: ServerResponse, status: number, message: string, type = 'BadRequestError'): void {
+  sendJson(res, status, { object: 'error', message, type, param: null, code: status });
+}
+
+export interface AdminParts {
+  config: RouterConfig;
+  pool: WorkerPool;
+  bus: EventBus;
+  traces: TraceStore;
+  metrics: RouterMetrics;
+  telemetry: Telemetry;
+}
+
+export function addRouterRoutes(routes: Routes, p: AdminParts): void {
+  const { config, pool, bus, traces, metrics, telemetry } = p;
+  routes.add('GET', '/health', (_req, res) => {
+    const ok = pool.list().some((w) => w.eligible());
+    res.writeHead(ok ? 200 : 503, { 'content-length': '0' });
+    res.end();
+  }, false);
+
+  routes.add('GET', '/metrics', async (_req, res) => {
+    const text = await metrics.exposition();
+    res.writeHead(200, { 'content-type': metrics.registry.contentType });
+    res.end(text);
+  }, false);
+
+  // --- worker API (SGLang gateway's shape) ---------------------------------------------
+  routes.add('GET', '/workers', (_req, res) => sendJson(res, 200, { workers: pool.infos() }), true);
+  routes.add('POST', '/workers', async (req, res) => {
+    let url: unknown;
+    try {
+      url = JSON.parse((await readBody(req, 64 * 1024, config.bodyTimeoutMs)).toString('utf8')).url;
+    } catch {
+      return httpError(res, 400, 'body must be JSON {"url": "http://host:port"}');
+    }
+    if (typeof url !== 'string') return httpError(res, 400, 'body must be JSON {"url": "http://host:port"}');
+    try {
+      const w = await pool.add(url);
+      sendJson(res, 200, w.info());
+    } catch (err) {
+      httpError(res, 400, (err as Error).message);
+    }
+  }, true);
+  routes.add('GET', '/workers/:id', (_req, res, p) => {
+    const w = pool.get(p.id!);
+    if (!w) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
+    sendJson(res, 200, w.info());
+  }, true);
+  routes.add('PUT', '/workers/:id', async (req, res, p) => {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse((await readBody(req, 64 * 1024, config.bodyTimeoutMs)).toString('utf8'));
+    } catch {
+      return httpError(res, 400, 'body must be JSON {"draining": true|false}');
+    }
+    if (typeof body?.draining !== 'boolean') return httpError(res, 400, 'body must be JSON {"draining": true|false}');
+    if (!pool.setDraining(p.id!, body.draining)) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
+    sendJson(res, 200, pool.get(p.id!)!.info());
+  }, true);
+  routes.add('DELETE', '/workers/:id', (_req, res, p) => {
+    if (!pool.remove(p.id!)) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
+    sendJson(res, 200, { removed: p.id });
+  }, true);
+
+  // --- observability -----------------------------------------------------------------
+  routes.add('GET', '/traces', async (req, res) => {
+    let q;
+    try {
+      q = parseTraceQuery(new URL(req.url ?? '/', 'http://x').searchParams);
+    } catch (err) {
+      if (err instanceof TraceQueryError) return httpError(res, 400, err.message);
+      throw err;
+    }
+    await streamTraces(traces.rows(q.filter), q.format, req, res);
+  }, true);
+  routes.add('GET', '/requests/:id/output', (_req, res, p) => {
+    const out = telemetry.outputs.get(p.id!);
+    if (!out) return httpError(res, 404, `no recent output for request '${p.id}' (only the last 512 finished requests are kept)`, 'NotFoundError');
+    sendJson(res, 200, out);
+  }, true);
+  routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
+  // Settings the dashboard reads: the trace link (--trace-url-template, docs/tracing.md).
+  routes.add('GET', '/config/ui', (_req, res) => sendJson(res, 200, { trace_url_template: config.traceUrlTemplate, tracing: telemetry.tracing !== null }), true);
+}
