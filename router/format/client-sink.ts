@@ -96,16 +96,61 @@ export function writeTimeoutFailure(ms: number): Failure {
 }
 
 /**
+ * The write timeout of one full socket: `onStuck` runs once `ms` pass with no byte taken from it;
+ * a client that reads, however slowly, restarts the wait. Armed when a write finds the socket
+ * full, cleared when it drains: made only for clients that fill their socket, nothing per frame.
+ */
+class ReadWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private flushedAtArm = 0;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly ms: number,
+    private readonly onStuck: () => void,
+  ) {}
+
+  arm(): void {
+    if (this.timer !== null) return;
+    this.flushedAtArm = flushedBytes(this.socket);
+    this.timer = setTimeout(readWatchFired, this.ms, this);
+  }
+
+  clear(): void {
+    if (this.timer === null) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** @internal */
+  fired(): void {
+    this.timer = null;
+    const now = flushedBytes(this.socket);
+    if (now !== this.flushedAtArm) {
+      // It reads, slowly: it is served (its upstream stays paused meanwhile).
+      this.arm();
+      return;
+    }
+    this.onStuck();
+  }
+}
+
+function readWatchFired(w: ReadWatch): void {
+  w.fired();
+}
+
+/**
  * Wait for a full response to drain, for the client to leave, or for `timeoutMs` (0: no limit)
- * to pass with nothing taken from the socket; a client that reads slowly but reads is waited for.
- * For the answers written without a ClientSink (upstream/passthrough.ts).
+ * to pass with nothing taken from the socket (ReadWatch). For the answers written without a
+ * ClientSink (upstream/passthrough.ts).
  */
 export function drained(res: ServerResponse, timeoutMs: number): Promise<'drain' | 'close' | 'timeout'> {
   return new Promise((resolve) => {
-    if (res.destroyed || res.socket === null) return resolve('close');
-    let timer: NodeJS.Timeout | null = null;
+    const s = res.socket;
+    if (res.destroyed || s === null) return resolve('close');
+    const watch = timeoutMs > 0 ? new ReadWatch(s, timeoutMs, () => done('timeout')) : null;
     const done = (how: 'drain' | 'close' | 'timeout') => {
-      if (timer !== null) clearTimeout(timer);
+      watch?.clear();
       res.off('drain', onDrain);
       res.off('close', onClose);
       resolve(how);
@@ -114,22 +159,8 @@ export function drained(res: ServerResponse, timeoutMs: number): Promise<'drain'
     const onClose = () => done('close');
     res.on('drain', onDrain);
     res.on('close', onClose);
-    if (timeoutMs <= 0) return;
-    const s = res.socket;
-    let flushed = flushedBytes(s);
-    const check = () => {
-      const now = flushedBytes(s);
-      if (now === flushed) return done('timeout');
-      flushed = now;
-      timer = setTimeout(check, timeoutMs);
-    };
-    timer = setTimeout(check, timeoutMs);
+    watch?.arm();
   });
-}
-
-/** The write timer's callback: a function of the sink, not a closure made per request. */
-function writeTimerFired(sink: ClientSink): void {
-  sink.writeTimerFired();
 }
 
 export class ClientSink {
@@ -152,9 +183,8 @@ export class ClientSink {
    * left by itself.
    */
   cut: Failure | null = null;
-  private writeTimer: NodeJS.Timeout | null = null;
-  /** flushedBytes of the socket when the write timer was last armed. */
-  private flushedAtArm = 0;
+  /** The write timeout, made when a write first finds the client's socket full. */
+  private readWatch: ReadWatch | null = null;
   /**
    * The stream's content type: the worker's own once `offerContentType` has had it (a native
    * request's stream carries the head of the worker whose frame starts it), else SSE_CONTENT_TYPE.
@@ -263,12 +293,12 @@ export class ClientSink {
 
   /** A write found the socket full: from now, the client has writeTimeoutMs to take a byte. */
   private armWriteTimer(): void {
-    if (this.writeTimeoutMs <= 0 || this.writeTimer !== null) return;
+    if (this.writeTimeoutMs <= 0) return;
     const s = this.res.socket;
     if (s == null) return;
     this.listenDrain();
-    this.flushedAtArm = flushedBytes(s);
-    this.writeTimer = setTimeout(writeTimerFired, this.writeTimeoutMs, this);
+    this.readWatch ??= new ReadWatch(s, this.writeTimeoutMs, () => this.cutOff());
+    this.readWatch.arm();
   }
 
   /** After the last write: a whole answer still in a full socket is the client's to read in time. */
@@ -279,23 +309,13 @@ export class ClientSink {
   }
 
   private clearWriteTimer(): void {
-    if (this.writeTimer === null) return;
-    clearTimeout(this.writeTimer);
-    this.writeTimer = null;
+    this.readWatch?.clear();
   }
 
-  /** @internal The write timer ran out: cut the client off unless it took bytes since. */
-  writeTimerFired(): void {
-    this.writeTimer = null;
+  /** The client took no byte for writeTimeoutMs: cut it off. */
+  private cutOff(): void {
     const s = this.res.socket;
     if (s == null || s.destroyed || this.res.writableFinished) return;
-    const now = flushedBytes(s);
-    if (now !== this.flushedAtArm) {
-      // It reads, slowly: a slow client is served (its upstream stays paused meanwhile).
-      this.flushedAtArm = now;
-      this.writeTimer = setTimeout(writeTimerFired, this.writeTimeoutMs, this);
-      return;
-    }
     if (!this.ended) this.cut = writeTimeoutFailure(this.writeTimeoutMs);
     // The close that follows ends the request as a client's hang-up does (onGone: the upstream
     // call aborted, the worker's abort sent).
