@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
 import { CLOSED, H1Pool, PROTOCOL, type H1Handler } from '../../router/upstream/h1.ts';
 import { waitUntil } from './harness/procs.ts';
+import { onRequests } from './harness/raw-requests.ts';
 
 const connector = buildConnector({ timeout: 2000 });
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -141,23 +142,11 @@ class RawServer {
       this.closed.add(s);
     });
     this.onAccept?.(s);
-    let buf = Buffer.alloc(0);
-    s.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const head = buf.toString('latin1', 0, end);
-        const m = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-        const len = m ? Number(m[1]) : 0;
-        if (buf.length < end + 4 + len) return;
-        const body = buf.subarray(end + 4, end + 4 + len);
-        buf = buf.subarray(end + 4 + len);
-        const [method = '', path = ''] = head.split(' ');
-        const req: ReqInfo = { socket: s, socketIndex: index, head, method, path, body };
-        this.requests.push(req);
-        this.respond(req);
-      }
+    onRequests(s, (head, body) => {
+      const [method = '', path = ''] = head.split(' ');
+      const req: ReqInfo = { socket: s, socketIndex: index, head, method, path, body };
+      this.requests.push(req);
+      this.respond(req);
     });
   }
 

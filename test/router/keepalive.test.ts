@@ -18,6 +18,7 @@ import { startRouter, type RouterHandle } from '../../router/index.ts';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { runModel } from '../../sim/model.ts';
 import { stream, waitUntil } from './harness/procs.ts';
+import { onRequests } from './harness/raw-requests.ts';
 
 const connector = buildConnector({ timeout: 2000 });
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -99,21 +100,11 @@ class Srv {
     const socketIndex = this.sockets.length;
     this.sockets.push(s);
     s.on('error', () => undefined);
-    let buf = Buffer.alloc(0);
-    s.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const head = buf.toString('latin1', 0, end);
-        const len = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
-        if (buf.length < end + 4 + len) return;
-        buf = buf.subarray(end + 4 + len);
-        const last = this.lastResponse.get(s);
-        const req: Req = { socket: s, socketIndex, head, path: head.split(' ')[1] ?? '', idleMs: last === undefined ? -1 : performance.now() - last };
-        this.requests.push(req);
-        this.respond(req);
-      }
+    onRequests(s, (head) => {
+      const last = this.lastResponse.get(s);
+      const req: Req = { socket: s, socketIndex, head, path: head.split(' ')[1] ?? '', idleMs: last === undefined ? -1 : performance.now() - last };
+      this.requests.push(req);
+      this.respond(req);
     });
   }
 
