@@ -183,6 +183,12 @@ export class ClientSink {
    * left by itself.
    */
   cut: Failure | null = null;
+  /**
+   * Told when a write finds the client's socket full, whoever wrote (a format through the loop's
+   * `write`, or the OpenAI front rendering its own chunks): the migration loop's current attempt,
+   * which pauses its worker until the socket drains.
+   */
+  feeder: { clientFull(): void } | null = null;
   /** The write timeout, made when a write first finds the client's socket full. */
   private readWatch: ReadWatch | null = null;
   /**
@@ -264,7 +270,10 @@ export class ClientSink {
     if (!this.started) this.start();
     const s = this.direct;
     const ok = s !== null ? writeChunked(s, data) : this.res.write(data);
-    if (!ok) this.armWriteTimer();
+    if (!ok) {
+      this.armWriteTimer();
+      this.feeder?.clientFull();
+    }
     return ok;
   }
 

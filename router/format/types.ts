@@ -90,11 +90,6 @@ export interface AttemptHost {
   /** Bytes for a streaming client; the loop pauses the upstream when the client is slow. */
   write(data: Buffer | string): void;
   /**
-   * A format that writes to the client itself (the OpenAI front renders its own chunks) found the
-   * client's socket full: pause the upstream until it drains, as `write` does.
-   */
-  clientFull?(): void;
-  /**
    * The attempt's first whole frame arrived, naming the weights it runs on (null: not read).
    * False: the loop refused it (other weights than the request started on) and failed the
    * attempt; nothing of the frame may reach the client.

@@ -53,15 +53,11 @@ class AttemptState implements AttemptHost {
   // --- AttemptHost: what the format's reader asks of the loop, on the per-frame path ---
 
   write(data: Buffer | string): void {
-    if (!this.sink.writeRaw(data)) this.backpressure();
-  }
-
-  clientFull(): void {
-    this.backpressure();
+    this.sink.writeRaw(data); // a full socket calls clientFull (this attempt is the sink's feeder)
   }
 
   /** A full client socket pauses the upstream call, so a slow client costs bounded memory. */
-  private backpressure(): void {
+  clientFull(): void {
     this.call.pause();
     this.sink.onDrain(() => this.call.resume());
   }
@@ -455,6 +451,9 @@ export class LogicalRequest implements ProgressSource {
     // The counts travel only with a unary answer (a stream's headers are long gone by its end).
     a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
     a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
+    // Whatever writes to the client now (the format through `write`, or a front rendering its own
+    // chunks), a full socket pauses this attempt's worker.
+    this.sink.feeder = a;
     // Decided once per attempt: how far apart this worker may send this request's frames.
     a.call.spacing = frameSpacing(this.req.framing, worker.streamInterval, budgetBefore);
     this.current = a;

@@ -104,12 +104,6 @@ export class OpenAiAttempt extends JsonFrameAttempt {
     if (f.weightVersion !== null) this.version = f.weightVersion;
     if (f.cachedTokens !== null) this.noteCached(f.cachedTokens);
     const stopped = this.session.absorb(this, f.ids, f.logprobs);
-    // The session wrote this frame's chunk to the client itself: a full socket pauses the worker,
-    // so a client that stops reading costs bounded memory (and --client-write-timeout-ms cuts it).
-    if (this.session.clientFull) {
-      this.session.clientFull = false;
-      this.host.clientFull?.();
-    }
     if (stopped) {
       this.ended = true;
       this.finish = 'stop';
@@ -138,8 +132,6 @@ interface LogprobRow {
 
 export class OpenAiSession implements FormatSession {
   ids: number[] = [];
-  /** A streamed chunk found the client's socket full (the attempt pauses its worker). */
-  clientFull = false;
   cachedTokens: number | null = null;
   readonly sawText = false;
   readonly canFinishLocally = true;
@@ -356,7 +348,7 @@ export class OpenAiSession implements FormatSession {
       this.textChunk ??= new TextChunk(this.head(), this.req.kind, this.req.includeUsage);
       const text = this.pendingText;
       this.pendingText = '';
-      if (!this.sink.writeJson(this.textChunk.json(text))) this.clientFull = true;
+      this.sink.writeJson(this.textChunk.json(text));
       return;
     }
     let text = this.pendingText;
@@ -371,7 +363,7 @@ export class OpenAiSession implements FormatSession {
     if (this.req.includeUsage) chunk.usage = null;
     this.pendingText = '';
     this.pendingLogprobs = [];
-    if (!this.sink.writeChunk(chunk)) this.clientFull = true;
+    this.sink.writeChunk(chunk);
   }
 
   private finishWith(end: Ended): void {
