@@ -6,7 +6,7 @@
 // moves were staggered over the window, and the drained worker received no request after the
 // drain began (its own record of rids). Once through POST /workers/:id/drain, once by taking the
 // worker out of a watched --worker-file that gives it the grace. Real router and worker processes.
-import { afterEach, expect, it } from 'vitest';
+import { expect, it, type TestContext } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,30 +15,36 @@ import { runModel } from '../../sim/model.ts';
 import { spawnRouter, stream, traceRows, waitUntil, type RouterProc, type StreamResult } from './harness/procs.ts';
 
 const HOSTS = ['127.0.0.11', '127.0.0.12', '127.0.0.13'];
+const HOSTS_FILE = ['127.0.0.21', '127.0.0.22', '127.0.0.23'];
 const GRACE_MS = 6_000;
 const MARGIN_MS = 1_000;
 
-let clusters: SimCluster[] = [];
-let router: RouterProc | null = null;
-let dir: string | null = null;
+/** What one run started; stopped when its test ends. */
+interface Run {
+  clusters: SimCluster[];
+  router: RouterProc | null;
+  dir: string | null;
+}
 
-afterEach(async () => {
-  await router?.stop();
-  await Promise.all(clusters.map((c) => c.stop()));
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  router = null;
-  clusters = [];
-  dir = null;
-});
+/** Stopped by the test's own hook: with concurrent tests the global one would be another test's. */
+function newRun(ctx: TestContext): Run {
+  const run: Run = { clusters: [], router: null, dir: null };
+  ctx.onTestFinished(async () => {
+    await run.router?.stop();
+    await Promise.all(run.clusters.map((c) => c.stop()));
+    if (run.dir) rmSync(run.dir, { recursive: true, force: true });
+  });
+  return run;
+}
 
 /** One worker per loopback address, all on the port the first one got (a pod's port). */
-async function threeWorkers(tokenIntervalMs: number): Promise<string[]> {
-  const first = await startCluster({ workers: 1, host: HOSTS[0], port: 0, tokenIntervalMs });
-  clusters.push(first);
+async function threeWorkers(run: Run, hosts: string[], tokenIntervalMs: number): Promise<string[]> {
+  const first = await startCluster({ workers: 1, host: hosts[0], port: 0, tokenIntervalMs });
+  run.clusters.push(first);
   const port = first.workers()[0]!.port;
-  for (const host of HOSTS.slice(1)) clusters.push(await startCluster({ workers: 1, host, port, tokenIntervalMs }));
-  const urls = clusters.map((c) => c.workers()[0]!.url);
-  expect(urls).toEqual(HOSTS.map((h) => `http://${h}:${port}`));
+  run.clusters.push(...(await Promise.all(hosts.slice(1).map((host) => startCluster({ workers: 1, host, port, tokenIntervalMs })))));
+  const urls = run.clusters.map((c) => c.workers()[0]!.url);
+  expect(urls).toEqual(hosts.map((h) => `http://${h}:${port}`));
   return urls;
 }
 
@@ -62,8 +68,9 @@ function prompt(i: number): number[] {
  * Start `n` streams of `tokens` tokens, then `drain()` worker 0 once every stream has tokens;
  * SIGKILL worker 0 at the deadline the router reports; then check the answers and rows.
  */
-async function qualify(urls: string[], n: number, tokens: number, drain: (victim: WorkerRow) => Promise<void>, label: string): Promise<void> {
-  const r = router!;
+async function qualify(run: Run, urls: string[], n: number, tokens: number, drain: (victim: WorkerRow) => Promise<void>, label: string): Promise<void> {
+  const r = run.router!;
+  const clusters = run.clusters;
   const victimUrl = urls[0]!;
   await waitUntil(async () => (await workers(r.url)).filter((w) => w.health === 'healthy').length === 3, 15_000, 'three healthy workers');
   const victim = (await workers(r.url)).find((w) => w.url === victimUrl)!;
@@ -137,28 +144,32 @@ async function qualify(urls: string[], n: number, tokens: number, drain: (victim
   console.log(`drain qualification (${label}): ${n}/${n} streams exact, ${moved} moved off the drained worker over ${spread} ms, none after the drain reached it`);
 }
 
-it('drain through POST /workers/:id/drain: every stream exact and continued before the SIGKILL at the deadline', async () => {
-  const urls = await threeWorkers(50);
-  router = await spawnRouter([...urls.flatMap((u) => ['--worker', u]), '--policy', 'round_robin', '--health-interval-ms', '500', '--drain-margin-ms', String(MARGIN_MS)]);
+// The two runs go side by side (their own addresses: the second uses 127.0.0.21-23): the
+// streams are paced by the clock, so together they take as long as the longer one.
+it.concurrent('drain through POST /workers/:id/drain: every stream exact and continued before the SIGKILL at the deadline', async (ctx) => {
+  const run = newRun(ctx);
+  const urls = await threeWorkers(run, HOSTS, 50);
+  const router = run.router = await spawnRouter([...urls.flatMap((u) => ['--worker', u]), '--policy', 'round_robin', '--health-interval-ms', '500', '--drain-margin-ms', String(MARGIN_MS)]);
   // ~20 s streams: 400 tokens at 50 ms.
-  await qualify(urls, 9, 400, async (victim) => {
-    const res = await fetch(`${router!.url}/workers/${victim.id}/drain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grace_ms: GRACE_MS }) });
+  await qualify(run, urls, 9, 400, async (victim) => {
+    const res = await fetch(`${router.url}/workers/${victim.id}/drain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grace_ms: GRACE_MS }) });
     expect(res.status).toBe(200);
     expect(((await res.json()) as WorkerRow).health).toBe('draining');
   }, 'api');
 }, 60_000);
 
-it('drain of a worker taken out of --worker-file with drain_grace_ms: the same guarantees', async () => {
-  const urls = await threeWorkers(50);
-  dir = mkdtempSync(join(tmpdir(), 'baton-drain-'));
-  const file = join(dir, 'workers.yaml');
+it.concurrent('drain of a worker taken out of --worker-file with drain_grace_ms: the same guarantees', async (ctx) => {
+  const run = newRun(ctx);
+  const urls = await threeWorkers(run, HOSTS_FILE, 50);
+  run.dir = mkdtempSync(join(tmpdir(), 'baton-drain-'));
+  const file = join(run.dir, 'workers.yaml');
   const write = (list: string[]) => writeFileSync(file, `drain_grace_ms: ${GRACE_MS}\nworkers:\n${list.map((u) => `  - ${u}\n`).join('')}`);
   write(urls);
-  router = await spawnRouter(['--worker-file', file, '--worker-file-interval-ms', '300', '--policy', 'round_robin', '--health-interval-ms', '500', '--drain-margin-ms', String(MARGIN_MS)]);
+  const router = run.router = await spawnRouter(['--worker-file', file, '--worker-file-interval-ms', '300', '--policy', 'round_robin', '--health-interval-ms', '500', '--drain-margin-ms', String(MARGIN_MS)]);
   expect((await workers(router.url)).map((w) => w.discovery?.source)).toEqual(['file', 'file', 'file']);
   // ~12 s streams: 240 tokens at 50 ms.
-  await qualify(urls, 6, 240, async (victim) => {
+  await qualify(run, urls, 6, 240, async (victim) => {
     write(urls.slice(1));
-    await waitUntil(async () => (await workers(router!.url)).find((w) => w.id === victim.id)?.health === 'draining', 3_000, 'the file drain');
+    await waitUntil(async () => (await workers(router.url)).find((w) => w.id === victim.id)?.health === 'draining', 3_000, 'the file drain');
   }, 'file');
 }, 60_000);
