@@ -172,4 +172,11 @@ it.concurrent('drain of a worker taken out of --worker-file with drain_grace_ms:
     write(urls.slice(1));
     await waitUntil(async () => (await workers(router.url)).find((w) => w.id === victim.id)?.health === 'draining', 3_000, 'the file drain');
   }, 'file');
+  // The source's state is shown where it is looked for: /workers and /metrics.
+  const listing = (await (await fetch(`${router.url}/workers`)).json()) as { discovery: { source: string; state: string; workers: number }[] };
+  expect(listing.discovery).toEqual([expect.objectContaining({ source: 'file', state: 'synced', workers: 2 })]);
+  const metrics = await (await fetch(`${router.url}/metrics`)).text();
+  expect(metrics).toMatch(/^baton_discovery_state\{source="file",state="synced"\} 1$/m);
+  expect(metrics).toMatch(/^baton_discovery_state\{source="file",state="stale"\} 0$/m);
+  expect(metrics).toMatch(/^baton_discovery_workers\{source="file"\} 2$/m);
 }, 60_000);
