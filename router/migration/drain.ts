@@ -39,7 +39,7 @@ export class Drainer {
   readonly live = new Set<LogicalRequest>();
   private readonly drains = new Map<string, Drain>();
 
-  constructor(private readonly pool: WorkerPool, private readonly settings: DrainSettings, private readonly onMoved: (n: number) => void = () => undefined) {}
+  constructor(private readonly pool: WorkerPool, private readonly settings: DrainSettings) {}
 
   /** Whether the worker is draining toward a deadline. */
   deadline(workerId: string): number | null {
@@ -103,15 +103,13 @@ export class Drainer {
   /** One stream's turn: still on the worker and still not finishing in time → move it. */
   private move(workerId: string, r: LogicalRequest, cutoff: number): void {
     if (r.currentWorkerId() !== workerId || r.finishesBy(cutoff, Date.now())) return;
-    if (r.drainMove(this.drains.get(workerId)?.reason ?? 'drain')) this.onMoved(1);
+    r.drainMove(this.drains.get(workerId)?.reason ?? 'drain');
   }
 
   /** (deadline - margin): whatever is still on the worker moves now. */
   private sweep(workerId: string): void {
     const reason = this.drains.get(workerId)?.reason ?? 'drain';
-    let n = 0;
-    for (const r of this.onWorker(workerId)) if (r.drainMove(reason)) n++;
-    if (n > 0) this.onMoved(n);
+    for (const r of this.onWorker(workerId)) r.drainMove(reason);
   }
 
   private expire(workerId: string): void {
