@@ -16,7 +16,7 @@ import type { Worker } from '../pool/worker.ts';
 import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
-import type { Drainer } from './drain.ts';
+import { finishesBy, type Drainer } from './drain.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -165,13 +165,10 @@ export class LogicalRequest implements ProgressSource {
    */
   finishesBy(cutoff: number, now: number): boolean {
     const a = this.current;
+    if (!a) return false;
     const budget = this.out.budget;
-    if (!a || a.firstFrameAt === null || budget === null) return false;
     const tokens = a.reader.progressTokens();
-    const remaining = budget - a.replayed - tokens;
-    if (remaining <= 0) return true;
-    if (tokens < 2) return false;
-    return now + (remaining * (now - a.firstFrameAt)) / (tokens - 1) <= cutoff;
+    return finishesBy(cutoff, now, a.firstFrameAt, tokens, budget === null ? null : budget - a.replayed - tokens);
   }
 
   /**
