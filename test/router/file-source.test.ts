@@ -49,7 +49,8 @@ describe('worker file source', () => {
   it('lists, drains a worker that leaves with a grace, removes one without, and keeps the last good listing when the file turns bad', async () => {
     const file = tempFile(`workers:\n  - ${A}\n  - {url: "${B}", drain_grace_ms: 20000}\n  - ${C}\n`);
     const { sink, calls } = recorder();
-    const src = new FileSource(file, 0);
+    // No change notifications: each read is the test's own (a notification would add one).
+    const src = new FileSource(file, 0, false);
     sources.push(src);
     await src.start(sink);
     expect(calls.splice(0)).toEqual([`resync ${A},${B},${C}`, 'state synced']);
