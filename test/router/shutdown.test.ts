@@ -29,7 +29,7 @@ function exited(r: RouterProc): Promise<{ code: number | null; at: number }> {
 
 describe('SIGTERM', () => {
   it('turns unready at once, lets the stream in flight finish, then exits 0', async () => {
-    const r = await spawnRouter(['--worker', cluster.workers()[0]!.url, '--shutdown-grace-ms', '20000', '--health-interval-ms', '200']);
+    const r = await spawnRouter(['--worker', cluster.workers()[0]!.url, '--shutdown-grace-ms', '60000', '--health-interval-ms', '200']);
     routers.push(r);
     await waitUntil(async () => (await ready(r.url)).status === 200, 10_000, 'ready');
     expect((await fetch(`${r.url}/livez`)).status).toBe(200);
@@ -54,10 +54,10 @@ describe('SIGTERM', () => {
     expect(liveDuring).toBe(200);
     const { code, at } = await gone;
     expect(code).toBe(0);
-    // It waited for the stream, not for the grace.
+    // It waited for the stream, not for the (60 s) grace.
     expect(at).toBeGreaterThanOrEqual(streamEnd - 50);
-    expect(at - termAt).toBeLessThan(15_000);
-  }, 30_000);
+    expect(at - termAt).toBeLessThan(40_000);
+  }, 90_000);
 
   it('exits at the grace when a request is still in flight', async () => {
     const r = await spawnRouter(['--worker', cluster.workers()[0]!.url, '--shutdown-grace-ms', '300', '--health-interval-ms', '200']);
@@ -75,8 +75,9 @@ describe('SIGTERM', () => {
     const { code, at } = await gone;
     expect(code).toBe(0);
     expect(answer.done).toBe(false);
-    expect(at - termAt).toBeLessThan(5_000);
-  }, 30_000);
+    // Well before the stream's own end (~8 s), which it did not reach.
+    expect(at - termAt).toBeLessThan(7_000);
+  }, 90_000);
 });
 
 describe('readiness', () => {
