@@ -154,7 +154,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       server.off('error', reject);
       resolve();
     });
-  });
+  }).catch(async (err: unknown) => { await discovery.stop(); await pool.close(); throw err; }); // a failed bind leaves nothing running
   const port = (server.address() as AddressInfo).port;
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${shownHost}:${port}`;
