@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type ToolFormat } from './names.ts';
 import { ReasoningParser } from './reasoning.ts';
-import { HermesToolParser } from './tools.ts';
+import { DeepSeekV3ToolParser, HermesToolParser, Llama3ToolParser, MistralToolParser } from './tools.ts';
 import { ParseOut, type CallIds, type ToolCall, type ToolNames, type ToolParser } from './types.ts';
 
 export { ParseOut, type ToolCall, type ToolCallDelta, type ToolNames } from './types.ts';
@@ -91,10 +91,16 @@ export function chatParsing(body: Record<string, unknown>, parsers: OutputParser
   return { tool, reasoning, streamReasoning, reasoningField: parsers.reasoningField };
 }
 
-export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean): ToolParser & { complete: boolean[]; preCall: string } {
+export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean): ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean } {
   switch (format) {
     case 'qwen25':
       return new HermesToolParser(names, ids, keepPreCall);
+    case 'llama3':
+      return new Llama3ToolParser(names, ids, keepPreCall);
+    case 'mistral':
+      return new MistralToolParser(names, ids, keepPreCall);
+    case 'deepseekv3':
+      return new DeepSeekV3ToolParser(names, ids, keepPreCall);
     default:
       throw new Error(`tool-call format ${format} is not implemented`);
   }
@@ -114,7 +120,7 @@ export interface ParsedMessage {
 export class ChatParser {
   readonly out = new ParseOut();
   private readonly reasoning: ReasoningParser | null;
-  private readonly tools: (ToolParser & { complete: boolean[]; preCall: string }) | null;
+  private readonly tools: (ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean }) | null;
   /** Whether any tool call was streamed (finish_reason becomes "tool_calls"). */
   called = false;
 
@@ -169,7 +175,7 @@ export class ChatParser {
     take(this.finish());
     let toolCalls: ToolCall[] = [];
     if (this.tools !== null && this.called) {
-      content = this.tools.preCall.trim();
+      if (this.tools.contentBeforeCallsOnly) content = this.tools.preCall.trim();
       toolCalls = calls.filter((_, i) => this.tools!.complete[i] === true);
     }
     return { reasoning: reasoning.length > 0 ? reasoning : null, content: content.length > 0 ? content : null, toolCalls };

@@ -22,6 +22,8 @@ abstract class CallsBase implements ToolParser {
   private sawCall = false;
   /** The content before the first call (kept for a non-streaming answer only). */
   preCall = '';
+  /** A non-streaming answer's content: the text before the first call, stripped (false: all of it). */
+  readonly contentBeforeCallsOnly: boolean = true;
 
   constructor(
     private readonly tools: ToolNames,
@@ -172,6 +174,242 @@ export class HermesToolParser extends CallsBase {
 
   override finish(out: ParseOut): void {
     if (this.state === S.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum L {
+  Start,
+  Text,
+  Call,
+  After,
+  Done,
+}
+
+/**
+ * Llama 3.x JSON calls: `<|python_tag|>{"name": ..., "parameters": {...}}`, or an output that
+ * starts with `{`; several separated by `;` (SGLang llama32_detector.py Llama32Detector, vLLM
+ * tool_parsers/llama_tool_parser.py). The non-streaming content is the text before the tag and
+ * after the calls, as Llama32Detector.detect_and_parse returns it.
+ */
+export class Llama3ToolParser extends CallsBase {
+  private state = L.Start;
+  override readonly contentBeforeCallsOnly = false;
+  static readonly TAG = '<|python_tag|>';
+
+  push(text: string, out: ParseOut): void {
+    const TAG = Llama3ToolParser.TAG;
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === L.Start) {
+        if (buf.charCodeAt(0) === 123) {
+          this.state = L.Call;
+          this.beginCall();
+        } else this.state = L.Text;
+      } else if (this.state === L.Text) {
+        const s = buf.indexOf(TAG, i);
+        if (s < 0) {
+          const k = partialSuffix(buf, TAG, i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + TAG.length;
+        this.state = L.Call;
+        this.beginCall();
+      } else if (this.state === L.Call) {
+        const end = this.feedCall(buf, i, out);
+        if (end === -1) return;
+        if (end === -2) {
+          this.state = L.Done;
+          continue;
+        }
+        i = end;
+        this.state = L.After;
+      } else if (this.state === L.After) {
+        let j = i;
+        while (j < buf.length && buf.charCodeAt(j) <= 32) j++;
+        if (j === buf.length) {
+          this.held = buf.slice(i);
+          return;
+        }
+        if (buf.charCodeAt(j) === 59) {
+          i = j + 1;
+          this.state = L.Call;
+          this.beginCall();
+        } else this.state = L.Text;
+      } else return;
+    }
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === L.Text || this.state === L.Start) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum M {
+  Text,
+  Open,
+  Call,
+  After,
+  Done,
+}
+
+/**
+ * Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]` (SGLang mistral_detector.py
+ * MistralDetector, vLLM tool_parsers/mistral_tool_parser.py). The non-streaming content is the
+ * text before the calls, stripped.
+ */
+export class MistralToolParser extends CallsBase {
+  private state = M.Text;
+  static readonly TAG = '[TOOL_CALLS]';
+
+  push(text: string, out: ParseOut): void {
+    const TAG = MistralToolParser.TAG;
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === M.Text) {
+        const s = buf.indexOf(TAG, i);
+        if (s < 0) {
+          const k = partialSuffix(buf, TAG, i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + TAG.length;
+        this.state = M.Open;
+      } else if (this.state === M.Open) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        if (buf.charCodeAt(i) === 91) i++;
+        this.state = M.Call;
+        this.beginCall();
+      } else if (this.state === M.Call) {
+        const end = this.feedCall(buf, i, out);
+        if (end === -1) return;
+        if (end === -2) {
+          this.state = M.Done;
+          continue;
+        }
+        i = end;
+        this.state = M.After;
+      } else if (this.state === M.After) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        const c = buf.charCodeAt(i);
+        if (c === 44) {
+          i++;
+          this.state = M.Call;
+          this.beginCall();
+        } else {
+          if (c === 93) i++;
+          this.state = M.Text;
+        }
+      } else return;
+    }
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === M.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum D {
+  Text,
+  Calls,
+  Header,
+  Args,
+  Tail,
+  Done,
+}
+
+/**
+ * DeepSeek-V3: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
+ * (SGLang deepseekv3_detector.py DeepSeekV3Detector, vLLM tool_parsers/deepseekv3_tool_parser.py).
+ * The non-streaming content is the text before the calls, stripped.
+ */
+export class DeepSeekV3ToolParser extends CallsBase {
+  private state = D.Text;
+  static readonly BEGIN = '<｜tool▁calls▁begin｜>';
+  static readonly END = '<｜tool▁calls▁end｜>';
+  static readonly CALL = '<｜tool▁call▁begin｜>';
+  static readonly CALL_END = '<｜tool▁call▁end｜>';
+  static readonly SEP = '<｜tool▁sep｜>';
+  private static readonly HEADER = /^([^\n]*?)<｜tool▁sep｜>([^\n]*)\n```(?:json)?\n/;
+
+  push(text: string, out: ParseOut): void {
+    const P = DeepSeekV3ToolParser;
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === D.Text) {
+        const s = buf.indexOf(P.BEGIN, i);
+        if (s < 0) {
+          const k = partialSuffix(buf, P.BEGIN, i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + P.BEGIN.length;
+        this.state = D.Calls;
+      } else if (this.state === D.Calls) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        if (buf.startsWith(P.CALL, i)) {
+          i += P.CALL.length;
+          this.state = D.Header;
+        } else if (buf.startsWith(P.END, i)) {
+          i += P.END.length;
+          this.state = D.Text;
+        } else if (P.CALL.startsWith(buf.slice(i)) || P.END.startsWith(buf.slice(i))) {
+          this.held = buf.slice(i);
+          return;
+        } else this.state = D.Text;
+      } else if (this.state === D.Header) {
+        const m = P.HEADER.exec(buf.slice(i));
+        if (m === null) {
+          // The header is short: hold it until its line and the code fence are complete.
+          if (buf.length - i > 512) this.state = D.Done;
+          else this.held = buf.slice(i);
+          return;
+        }
+        i += m[0].length;
+        this.beginCall(true);
+        this.nameCall(m[2]!.trim(), out);
+        this.state = D.Args;
+      } else if (this.state === D.Args) {
+        const end = this.feedCall(buf, i, out);
+        if (end === -1) return;
+        if (end === -2) {
+          this.state = D.Done;
+          continue;
+        }
+        i = end;
+        this.state = D.Tail;
+      } else if (this.state === D.Tail) {
+        const e = buf.indexOf(P.CALL_END, i);
+        if (e < 0) {
+          this.held = buf.slice(i + Math.max(0, buf.length - i - P.CALL_END.length));
+          return;
+        }
+        i = e + P.CALL_END.length;
+        this.state = D.Calls;
+      } else return;
+    }
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === D.Text) super.finish(out);
     this.held = '';
   }
 }
