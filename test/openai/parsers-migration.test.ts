@@ -181,7 +181,13 @@ describe('the chat parsers over a migrating stream', () => {
   });
 });
 
-const FORMATS: ToolFormat[] = ['qwen25', 'llama3', 'mistral', 'deepseekv3'];
+const FORMATS: ToolFormat[] = ['qwen25', 'llama3', 'mistral', 'deepseekv3', 'qwen3_coder'];
+
+/** A JSON schema type for each argument the script writes (qwen3_coder reads values by it). */
+const typeOf = (v: unknown): string => (v === null ? 'string' : Array.isArray(v) ? 'array' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v);
+/** Whether two calls of one tool give a parameter values of the same type (one schema serves both). */
+const oneSchema = (s: Scripted) => s.calls.every((c) => s.calls.every((d) => c.name !== d.name || Object.entries(c.args).every(([k, v]) => !(k in d.args) || typeOf(d.args[k]) === typeOf(v))));
+const schemasOf = (s: Scripted) => new Map(s.calls.map((c) => [c.name, Object.fromEntries(Object.entries(c.args).map(([k, v]) => [k, { type: typeOf(v) }]))]));
 
 /** The script's calls in another model family's format (a thought first, as Qwen3 writes it). */
 function renderAs(format: ToolFormat, s: Scripted): string {
@@ -189,6 +195,10 @@ function renderAs(format: ToolFormat, s: Scripted): string {
   const head = s.think === null ? '' : `<think>\n${s.think}\n</think>\n\n`;
   const json = (c: Scripted['calls'][number], key = 'arguments') => (c.spaced ? JSON.stringify({ name: c.name, [key]: c.args }, null, 1) : JSON.stringify({ name: c.name, [key]: c.args }));
   if (format === 'llama3') return `${head}<|python_tag|>${s.calls.map((c) => json(c, 'parameters')).join('; ')}`;
+  if (format === 'qwen3_coder') {
+    const param = (k: string, v: unknown) => `<parameter=${k}>\n${typeof v === 'string' ? v : JSON.stringify(v)}\n</parameter>\n`;
+    return `${head}${s.calls.map((c) => `<tool_call>\n<function=${c.name}>\n${Object.entries(c.args).map(([k, v]) => param(k, v)).join('')}</function>\n</tool_call>`).join('\n')}`;
+  }
   if (format === 'mistral') return `${head}[TOOL_CALLS] [${s.calls.map((c) => json(c)).join(', ')}]`;
   return `${head}<｜tool▁calls▁begin｜>${s.calls.map((c) => `<｜tool▁call▁begin｜>function<｜tool▁sep｜>${c.name}\n\`\`\`json\n${JSON.stringify(c.args, null, c.spaced ? 1 : undefined)}\n\`\`\`<｜tool▁call▁end｜>`).join('\n')}<｜tool▁calls▁end｜>`;
 }
@@ -215,7 +225,11 @@ describe('the chat parsers over text cut anywhere', () => {
 
   it('every split of the text gives the same reasoning, content and calls', () => {
     fc.assert(
-      fc.property(scripted, fc.array(fc.nat(600), { maxLength: 12 }), fc.constantFrom<ChatParsing>(PARSING, { ...PARSING, streamReasoning: false }, { ...PARSING, reasoning: 'deepseek-r1' }, { ...PARSING, tool: null }, ...FORMATS.map((f) => ({ ...PARSING, tool: { format: f, names: new Set(TOOLS) } }))), (s, cuts, parsing) => {
+      fc.property(scripted, fc.array(fc.nat(600), { maxLength: 12 }), fc.constantFrom<ChatParsing>(PARSING, { ...PARSING, streamReasoning: false }, { ...PARSING, reasoning: 'deepseek-r1' }, { ...PARSING, tool: null }, ...FORMATS.map((f) => ({ ...PARSING, tool: { format: f, names: new Set(TOOLS) } }))), (s, cuts, p) => {
+        // Values in a string with a trailing or leading newline are cut by one (as the source does); keep clear of that.
+        fc.pre(!s.calls.some((c) => Object.values(c.args).some((v) => typeof v === 'string' && (v.startsWith('\n') || v.endsWith('\n') || v === 'null'))) || p.tool?.format !== 'qwen3_coder');
+        fc.pre(oneSchema(s) || p.tool?.format !== 'qwen3_coder');
+        const parsing: ChatParsing = p.tool === null ? p : { ...p, tool: { ...p.tool, schemas: schemasOf(s) } };
         const t = parsing.tool === null ? render(s) : renderAs(parsing.tool.format, s);
         const at = [...new Set([0, ...cuts.map((c) => c % (t.length + 1)), t.length])].sort((a, b) => a - b);
         const pieces = at.slice(1).map((end, i) => t.slice(at[i], end));

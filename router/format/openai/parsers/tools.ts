@@ -13,7 +13,7 @@ abstract class CallsBase implements ToolParser {
   protected next = 0;
   protected cur: CallScanner | null = null;
   /** The index of the call being read once its name is accepted; -1 before, -2 dropped. */
-  private curIndex = -1;
+  protected curIndex = -1;
   /** Whitespace after a call, held: shown only if more content follows it. */
   private ws = '';
   /** Calls whose JSON closed (a truncated call is streamed but not in a non-streaming answer). */
@@ -26,7 +26,7 @@ abstract class CallsBase implements ToolParser {
   readonly contentBeforeCallsOnly: boolean = true;
 
   constructor(
-    private readonly tools: ToolNames,
+    protected readonly tools: ToolNames,
     private readonly ids: CallIds,
     private readonly keepPreCall = false,
   ) {}
@@ -67,7 +67,7 @@ abstract class CallsBase implements ToolParser {
     this.accept(name, out);
   }
 
-  private accept(name: string, out: ParseOut): void {
+  protected accept(name: string, out: ParseOut): void {
     if (this.tools.has(name)) {
       this.curIndex = this.next++;
       this.complete.push(false);
@@ -410,6 +410,169 @@ export class DeepSeekV3ToolParser extends CallsBase {
 
   override finish(out: ParseOut): void {
     if (this.state === D.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum Q {
+  Text,
+  Call,
+  Function,
+  Param,
+  Done,
+}
+
+/** Python's json.dumps(v, ensure_ascii=False) of a parsed value. */
+export function pyJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (Array.isArray(v)) return `[${v.map(pyJson).join(', ')}]`;
+  return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyJson(x)}`).join(', ')}}`;
+}
+
+/**
+ * A parameter's text as the type its schema gives (SGLang qwen3_coder_detector.py
+ * Qwen3CoderDetector._convert_param_value): strings stay text, integers, numbers and booleans are
+ * read, objects and arrays are JSON; what does not read as its type stays a string.
+ */
+export function convertParam(value: string, type: string | null): unknown {
+  if (value.toLowerCase() === 'null') return null;
+  if (type === null) return value;
+  const t = type.trim().toLowerCase();
+  if (['string', 'str', 'text', 'varchar', 'char', 'enum'].includes(t)) return value;
+  if (/^(int|uint|long|short|unsigned)/.test(t)) return /^\s*[-+]?\d+\s*$/.test(value) ? Number.parseInt(value, 10) : value;
+  if (t.startsWith('num') || t.startsWith('float')) {
+    const n = Number(value);
+    return value.trim() === '' || Number.isNaN(n) ? value : n;
+  }
+  if (t === 'boolean' || t === 'bool' || t === 'binary') return value.toLowerCase() === 'true';
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * Qwen3-Coder's XML-ish calls: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`
+ * (SGLang qwen3_coder_detector.py Qwen3CoderDetector, vLLM tool_parsers/qwen3coder_tool_parser.py).
+ * Arguments stream as SGLang builds them: `{`, then `"key": value` per parameter (typed by the
+ * tool's schema), then `}`.
+ */
+export class Qwen3CoderToolParser extends CallsBase {
+  private state = Q.Text;
+  private params = 0;
+  private name = '';
+  /** Where the search for a parameter's end resumes in the held text. */
+  private scanFrom = 0;
+
+  constructor(
+    tools: ToolNames,
+    ids: CallIds,
+    keepPreCall: boolean,
+    private readonly schemas: ReadonlyMap<string, Readonly<Record<string, unknown>>>,
+  ) {
+    super(tools, ids, keepPreCall);
+  }
+
+  push(text: string, out: ParseOut): void {
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === Q.Text) {
+        const s = buf.indexOf('<tool_call>', i);
+        if (s < 0) {
+          const k = partialSuffix(buf, '<tool_call>', i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + '<tool_call>'.length;
+        this.state = Q.Call;
+      } else if (this.state === Q.Call || this.state === Q.Function) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        const rest = buf.slice(i, i + 16);
+        const tag = this.state === Q.Call ? ['<function=', '</tool_call>'] : ['<parameter=', '</function>'];
+        if (tag.some((t) => t.startsWith(rest) && rest.length < t.length)) {
+          this.held = buf.slice(i);
+          return;
+        }
+        if (this.state === Q.Call && buf.startsWith('<function=', i)) {
+          const gt = buf.indexOf('>', i);
+          if (gt < 0) {
+            this.held = buf.slice(i);
+            return;
+          }
+          this.name = buf.slice(i + '<function='.length, gt);
+          this.params = 0;
+          this.curIndex = -1;
+          this.nameCall(this.name, out);
+          i = gt + 1;
+          this.state = Q.Function;
+        } else if (this.state === Q.Call && buf.startsWith('</tool_call>', i)) {
+          i += '</tool_call>'.length;
+          this.state = Q.Text;
+        } else if (this.state === Q.Function && buf.startsWith('<parameter=', i)) {
+          this.state = Q.Param;
+          this.scanFrom = 0;
+          const sliced = buf.slice(i);
+          i = buf.length;
+          this.param(sliced, out);
+        } else if (this.state === Q.Function && buf.startsWith('</function>', i)) {
+          i += '</function>'.length;
+          if (this.curIndex >= 0) {
+            out.args(this.curIndex, this.params === 0 ? '{}' : '}');
+            this.complete[this.curIndex] = true;
+          }
+          this.curIndex = -1;
+          this.state = Q.Call;
+        } else {
+          this.state = Q.Done;
+        }
+      } else if (this.state === Q.Param) {
+        const sliced = buf.slice(i);
+        i = buf.length;
+        this.param(sliced, out);
+      } else return;
+    }
+  }
+
+  /** `text` starts at `<parameter=`: emit the parameter once its end is in sight, else hold it. */
+  private param(text: string, out: ParseOut): void {
+    const gt = text.indexOf('>');
+    if (gt < 0) {
+      this.held = text;
+      return;
+    }
+    const from = Math.max(gt + 1, this.scanFrom);
+    const ends = [text.indexOf('</parameter>', from), text.indexOf('<parameter=', from), text.indexOf('</function>', from)].filter((x) => x >= 0);
+    if (ends.length === 0) {
+      this.held = text;
+      this.scanFrom = Math.max(gt + 1, text.length - 12);
+      return;
+    }
+    const end = Math.min(...ends);
+    const key = text.slice('<parameter='.length, gt);
+    let value = text.slice(gt + 1, end);
+    if (value.startsWith('\n')) value = value.slice(1);
+    if (value.endsWith('\n')) value = value.slice(0, -1);
+    if (this.curIndex >= 0) {
+      const props = this.schemas.get(this.name);
+      const spec = props?.[key];
+      const type = typeof spec === 'object' && spec !== null && typeof (spec as { type?: unknown }).type === 'string' ? (spec as { type: string }).type : props !== undefined && key in props ? 'string' : null;
+      const kv = `${JSON.stringify(key)}: ${pyJson(convertParam(value, type))}`;
+      out.args(this.curIndex, this.params === 0 ? `{${kv}` : `, ${kv}`);
+    }
+    this.params++;
+    this.state = Q.Function;
+    const after = text.startsWith('</parameter>', end) ? end + '</parameter>'.length : end;
+    this.push(text.slice(after), out);
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === Q.Text) super.finish(out);
     this.held = '';
   }
 }
