@@ -187,7 +187,11 @@ const FORMATS: ToolFormat[] = ['qwen25', 'llama3', 'mistral', 'deepseekv3', 'qwe
 const typeOf = (v: unknown): string => (v === null ? 'string' : Array.isArray(v) ? 'array' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v);
 /** Whether two calls of one tool give a parameter values of the same type (one schema serves both). */
 const oneSchema = (s: Scripted) => s.calls.every((c) => s.calls.every((d) => c.name !== d.name || Object.entries(c.args).every(([k, v]) => !(k in d.args) || typeOf(d.args[k]) === typeOf(v))));
-const schemasOf = (s: Scripted) => new Map(s.calls.map((c) => [c.name, Object.fromEntries(Object.entries(c.args).map(([k, v]) => [k, { type: typeOf(v) }]))]));
+const schemasOf = (s: Scripted) => {
+  const m = new Map<string, Record<string, unknown>>();
+  for (const c of s.calls) m.set(c.name, { ...m.get(c.name), ...Object.fromEntries(Object.entries(c.args).map(([k, v]) => [k, { type: typeOf(v) }])) });
+  return m;
+};
 
 /** The script's calls in another model family's format (a thought first, as Qwen3 writes it). */
 function renderAs(format: ToolFormat, s: Scripted): string {
