@@ -109,8 +109,6 @@ export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, k
       return new DeepSeekV3ToolParser(names, ids, keepPreCall);
     case 'qwen3_coder':
       return new Qwen3CoderToolParser(names, ids, keepPreCall, schemas);
-    default:
-      throw new Error(`tool-call format ${format} is not implemented`);
   }
 }
 
