@@ -41,7 +41,8 @@ const HELP = `usage: baton router [options]
                                /v1/chat/completions) with the Hugging Face tokenizer in DIR, for
                                the workers' model or for model NAME (repeatable; docs/openai.md)
   --tool-call-parser NAME      parse tool calls out of chat answers: qwen25 (hermes), llama3,
-                               mistral, deepseekv3, qwen3_coder, or vLLM's names (docs/openai.md)
+                               mistral, deepseekv3, pythonic, qwen3_coder, or vLLM's names
+                               (docs/openai.md)
   --reasoning-parser NAME      separate <think> reasoning: qwen3, qwen3-thinking, deepseek-r1,
                                or vLLM's names (docs/openai.md)
   --reasoning-field F          reasoning_content (default; SGLang) or reasoning (vLLM)

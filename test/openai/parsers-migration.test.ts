@@ -181,7 +181,10 @@ describe('the chat parsers over a migrating stream', () => {
   });
 });
 
-const FORMATS: ToolFormat[] = ['qwen25', 'llama3', 'mistral', 'deepseekv3', 'qwen3_coder'];
+const FORMATS: ToolFormat[] = ['qwen25', 'llama3', 'mistral', 'deepseekv3', 'qwen3_coder', 'pythonic'];
+
+/** A Python literal of a JSON value (the pythonic format's arguments). */
+const pyRepr = (v: unknown): string => (v === null ? 'None' : v === true ? 'True' : v === false ? 'False' : Array.isArray(v) ? `[${v.map(pyRepr).join(', ')}]` : typeof v === 'object' ? `{${Object.entries(v as object).map(([k, x]) => `${JSON.stringify(k)}: ${pyRepr(x)}`).join(', ')}}` : JSON.stringify(v));
 
 /** A JSON schema type for each argument the script writes (qwen3_coder reads values by it). */
 const typeOf = (v: unknown): string => (v === null ? 'string' : Array.isArray(v) ? 'array' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v);
@@ -199,6 +202,7 @@ function renderAs(format: ToolFormat, s: Scripted): string {
   const head = s.think === null ? '' : `<think>\n${s.think}\n</think>\n\n`;
   const json = (c: Scripted['calls'][number], key = 'arguments') => (c.spaced ? JSON.stringify({ name: c.name, [key]: c.args }, null, 1) : JSON.stringify({ name: c.name, [key]: c.args }));
   if (format === 'llama3') return `${head}<|python_tag|>${s.calls.map((c) => json(c, 'parameters')).join('; ')}`;
+  if (format === 'pythonic') return `${head}[${s.calls.map((c) => `${c.name}(${Object.entries(c.args).map(([k, v]) => `${k}=${pyRepr(v)}`).join(', ')})`).join(', ')}]`;
   if (format === 'qwen3_coder') {
     const param = (k: string, v: unknown) => `<parameter=${k}>\n${typeof v === 'string' ? v : JSON.stringify(v)}\n</parameter>\n`;
     return `${head}${s.calls.map((c) => `<tool_call>\n<function=${c.name}>\n${Object.entries(c.args).map(([k, v]) => param(k, v)).join('')}</function>\n</tool_call>`).join('\n')}`;

@@ -112,6 +112,21 @@ describe('tool calls: SGLang test/srt/test_function_call_parser.py', () => {
     expect(whole(toolsOnly('deepseekv3', weather), `Checking. <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n\`\`\`json\n{"city": "Beijing"}\n\`\`\`<｜tool▁call▁end｜><｜tool▁calls▁end｜>`)).toMatchObject({ content: 'Checking.', toolCalls: [{ name: 'get_weather', arguments: '{"city": "Beijing"}' }] });
   });
 
+  it('PythonicDetector: a list of calls with Python literals, whole; anything else is content', () => {
+    const p = toolsOnly('pythonic', tools('get_weather', 'get_tourist_attractions'));
+    const m = whole(p, '[get_weather(city="San Francisco", unit=\'celsius\', days=3, hourly=True, extra=None, tags=["a", \'b\'], opts={"x": 1.5}), get_tourist_attractions(city="Rome")]');
+    expect(m.content).toBeNull();
+    expect(m.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['get_weather', { city: 'San Francisco', unit: 'celsius', days: 3, hourly: true, extra: null, tags: ['a', 'b'], opts: { x: 1.5 } }],
+      ['get_tourist_attractions', { city: 'Rome' }],
+    ]);
+    expect(whole(p, 'The weather is fine.')).toMatchObject({ content: 'The weather is fine.', toolCalls: [] });
+    expect(whole(p, '[1, 2, 3]')).toMatchObject({ content: '[1, 2, 3]', toolCalls: [] });
+    const s = stream(p, ['[get_weather(ci', 'ty="Paris")', ', get_tourist_attractions(city="Rome")', ']']);
+    expect(s.steps.slice(0, 3).every((x) => x.content === '')).toBe(true);
+    expect(s.calls.map((c) => c.name)).toEqual(['get_weather', 'get_tourist_attractions']);
+  });
+
   describe('TestQwen3CoderDetector', () => {
     const schemas = new Map<string, Record<string, unknown>>([
       ['get_current_weather', { city: { type: 'string' }, state: { type: 'string' }, unit: { type: 'string', enum: ['fahrenheit', 'celsius'] } }],

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type ToolFormat } from './names.ts';
 import { ReasoningParser } from './reasoning.ts';
-import { DeepSeekV3ToolParser, HermesToolParser, Llama3ToolParser, MistralToolParser, Qwen3CoderToolParser } from './tools.ts';
+import { DeepSeekV3ToolParser, HermesToolParser, Llama3ToolParser, MistralToolParser, PythonicToolParser, Qwen3CoderToolParser } from './tools.ts';
 import { ParseOut, type CallIds, type ToolCall, type ToolNames, type ToolParser } from './types.ts';
 
 export { ParseOut, type ToolCall, type ToolCallDelta, type ToolNames } from './types.ts';
@@ -109,6 +109,8 @@ export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, k
       return new DeepSeekV3ToolParser(names, ids, keepPreCall);
     case 'qwen3_coder':
       return new Qwen3CoderToolParser(names, ids, keepPreCall, schemas);
+    case 'pythonic':
+      return new PythonicToolParser(names, ids, keepPreCall);
   }
 }
 

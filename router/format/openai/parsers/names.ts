@@ -5,7 +5,7 @@
 // config reads it without pulling the parsers in.
 
 /** Tool-call formats Baton parses. */
-export const TOOL_FORMATS = ['qwen25', 'llama3', 'mistral', 'deepseekv3', 'qwen3_coder'] as const;
+export const TOOL_FORMATS = ['qwen25', 'llama3', 'mistral', 'deepseekv3', 'pythonic', 'qwen3_coder'] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
 
 /** Every accepted `--tool-call-parser` name → its format (SGLang's names, then vLLM's). */
@@ -19,6 +19,8 @@ export const TOOL_PARSER_NAMES: Readonly<Record<string, ToolFormat>> = {
   mistral: 'mistral',
   deepseekv3: 'deepseekv3',
   deepseek_v3: 'deepseekv3',
+  pythonic: 'pythonic',
+  llama4_pythonic: 'pythonic',
   qwen3_coder: 'qwen3_coder',
 };
 

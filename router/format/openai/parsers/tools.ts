@@ -576,3 +576,210 @@ export class Qwen3CoderToolParser extends CallsBase {
     this.held = '';
   }
 }
+
+/** A Python literal (ast.literal_eval's subset SGLang reads: constants, lists, dicts) at `s[i]`. */
+class PyLiteral {
+  i = 0;
+  constructor(private readonly s: string) {}
+
+  private ws(): void {
+    while (this.i < this.s.length && /\s/.test(this.s[this.i]!)) this.i++;
+  }
+
+  private fail(): never {
+    throw new Error(`not a Python literal at ${this.i}`);
+  }
+
+  ident(): string {
+    this.ws();
+    const m = /^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*/.exec(this.s.slice(this.i));
+    if (!m) this.fail();
+    this.i += m[0].length;
+    return m[0];
+  }
+
+  expect(c: string): void {
+    this.ws();
+    if (this.s[this.i] !== c) this.fail();
+    this.i++;
+  }
+
+  peek(): string {
+    this.ws();
+    return this.s[this.i] ?? '';
+  }
+
+  value(): unknown {
+    const c = this.peek();
+    if (c === '"' || c === "'") return this.str(c);
+    if (c === '[') return this.seq(']');
+    if (c === '(') return this.seq(')');
+    if (c === '{') {
+      this.i++;
+      const o: Record<string, unknown> = {};
+      while (this.peek() !== '}') {
+        const k = this.value();
+        this.expect(':');
+        o[String(k)] = this.value();
+        if (this.peek() === ',') this.i++;
+        else if (this.peek() !== '}') this.fail();
+      }
+      this.i++;
+      return o;
+    }
+    const m = /^(True|False|None|-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)/.exec(this.s.slice(this.i));
+    if (!m) this.fail();
+    this.i += m[0].length;
+    return m[0] === 'True' ? true : m[0] === 'False' ? false : m[0] === 'None' ? null : Number(m[0]);
+  }
+
+  private seq(close: string): unknown[] {
+    this.i++;
+    const out: unknown[] = [];
+    while (this.peek() !== close) {
+      out.push(this.value());
+      if (this.peek() === ',') this.i++;
+      else if (this.peek() !== close) this.fail();
+    }
+    this.i++;
+    return out;
+  }
+
+  private str(q: string): string {
+    this.i++;
+    let out = '';
+    const ESC: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"', '0': '\0' };
+    while (this.i < this.s.length && this.s[this.i] !== q) {
+      const ch = this.s[this.i++]!;
+      if (ch !== '\\') {
+        out += ch;
+        continue;
+      }
+      const e = this.s[this.i++] ?? '';
+      if (e === 'u' || e === 'x') {
+        const n = e === 'u' ? 4 : 2;
+        out += String.fromCharCode(Number.parseInt(this.s.slice(this.i, this.i + n), 16));
+        this.i += n;
+      } else out += ESC[e] ?? `\\${e}`;
+    }
+    if (this.s[this.i] !== q) this.fail();
+    this.i++;
+    return out;
+  }
+}
+
+/** `[f(a=1, b="x"), g()]` read as calls; null if it is not a list of calls with literal arguments. */
+export function pythonicCalls(text: string): { name: string; args: Record<string, unknown> }[] | null {
+  const p = new PyLiteral(text);
+  try {
+    p.expect('[');
+    const calls: { name: string; args: Record<string, unknown> }[] = [];
+    while (p.peek() !== ']') {
+      const name = p.ident();
+      p.expect('(');
+      const args: Record<string, unknown> = {};
+      while (p.peek() !== ')') {
+        const key = p.ident();
+        p.expect('=');
+        args[key] = p.value();
+        if (p.peek() === ',') p.i++;
+        else if (p.peek() !== ')') return null;
+      }
+      p.i++;
+      calls.push({ name, args });
+      if (p.peek() === ',') p.i++;
+      else if (p.peek() !== ']') return null;
+    }
+    p.i++;
+    return p.peek() === '' ? calls : null;
+  } catch {
+    return null;
+  }
+}
+
+const enum Y {
+  Start,
+  List,
+  Text,
+}
+
+/**
+ * Pythonic calls, Llama 3.2 / Llama 4's other format: the whole output is
+ * `[get_weather(city="Paris"), search(q='x', n=3)]`, Python literals as arguments (SGLang
+ * pythonic_detector.py PythonicDetector, vLLM tool_parsers/pythonic_tool_parser.py). The list is
+ * held until its closing `]` (read once, bracket and string aware) and its calls come out whole,
+ * as PythonicDetector.parse_streaming_increment sends them; an output that is not such a list is
+ * content.
+ */
+export class PythonicToolParser extends CallsBase {
+  private state = Y.Start;
+  private list = '';
+  private depth = 0;
+  private quote = '';
+  private esc = false;
+
+  push(text: string, out: ParseOut): void {
+    let t = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    if (this.state === Y.Start) {
+      const j = t.search(/\S/);
+      if (j < 0) {
+        this.held = t;
+        return;
+      }
+      if (t[j] !== '[') {
+        this.state = Y.Text;
+        this.content(t, out);
+        return;
+      }
+      this.state = Y.List;
+      t = t.slice(j);
+    }
+    if (this.state === Y.Text) {
+      this.content(t, out);
+      return;
+    }
+    // Find the list's closing bracket, reading each character once.
+    let end = -1;
+    for (let i = 0; i < t.length && end < 0; i++) {
+      const c = t[i]!;
+      if (this.quote !== '') {
+        if (this.esc) this.esc = false;
+        else if (c === '\\') this.esc = true;
+        else if (c === this.quote) this.quote = '';
+      } else if (c === '"' || c === "'") this.quote = c;
+      else if (c === '[' || c === '(' || c === '{') this.depth++;
+      else if (c === ']' || c === ')' || c === '}') {
+        this.depth--;
+        if (this.depth === 0) end = i;
+      }
+    }
+    if (end < 0) {
+      this.list += t;
+      return;
+    }
+    const listText = this.list + t.slice(0, end + 1);
+    this.list = '';
+    this.state = Y.Text;
+    const calls = pythonicCalls(listText);
+    if (calls === null) this.content(listText, out);
+    else {
+      for (const c of calls) {
+        this.nameCall(c.name, out);
+        if (this.curIndex >= 0) {
+          out.args(this.curIndex, pyJson(c.args));
+          this.complete[this.curIndex] = true;
+        }
+      }
+    }
+    this.content(t.slice(end + 1), out);
+  }
+
+  override finish(out: ParseOut): void {
+    // A list never closed (max_tokens): its text is content, as detect_and_parse leaves it.
+    if (this.state === Y.List) this.content(this.list, out);
+    else if (this.held.length > 0) this.content(this.held, out);
+    this.list = '';
+    this.held = '';
+  }
+}
