@@ -252,3 +252,17 @@ describe('the chat parsers over text cut anywhere', () => {
     );
   });
 });
+
+describe('the reasoning field', () => {
+  it('is reasoning_content by default and reasoning with --reasoning-field reasoning, streamed and not', () => {
+    const ids = [...tok.encode('<think>\nHmm.\n</think>\n\nHello.', { addSpecialTokens: false }), EOS];
+    for (const stream of [true, false]) {
+      const sglang = JSON.stringify(serve(ids, [3], [2], stream).chunks);
+      const vllm = JSON.stringify(serve(ids, [3], [2], stream, { ...PARSING, reasoningField: 'reasoning' }).chunks);
+      expect(sglang).toContain('"reasoning_content":');
+      expect(sglang).not.toContain('"reasoning":');
+      expect(vllm).toContain('"reasoning":');
+      expect(vllm).not.toContain('"reasoning_content":');
+    }
+  });
+});
