@@ -250,3 +250,42 @@ describe('reasoning: vLLM tests/reasoning/test_qwen3_reasoning_parser.py', () =>
     }
   });
 });
+
+describe('tool calls: vLLM tests/entrypoints/openai/tool_parsers/test_pythonic_tool_parser.py', () => {
+  const p = toolsOnly('pythonic', tools('get_weather', 'register_user', 'do_something_cool'));
+  const SIMPLE = ["get_weather(city='San Francisco', metric='celsius')", { name: 'get_weather', arguments: '{"city": "San Francisco", "metric": "celsius"}' }] as const;
+  const MORE = ["register_user(name='John Doe', age=37, address={'city': 'San Francisco', 'state': 'CA'}, role=None, passed_test=True, aliases=['John', 'Johnny'])", { name: 'register_user', arguments: '{"name": "John Doe", "age": 37, "address": {"city": "San Francisco", "state": "CA"}, "role": null, "passed_test": true, "aliases": ["John", "Johnny"]}' }] as const;
+  const NO_PARAMS = ['get_weather()', { name: 'get_weather', arguments: '{}' }] as const;
+  const EMPTY_DICT = ['do_something_cool(additional_data={})', { name: 'do_something_cool', arguments: '{"additional_data": {}}' }] as const;
+  const EMPTY_LIST = ['do_something_cool(steps=[])', { name: 'do_something_cool', arguments: '{"steps": []}' }] as const;
+  const ESCAPED = ["get_weather(city='Martha\\'s Vineyard', metric='\\\"cool units\\\"')", { name: 'get_weather', arguments: '{"city": "Martha\'s Vineyard", "metric": "\\"cool units\\""}' }] as const;
+
+  it('test_no_tool_call, streamed and not', () => {
+    expect(whole(p, 'How can I help you today?')).toMatchObject({ content: 'How can I help you today?', toolCalls: [] });
+    expect(stream(p, [...'How can I help you today?']).steps.map((x) => x.content).join('')).toBe('How can I help you today?');
+  });
+
+  it.each([
+    ['simple', [SIMPLE]],
+    ['more_types', [MORE]],
+    ['parameterless', [NO_PARAMS]],
+    ['empty_dict', [EMPTY_DICT]],
+    ['empty_list', [EMPTY_LIST]],
+    ['escaped_string', [ESCAPED]],
+    ['parallel_calls', [SIMPLE, MORE]],
+  ] as const)('test_tool_call %s, streamed and not', (_id, calls) => {
+    const output = `[${calls.map((c) => c[0]).join(', ')}]`;
+    const m = whole(p, output);
+    expect(m.content).toBeNull();
+    expect(m.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments }))).toEqual(calls.map((c) => c[1]));
+    const s = stream(p, [...output]);
+    expect(s.steps.map((x) => x.content).join('')).toBe('');
+    expect(s.calls).toEqual(calls.map((c) => c[1]));
+  });
+
+  it('test_streaming_tool_call_with_large_steps', () => {
+    const s = stream(p, ["[get_weather(city='San", " Francisco', metric='celsius'), get_weather(), do_something_cool(steps=[])]"]);
+    expect(s.steps.map((x) => x.content).join('')).toBe('');
+    expect(s.calls).toEqual([SIMPLE[1], NO_PARAMS[1], EMPTY_LIST[1]]);
+  });
+});
