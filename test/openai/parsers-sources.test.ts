@@ -289,3 +289,20 @@ describe('tool calls: vLLM tests/entrypoints/openai/tool_parsers/test_pythonic_t
     expect(s.calls).toEqual([SIMPLE[1], NO_PARAMS[1], EMPTY_LIST[1]]);
   });
 });
+
+describe('tool calls: vLLM tests/entrypoints/openai/tool_parsers/test_hermes_tool_parser.py', () => {
+  const p = toolsOnly('qwen25', tools('internet_search'));
+  const expected = { name: 'internet_search', arguments: '{"question": "5MW燃气轮机设计参数 空气流量 压气机压比 转速 燃烧室出口温度 压气机级数 支点布局"}' };
+  // STREAM_FUNCTION_OUTPUT_SIMPLIFICATION, as the test streams it (empty deltas included).
+  const deltas = ['<tool_call>', '\n', '{"', 'name', '":', ' "', 'internet', '_search', '",', ' "', 'arguments', '":', ' {"', 'question', '":', ' "', '5', 'MW', '燃气', '轮', '机', '设计', '参数', '', '', ' 空', '气', '流量', '', '', ' 压', '气', '机', '压', '比', '', '', ' 转', '速', '', '', ' 燃', '烧', '室', '出口', '温度', '', '', ' 压', '气', '机', '级', '数', '', ' 支', '点', '布局', '"}', '}\n', '</tool_call>', ''];
+
+  it('lei_test_streaming_02/03: the streamed call, non-ASCII arguments unescaped', () => {
+    expect(stream(p, deltas).calls).toEqual([expected]);
+  });
+
+  it('lei_test_streaming_01: the non-streaming call after a thought (shortened) that the hermes parser leaves in content', () => {
+    const m = whole(p, `好的，用户现在要研发一个5MW的燃气轮机。\n</think>\n\n${deltas.join('')}\n\n `);
+    expect(m.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments }))).toEqual([expected]);
+    expect(m.content).toBe('好的，用户现在要研发一个5MW的燃气轮机。\n</think>');
+  });
+});
