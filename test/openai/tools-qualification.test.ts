@@ -81,10 +81,13 @@ async function chat(client: OpenAI, i: number, tag: string, onArgs?: () => void)
   return a;
 }
 
+// Loaded once, before the clock of the test starts (the cut points are located in the script's ids).
+const tok = loadTokenizer(QWEN3, 'qwen3');
+
 it('16 streaming tool-calling chats with thinking: a kill -9 mid-call changes no tool call, thought, finish_reason or usage; 8 migrated, some inside the arguments', async () => {
   // Page size 256: the prompts (the tools' system prompt and a question, about 216 tokens) fill no
   // page, so no run finds another's prefix cached and usage's cached_tokens is 0 in both runs.
-  cluster = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 8, tokenizer: QWEN3, modelPath: MODEL, pageSize: 256, script });
+  cluster = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 5, tokenizer: QWEN3, modelPath: MODEL, pageSize: 256, script });
   router = await spawnRouter([...cluster.workers().flatMap((w) => ['--worker', w.url]), '--tokenizer', QWEN3, '--policy', 'round_robin', '--health-interval-ms', '300', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3']);
   const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 
@@ -99,7 +102,6 @@ it('16 streaming tool-calling chats with thinking: a kill -9 mid-call changes no
   expect(killed).not.toBeNull();
   await killed;
 
-  const tok = loadTokenizer(QWEN3, 'qwen3');
   for (let i = 0; i < N; i++) {
     const r = reference[i]!;
     // The fault-free run is the script, parsed as SGLang parses it.
