@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES } from './pool/policies/index.ts';
+import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
 
 export interface RouterConfig {
   host: string;
@@ -68,6 +69,12 @@ export interface RouterConfig {
    * or `NAME=DIR`. None: the front is off and GET /v1/models is a worker's.
    */
   tokenizers: string[];
+  /** The OpenAI front's tool-call parser (SGLang's or vLLM's name, docs/openai.md); null: none. */
+  toolCallParser: string | null;
+  /** The OpenAI front's reasoning parser (SGLang's or vLLM's name, docs/openai.md); null: none. */
+  reasoningParser: string | null;
+  /** The chat answer's reasoning field: `reasoning_content` (SGLang) or `reasoning` (vLLM). */
+  reasoningField: string;
   /** V8's scavenges on the main thread only (`serial`) or with helper threads (router/gc.ts). */
   gcScavenge: GcScavenge;
   /**
@@ -119,6 +126,9 @@ export const DEFAULTS: RouterConfig = {
   otlpEndpoint: null,
   traceUrlTemplate: null,
   tokenizers: [],
+  toolCallParser: null,
+  reasoningParser: null,
+  reasoningField: 'reasoning_content',
   gcScavenge: 'serial',
   workerFile: null,
   workerFileIntervalMs: 5_000,
@@ -143,6 +153,19 @@ export function flagName(k: Key): string {
   return NAMES[k].flag;
 }
 
+/** Fields whose empty value means unset (null). One key a line: several features add theirs. */
+const NULLABLE_KEYS: ReadonlySet<string> = new Set([
+  'migrationMaxSeqLen',
+  'traceFile',
+  'adminToken',
+  'apiKey',
+  'otlpEndpoint',
+  'traceUrlTemplate',
+  'workerFile',
+  'toolCallParser',
+  'reasoningParser',
+]);
+
 function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   const d = DEFAULTS[key];
   const bad = (what: string) => new ConfigError(`${where}: ${NAMES[key].flag} ${what}, got ${JSON.stringify(value)}`);
@@ -151,8 +174,10 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
     return list as string[];
   }
-  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate' || key === 'workerFile') {
+  if (NULLABLE_KEYS.has(key)) {
     if (value === null || value === '' || value === undefined) return null;
+    if (key === 'toolCallParser' && !Object.hasOwn(TOOL_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
+    if (key === 'reasoningParser' && !Object.hasOwn(REASONING_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}`);
     if (key === 'migrationMaxSeqLen') {
       const n = Number(value);
       if (!Number.isInteger(n) || n <= 0) throw bad('must be a positive integer');
@@ -172,6 +197,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   if (typeof value !== 'string' || value === '') throw bad('must be a string');
   if (key === 'policy' && !(POLICY_NAMES as readonly string[]).includes(value)) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
   if (key === 'gcScavenge' && !(GC_SCAVENGE_MODES as readonly string[]).includes(value)) throw bad(`must be one of ${GC_SCAVENGE_MODES.join(', ')}`);
+  if (key === 'reasoningField' && value !== 'reasoning_content' && value !== 'reasoning') throw bad('must be one of reasoning_content, reasoning');
   return value;
 }
 
