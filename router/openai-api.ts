@@ -17,6 +17,14 @@ import { addTokenizeRoutes } from './format/openai/tokenize.ts';
 
 export { reportedModels } from './pool/worker-pool.ts';
 
+/** FastAPI's test for a JSON body: no content type, or application/json or application/*+json. */
+export function jsonContentType(ct: string | undefined): boolean {
+  if (ct === undefined || ct === '') return true;
+  const type = ct.split(';')[0]!.trim().toLowerCase();
+  const [main, sub] = type.split('/');
+  return main === 'application' && sub !== undefined && (sub === 'json' || sub.endsWith('+json'));
+}
+
 /** Worker formats that can serve the front, in order of preference. */
 const TOKEN_FORMATS: FormatName[] = ['sglang', 'vllm'];
 
@@ -80,6 +88,13 @@ function addOpenAiRoutes(c: FrontContext): void {
     busy: (res) => writeOpenAiError(res, 503, 'router is at its limit of concurrent requests', null, { 'retry-after': '1' }),
     bodyError: (res, status, message) => writeOpenAiError(res, status, message, null, { connection: 'close' }),
     parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null {
+      if (!jsonContentType(req.headers['content-type'])) {
+        // FastAPI (vLLM's and SGLang's servers) reads a body as JSON only without a content type
+        // or under application/json or +json (fastapi/routing.py get_request_handler); any other
+        // body is bytes, which the request model refuses, and both servers answer 400.
+        writeOpenAiError(res, 400, `body: Input should be a valid dictionary or object to extract fields from (the content type is ${String(req.headers['content-type'])}; send application/json)`);
+        return null;
+      }
       let json: unknown;
       try {
         json = JSON.parse(raw.toString('utf8'));

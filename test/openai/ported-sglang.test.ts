@@ -149,3 +149,24 @@ it('test_chat_completion_stream (run_chat_completion_stream): n streams, each in
     expect(usage!.completion_tokens).toBeGreaterThan(0);
   }
 });
+
+// test/srt/test_matched_stop.py (TestMatchedStop): the choice names what stopped it.
+it('test_finish_stop_str / test_finish_stop_eos / test_finish_length: matched_stop is the stop string, the EOS id, or null', async () => {
+  const body = (extra: Record<string, unknown>) => ({ model: MODEL, prompt: 'Complete this sentence with emojis: I love coding 🚀', temperature: 0, ...extra });
+  const post = async (b: unknown) => (await (await fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) })).json()) as { choices: { text: string; finish_reason: string; matched_stop: unknown }[] };
+  const free = await post(body({ max_tokens: 200 }));
+  // The simulator ends this greedy answer on EOS well before 200 tokens (as test_finish_stop_eos's model does).
+  expect(free.choices[0]!.finish_reason).toBe('stop');
+  expect(tok.eosTokenIds).toContain(free.choices[0]!.matched_stop);
+  const text = free.choices[0]!.text;
+  const stop = text.slice(1, 3);
+  const byStr = await post(body({ max_tokens: 200, stop }));
+  expect(byStr.choices[0]).toMatchObject({ finish_reason: 'stop', matched_stop: stop });
+  const byLen = await post(body({ max_tokens: 1, ignore_eos: true }));
+  expect(byLen.choices[0]).toMatchObject({ finish_reason: 'length', matched_stop: null });
+  // Streamed: the finishing chunk carries it.
+  const stream = await client.completions.create({ ...body({ max_tokens: 200, stop }), stream: true } as OpenAI.CompletionCreateParamsStreaming);
+  let last: Record<string, unknown> | null = null;
+  for await (const chunk of stream) for (const c of chunk.choices) if (c.finish_reason) last = c as unknown as Record<string, unknown>;
+  expect(last).toMatchObject({ finish_reason: 'stop', matched_stop: stop });
+});

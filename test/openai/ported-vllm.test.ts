@@ -166,6 +166,52 @@ describe('test_completion.py', () => {
   });
 });
 
+describe('test_completion.py (streaming) and the request body', () => {
+  it('test_completion_streaming: one finish, on a chunk that carries the last text; the chunks join to the unary text', async () => {
+    for (const kind of ['completion', 'chat'] as const) {
+      const args = { model: MODEL, max_tokens: 5, temperature: 0, ignore_eos: true };
+      let single: string;
+      const chunks: string[] = [];
+      let finishes = 0;
+      let last: { text: string; finish: string | null } = { text: '', finish: null };
+      if (kind === 'completion') {
+        single = (await client.completions.create({ ...args, prompt: 'What is an LLM?' } as OpenAI.CompletionCreateParamsNonStreaming)).choices[0]!.text;
+        for await (const chunk of await client.completions.create({ ...args, prompt: 'What is an LLM?', stream: true } as OpenAI.CompletionCreateParamsStreaming)) {
+          const c = chunk.choices[0]!;
+          chunks.push(c.text);
+          if (c.finish_reason) finishes++;
+          last = { text: c.text, finish: c.finish_reason };
+        }
+      } else {
+        const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is an LLM?' }];
+        single = (await client.chat.completions.create({ ...args, messages } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming)).choices[0]!.message.content!;
+        for await (const chunk of await client.chat.completions.create({ ...args, messages, stream: true } as OpenAI.Chat.ChatCompletionCreateParamsStreaming)) {
+          const c = chunk.choices[0]!;
+          chunks.push(c.delta.content ?? '');
+          if (c.finish_reason) finishes++;
+          last = { text: c.delta.content ?? '', finish: c.finish_reason };
+        }
+      }
+      expect(finishes).toBe(1);
+      expect(last.finish).toBe('length');
+      expect(last.text.length, `${kind}: the length finish carries its text`).toBeGreaterThan(0);
+      expect(chunks.join('')).toBe(single);
+    }
+  });
+
+  it('a JSON body under a form content type is refused with 400, as FastAPI leaves it bytes that the request model refuses', async () => {
+    const body = JSON.stringify({ model: MODEL, prompt: 'x', max_tokens: 2 });
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data; boundary=x']) {
+      const r = await fetch(router.url + '/v1/completions', { method: 'POST', headers: { 'content-type': type }, body });
+      expect(r.status, type).toBe(400);
+      expect(((await r.json()) as { error: { message: string } }).error.message).toContain('valid dictionary');
+    }
+    for (const type of ['application/json', 'application/json; charset=utf-8', 'application/vnd.api+json']) {
+      expect((await fetch(router.url + '/v1/completions', { method: 'POST', headers: { 'content-type': type }, body })).status, type).toBe(200);
+    }
+  });
+});
+
 describe('test_return_tokens_as_ids.py / test_return_token_ids.py', () => {
   it('test_completion_return_tokens_as_token_ids_completion: logprob tokens as token_id:N, which decode to the text', async () => {
     const r = await post('/v1/completions', { model: MODEL, prompt: 'Say something unicode: 数字', max_tokens: 10, logprobs: 1, echo: false, return_tokens_as_token_ids: true });

@@ -23,10 +23,17 @@ const DONE = { message: 'stream ended ([DONE]) without a finished chunk', eviden
 /** OpenAI's logprob floor: JSON has no -Infinity (vLLM writes -9999.0 too). */
 const lp = (x: number): number => (Number.isFinite(x) ? x : -9999);
 
+const matchedStop = (end: Ended): string | number | null => (end.reason !== 'stop' ? null : end.matched !== undefined ? end.matched : end.stopReason);
+
 interface Ended {
   reason: 'stop' | 'length' | 'abort';
   /** vLLM's `stop_reason`: the matched stop string or stop token id (null: EOS or length). */
   stopReason: string | number | null;
+  /**
+   * SGLang's `matched_stop` (serving_chat.py / serving_completions.py: finish_reason["matched"]):
+   * the stop string, or the token id that stopped it, EOS included; absent: null.
+   */
+  matched?: string | number | null;
 }
 
 /**
@@ -165,6 +172,8 @@ export class OpenAiSession implements FormatSession {
   /** The prompt's logprob rows (logprob null at position 0), once the first attempt reported them. */
   private promptLogprobs: LogprobRow[] | null = null;
   private readonly index: number;
+  /** The last output token (the one a stop finish ended on). */
+  private lastId: number | null = null;
   readonly created: number;
   readonly responseId: string;
 
@@ -218,6 +227,7 @@ export class OpenAiSession implements FormatSession {
       const id = ids[i]!;
       a.ids.push(id);
       this.produced++;
+      this.lastId = id;
       if (this.req.echoOnly) {
         // vLLM's echo with max_tokens 0: the engine's one token is counted, never shown.
         this.pieces.push('');
@@ -259,7 +269,10 @@ export class OpenAiSession implements FormatSession {
 
   /** The worker finished: whatever the decoder and the matcher held back is text now. */
   finishFromWorker(f: TokenFinish): void {
-    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? this.stopTokenReason(f.matched) : null });
+    // The token that stopped it: the worker's word (SGLang names it; vLLM names stop_token_ids
+    // only), else the last one, which a stop finish without a string match ends on.
+    const matched = f.reason === 'stop' ? (f.matched ?? this.lastId) : null;
+    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? this.stopTokenReason(f.matched) : null, matched });
   }
 
   /**
@@ -413,6 +426,7 @@ export class OpenAiSession implements FormatSession {
     c.logprobs = this.logprobsOf(rows, first && this.req.kind === 'completion' && this.req.echo);
     c.finish_reason = end ? end.reason : null;
     c.stop_reason = end ? end.stopReason : null;
+    if (end) c.matched_stop = matchedStop(end);
     if (this.tokenIds !== null) {
       // vLLM: the prompt's ids with the first chunk (a completion's choice; chat's top level).
       if (this.req.kind === 'completion') c.prompt_token_ids = first ? this.req.promptIds : null;
@@ -480,6 +494,7 @@ export class OpenAiSession implements FormatSession {
     choice.logprobs = this.logprobsOf(rows, req.kind === 'completion' && req.echo);
     choice.finish_reason = end.reason;
     choice.stop_reason = end.stopReason;
+    choice.matched_stop = matchedStop(end);
     const promptLps = this.promptLogprobsJson();
     if (req.kind === 'completion' && promptLps !== null) choice.prompt_logprobs = promptLps;
     if (this.tokenIds !== null) {
