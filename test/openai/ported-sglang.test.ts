@@ -170,3 +170,33 @@ it('test_finish_stop_str / test_finish_stop_eos / test_finish_length: matched_st
   for await (const chunk of stream) for (const c of chunk.choices) if (c.finish_reason) last = c as unknown as Record<string, unknown>;
   expect(last).toMatchObject({ finish_reason: 'stop', matched_stop: stop });
 });
+
+// test/srt/test_matched_stop.py test_finish_stop_regex_str: a stop_regex ends the answer on the
+// token that completes a match, finish_reason "stop", matched_stop the pattern.
+it('test_finish_stop_regex_str: stop_regex stops on a match, matched_stop is the pattern; streamed alike; a bad pattern is a 400', async () => {
+  const prompt = 'Tell me a long story about rivers and mountains';
+  const post = async (b: unknown) => fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) });
+  const free = (await (await post({ model: MODEL, prompt, max_tokens: 60, temperature: 0, ignore_eos: true })).json()) as { choices: { text: string }[] };
+  const full = free.choices[0]!.text;
+  // A pattern that matches a word of the free answer past its start: a letter pair taken from it.
+  const at = Math.floor(full.length / 2);
+  const word = /[A-Za-z]{2}/.exec(full.slice(at))![0];
+  const pattern = `${word[0]}[${word[1]}]`;
+  const r = (await (await post({ model: MODEL, prompt, max_tokens: 60, temperature: 0, ignore_eos: true, stop_regex: pattern })).json()) as { choices: { text: string; finish_reason: string; matched_stop: unknown }[] };
+  const c = r.choices[0]!;
+  expect(c).toMatchObject({ finish_reason: 'stop', matched_stop: pattern });
+  // The text through the matching token (SGLang trims only a literal occurrence of `matched`).
+  expect(new RegExp(pattern).test(c.text)).toBe(true);
+  expect(full.startsWith(c.text)).toBe(true);
+  expect(c.text.length).toBeLessThan(full.length);
+  const stream = await client.completions.create({ model: MODEL, prompt, max_tokens: 60, temperature: 0, ignore_eos: true, stop_regex: pattern, stream: true } as OpenAI.CompletionCreateParamsStreaming);
+  let text = '';
+  let last: Record<string, unknown> | null = null;
+  for await (const chunk of stream) for (const ch of chunk.choices) {
+    text += ch.text;
+    if (ch.finish_reason) last = ch as unknown as Record<string, unknown>;
+  }
+  expect(text).toBe(c.text);
+  expect(last).toMatchObject({ finish_reason: 'stop', matched_stop: pattern });
+  expect((await post({ model: MODEL, prompt, stop_regex: '(' })).status).toBe(400);
+});

@@ -67,6 +67,8 @@ export interface OpenAiRequest {
   chatEcho?: string;
   /** Chat: the answer's role (vLLM get_chat_request_role: the last message's without a generation prompt). */
   role?: string;
+  /** SGLang's `stop_regex`: patterns searched in the output's tail text after each token. */
+  stopRegex?: { source: string; re: RegExp }[];
 }
 
 /** One prompt of a completions request: its ids, its text (for echo) and its output budget. */
@@ -126,6 +128,25 @@ function tokenIds(v: unknown, key: string, tok: Tokenizer): number[] {
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isSafeInteger(x))) throw bad(`${key} must be a list of token ids`, key);
   for (const id of v as number[]) if (id < 0 || id >= tok.vocabSize) throw bad(`${key} holds token id ${id}, outside the vocabulary (0..${tok.vocabSize - 1})`, key);
   return v as number[];
+}
+
+/**
+ * SGLang's `stop_regex` (a string or a list): each compiled once; a pattern JavaScript cannot
+ * compile is a 400. (SGLang compiles Python's `re`; the common syntax is shared.)
+ */
+function stopRegex(body: JsonObject): { source: string; re: RegExp }[] | undefined {
+  const v = body.stop_regex;
+  if (v === undefined || v === null) return undefined;
+  const list = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) throw bad('stop_regex must be a string or a list of strings', 'stop_regex');
+  const out = (list as string[]).filter((s) => s.length > 0).map((source) => {
+    try {
+      return { source, re: new RegExp(source, 'u') };
+    } catch (err) {
+      throw bad(`stop_regex ${JSON.stringify(source)} is not a valid regular expression: ${(err as Error).message}`, 'stop_regex');
+    }
+  });
+  return out.length > 0 ? out : undefined;
 }
 
 function stops(body: JsonObject): string[] {
@@ -355,5 +376,6 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
     echoOnly,
     chatEcho,
     role,
+    stopRegex: stopRegex(body),
   };
 }

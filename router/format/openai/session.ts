@@ -23,6 +23,9 @@ const DONE = { message: 'stream ended ([DONE]) without a finished chunk', eviden
 /** OpenAI's logprob floor: JSON has no -Infinity (vLLM writes -9999.0 too). */
 const lp = (x: number): number => (Number.isFinite(x) ? x : -9999);
 
+/** The tail of the output stop_regex searches (SGLang decodes its stop_regex_max_len + 1 last tokens). */
+const REGEX_TAIL = 256;
+
 const matchedStop = (end: Ended): string | number | null => (end.reason !== 'stop' ? null : end.matched !== undefined ? end.matched : end.stopReason);
 
 interface Ended {
@@ -172,6 +175,9 @@ export class OpenAiSession implements FormatSession {
   /** The prompt's logprob rows (logprob null at position 0), once the first attempt reported them. */
   private promptLogprobs: LogprobRow[] | null = null;
   private readonly index: number;
+  /** stop_regex's patterns (null: none) and the output's tail text they are searched in. */
+  private readonly stopRegex: { source: string; re: RegExp }[] | null;
+  private regexTail = '';
   /** The last output token (the one a stop finish ended on). */
   private lastId: number | null = null;
   readonly created: number;
@@ -191,6 +197,7 @@ export class OpenAiSession implements FormatSession {
     this.responseId = req.responseId ?? `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
     this.index = req.index ?? 0;
     this.tokenIds = req.returnTokenIds ? [] : null;
+    this.stopRegex = req.stopRegex ?? null;
   }
 
   get budget(): number | null {
@@ -242,6 +249,7 @@ export class OpenAiSession implements FormatSession {
       this.pieces.push(piece);
       if (this.matcher === null) {
         this.pendingText += piece;
+        if (this.stopRegex !== null && this.regexStop(piece)) return true;
         continue;
       }
       // vLLM searches no stop string until min_tokens output tokens exist (stop.ts).
@@ -251,8 +259,29 @@ export class OpenAiSession implements FormatSession {
         this.finishWith({ reason: 'stop', stopReason: stop });
         return true;
       }
+      if (this.stopRegex !== null && this.regexStop(piece)) return true;
     }
     if (flush && this.sink.streaming && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0 || (this.tokenIds !== null && this.tokenIds.length > 0))) this.flushChunk(null);
+    return false;
+  }
+
+  /**
+   * SGLang's stop_regex (schedule_batch.py Req.check_finished: `re.search` over the decoded tail
+   * of the output, FINISHED_MATCHED_REGEX with `matched` the pattern): searched after each token
+   * in the last REGEX_TAIL characters. SGLang trims a finish's text at `output.find(matched)`
+   * (detokenizer_manager.py trim_matched_stop), which a pattern seldom is literally: the text
+   * through the matching token stays, as here. True when it ended the output.
+   */
+  private regexStop(piece: string): boolean {
+    this.regexTail = (this.regexTail + piece).slice(-REGEX_TAIL);
+    // SGLang checks no stop before min_new_tokens output tokens (Req.check_finished).
+    if (this.produced < this.req.minTokens) return false;
+    for (const r of this.stopRegex!) {
+      if (!r.re.test(this.regexTail)) continue;
+      if (this.matcher !== null) this.pendingText += this.matcher.flush();
+      this.finishWith({ reason: 'stop', stopReason: r.source, matched: r.source });
+      return true;
+    }
     return false;
   }
 
