@@ -133,6 +133,11 @@ function addOpenAiRoutes(c: FrontContext): void {
         // n > 1, or a list of prompts: one logical request per choice (format/openai/fanout.ts),
         // logical ids `<id>-<index>` (vLLM names its children apart from the parent too).
         const kids = splitChoices(oreq, `${oreq.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${id}`);
+        // Each choice counts against the router's concurrency limit (http/request-path.ts).
+        if (kids.length > c.config.maxConcurrentRequests) {
+          writeOpenAiError(res, 400, `this request asks for ${kids.length} choices (prompts × n), more than --max-concurrent-requests ${c.config.maxConcurrentRequests} lets the router serve at once`, 'n');
+          return null;
+        }
         const built = kids.map((k, i) => ({ ...openAiOver(native, k), id: `${id}-${i}` }));
         let group: ChoiceGroup | null = null;
         return {

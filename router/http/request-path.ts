@@ -119,7 +119,16 @@ export class RequestPath {
           return front.bodyError(res, e.status ?? 400, e.message);
         }
         const r = front.parse(raw, req, res);
-        if (r !== null) await this.serve(front, req, res, r);
+        if (r === null) return;
+        // A fanned-out request is as many requests as it has children, against the same limit.
+        const extra = r.fanout ? r.fanout.children.length - 1 : 0;
+        if (extra > 0 && this.inFlight + extra > limit) return front.busy(res, limit);
+        this.inFlight += extra;
+        try {
+          await this.serve(front, req, res, r);
+        } finally {
+          this.inFlight -= extra;
+        }
       } finally {
         this.inFlight--;
       }

@@ -12,6 +12,7 @@
 //   child is an ordinary seeded request (and migrates, or not, by the seeded request's rules).
 // A failure of one choice fails the answer (vLLM's generator raises for the whole request): the
 // others are cancelled.
+import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { ClientSink, type ErrorShapes } from '../client-sink.ts';
 import type { JsonObject } from '../types.ts';
@@ -72,7 +73,14 @@ export class ChoiceGroup {
     this.open = children.length;
     this.usages = children.map(() => null);
     this.answers = children.map(() => null);
-    this.sinks = children.map((_, k) => new ChoiceSink(this, k, res, parent.streaming, headers, errors));
+    // The client's hang-up reaches every choice through one listener on the response (a sink
+    // listens for 'close' on what it is given; n of them on the response itself would pass
+    // Node's listener limit for n > 10).
+    const closed = new EventEmitter();
+    closed.setMaxListeners(0);
+    res.once('close', () => closed.emit('close'));
+    const stand = closed as unknown as ServerResponse;
+    this.sinks = children.map((_, k) => new ChoiceSink(this, k, stand, parent.streaming, headers, errors));
   }
 
   /** The choices' logical requests, for cancelling the others when one fails. */
@@ -167,12 +175,13 @@ export class ChoiceSink extends ClientSink {
   constructor(
     private readonly group: ChoiceGroup,
     private readonly k: number,
+    /** Only its 'close' is listened to (ChoiceGroup's stand-in for the client's response). */
     res: ServerResponse,
     streaming: boolean,
     headers: Record<string, string>,
     private readonly shapes: ErrorShapes,
   ) {
-    // The client's hang-up cancels this choice (every choice listens for it).
+    // The client's hang-up cancels this choice.
     super(res, streaming, headers, () => group.cancel(k), shapes, 0, false);
   }
 
