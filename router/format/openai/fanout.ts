@@ -23,6 +23,7 @@ export function splitChoices(oreq: OpenAiRequest, responseId: string): OpenAiReq
   const n = oreq.n ?? 1;
   const prompts = oreq.prompts ?? [{ ids: oreq.promptIds, text: oreq.promptText, maxTokens: oreq.maxTokens }];
   const out: OpenAiRequest[] = [];
+  const created = Math.floor(Date.now() / 1000);
   for (const [p, prompt] of prompts.entries()) {
     for (let i = 0; i < n; i++) {
       const seed = oreq.sampling.seed;
@@ -36,6 +37,7 @@ export function splitChoices(oreq: OpenAiRequest, responseId: string): OpenAiReq
         prompts: undefined,
         index: p * n + i,
         responseId,
+        created,
       });
     }
   }
@@ -113,13 +115,8 @@ export class ChoiceGroup {
     this.parent.endStream();
   }
 
-  private createdAt: number | null = null;
   private created(): number {
-    return this.createdAt ?? Math.floor(Date.now() / 1000);
-  }
-
-  noteCreated(c: number): void {
-    this.createdAt ??= c;
+    return this.children[0]!.created ?? Math.floor(Date.now() / 1000);
   }
 
   /** Choice k's unary answer (one choice): the client's is written once every choice has one. */
@@ -200,7 +197,6 @@ export class ChoiceSink extends ClientSink {
       this.group.usage(this.k, c.usage as JsonObject);
       return true;
     }
-    if (typeof c.created === 'number') this.group.noteCreated(c.created);
     return super.writeChunk(chunk);
   }
 

@@ -50,8 +50,9 @@ export interface OpenAiRequest {
   prompts?: PromptItem[];
   /** This choice's `index` in the answer (vLLM: prompt_idx * n + i). */
   index?: number;
-  /** The answer's id when one answer joins several logical requests. */
+  /** The answer's id and `created` when one answer joins several logical requests. */
   responseId?: string;
+  created?: number;
   // --- What the answer carries beyond text (vLLM's extensions). ---
   /** Alternatives per prompt position (vLLM `prompt_logprobs`, or `logprobs` with `echo`); null: none. */
   promptLogprobs?: number | null;

@@ -193,7 +193,7 @@ export class OpenAiSession implements FormatSession {
     // an OpenAI client gets from vLLM or SGLang for the same ids.
     this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens, cleanUpTokenizationSpaces: false });
     this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops, { includeStop: req.includeStopStr }) : null;
-    this.created = Math.floor(info.startedAt / 1000);
+    this.created = req.created ?? Math.floor(info.startedAt / 1000);
     this.responseId = req.responseId ?? `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
     this.index = req.index ?? 0;
     this.tokenIds = req.returnTokenIds ? [] : null;
