@@ -281,6 +281,19 @@ describe('test_chat.py / test_chat_echo.py', () => {
   });
 });
 
+describe('test_chat.py (prompt logprobs)', () => {
+  it('test_prompt_logprobs_chat: prompt_logprobs at the answer\'s top level, null first, one entry per prompt token', async () => {
+    const messages = [{ role: 'user', content: 'Beijing is the capital of which country?' }];
+    const r = await post('/v1/chat/completions', { model: MODEL, messages, max_tokens: 3, prompt_logprobs: 1 });
+    expect(r.status).toBe(200);
+    const pl = r.json.prompt_logprobs as (Record<string, unknown> | null)[];
+    const ids = tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false });
+    expect(pl.length).toBe(ids.length);
+    expect(pl[0]).toBeNull();
+    expect(pl.slice(1).every((e, i) => e !== null && e[String(ids[i + 1])] !== undefined)).toBe(true);
+  });
+});
+
 describe('test_tokenization.py', () => {
   it('test_tokenize_completions / test_detokenize / return_token_strs', async () => {
     const prompt = 'vllm1 This is a test prompt.';
