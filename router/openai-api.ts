@@ -11,10 +11,20 @@ import { reportedModels, type WorkerPool } from './pool/worker-pool.ts';
 import { formatNamed } from './format/registry.ts';
 import type { FormatName, WireFormat } from './format/types.ts';
 import { OpenAiError, parseOpenAi, type OpenAiKind } from './format/openai/request.ts';
-import { openAiOver, writeOpenAiError } from './format/openai/index.ts';
 import { resolveParsers, type ReasoningField } from './format/openai/parsers/index.ts';
+import { OPENAI_ERRORS, openAiOver, writeOpenAiError } from './format/openai/index.ts';
+import { ChoiceGroup, fansOut, splitChoices } from './format/openai/fanout.ts';
+import { addTokenizeRoutes } from './format/openai/tokenize.ts';
 
 export { reportedModels } from './pool/worker-pool.ts';
+
+/** FastAPI's test for a JSON body: no content type, or application/json or application/*+json. */
+export function jsonContentType(ct: string | undefined): boolean {
+  if (ct === undefined || ct === '') return true;
+  const type = ct.split(';')[0]!.trim().toLowerCase();
+  const [main, sub] = type.split('/');
+  return main === 'application' && sub !== undefined && (sub === 'json' || sub.endsWith('+json'));
+}
 
 /** Worker formats that can serve the front, in order of preference. */
 const TOKEN_FORMATS: FormatName[] = ['sglang', 'vllm'];
@@ -81,6 +91,13 @@ function addOpenAiRoutes(c: FrontContext): void {
     busy: (res) => writeOpenAiError(res, 503, 'router is at its limit of concurrent requests', null, { 'retry-after': '1' }),
     bodyError: (res, status, message) => writeOpenAiError(res, status, message, null, { connection: 'close' }),
     parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null {
+      if (!jsonContentType(req.headers['content-type'])) {
+        // FastAPI (vLLM's and SGLang's servers) reads a body as JSON only without a content type
+        // or under application/json or +json (fastapi/routing.py get_request_handler); any other
+        // body is bytes, which the request model refuses, and both servers answer 400.
+        writeOpenAiError(res, 400, `body: Input should be a valid dictionary or object to extract fields from (the content type is ${String(req.headers['content-type'])}; send application/json)`);
+        return null;
+      }
       let json: unknown;
       try {
         json = JSON.parse(raw.toString('utf8'));
@@ -106,20 +123,65 @@ function addOpenAiRoutes(c: FrontContext): void {
         writeOpenAiError(res, 503, `no healthy worker serves model ${oreq.model}`);
         return null;
       }
-      const { format, request } = openAiOver(native, oreq);
+      if ((oreq.promptLogprobs ?? null) !== null && native.name !== 'sglang') {
+        // vLLM's /inference/v1/generate sends prompt_logprobs in a unary answer only, and every
+        // attempt streams; SGLang's input_token_logprobs come with its stream's first chunk.
+        writeOpenAiError(res, 400, 'prompt logprobs (echo with logprobs, prompt_logprobs) need SGLang workers: vLLM\'s /inference/v1/generate streams none', oreq.echo ? 'echo' : 'prompt_logprobs');
+        return null;
+      }
       const header = req.headers['x-request-id'];
       const id = (typeof header === 'string' && header.length > 0 && header.length <= 256 ? header : null) ?? randomUUID().replace(/-/g, '');
-      return { format, parsed: request, text: '', id, idHeaders: requestIdHeaders(id), passthrough: false, rids: [] };
+      const idHeaders = requestIdHeaders(id);
+      if (fansOut(oreq)) {
+        // n > 1, or a list of prompts: one logical request per choice (format/openai/fanout.ts),
+        // logical ids `<id>-<index>` (vLLM names its children apart from the parent too).
+        const kids = splitChoices(oreq, `${oreq.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${id}`);
+        // Each choice counts against the router's concurrency limit (http/request-path.ts).
+        if (kids.length > c.config.maxConcurrentRequests) {
+          writeOpenAiError(res, 400, `this request asks for ${kids.length} choices (prompts × n), more than --max-concurrent-requests ${c.config.maxConcurrentRequests} lets the router serve at once`, 'n');
+          return null;
+        }
+        const built = kids.map((k, i) => ({ ...openAiOver(native, k), id: `${id}-${i}` }));
+        let group: ChoiceGroup | null = null;
+        return {
+          format: built[0]!.format, parsed: built[0]!.request, text: '', id, idHeaders, passthrough: false, rids: [],
+          fanout: {
+            children: built.map((b) => ({ format: b.format, parsed: b.request, id: b.id })),
+            sinks: (client, res) => (group = new ChoiceGroup(client, res, kids, oreq.n ?? 1, idHeaders, OPENAI_ERRORS)).sinks,
+            attach: (lrs) => group!.attach(lrs),
+          },
+        };
+      }
+      const { format, request } = openAiOver(native, oreq);
+      return { format, parsed: request, text: '', id, idHeaders, passthrough: false, rids: [] };
     },
   });
 
   routes.add('POST', '/v1/completions', c.path.route(front('completion')), false);
   routes.add('POST', '/v1/chat/completions', c.path.route(front('chat')), false);
+  const card = (id: string, created: number) => ({ id, object: 'model', created, owned_by: 'baton', root: id, parent: null, max_model_len: contextLength(id, null) });
+  const sendJson = (res: ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+    res.end(text);
+  };
   routes.add('GET', '/v1/models', (_req, res) => {
     const created = Math.floor(Date.now() / 1000);
-    const data = models.names(reported()).map((id) => ({ id, object: 'model', created, owned_by: 'baton', root: id, parent: null, max_model_len: contextLength(id, null) }));
-    const text = JSON.stringify({ object: 'list', data });
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
-    res.end(text);
+    sendJson(res, 200, { object: 'list', data: models.names(reported()).map((id) => card(id, created)) });
   }, false);
+  // OpenAI's retrieve-model call (the SDK's models.retrieve): the model's card, or a 404 in
+  // OpenAI's error shape. A model id may hold '/', so the rest of the path is the id.
+  const retrieve = (req: IncomingMessage, res: ServerResponse) => {
+    let id: string;
+    try {
+      id = decodeURIComponent((req.url ?? '').split('?')[0]!.slice('/v1/models/'.length));
+    } catch {
+      return writeOpenAiError(res, 404, 'The model does not exist.', 'model', {}, 'NotFoundError');
+    }
+    if (!models.names(reported()).includes(id)) return writeOpenAiError(res, 404, `The model \`${id}\` does not exist.`, 'model', {}, 'NotFoundError');
+    sendJson(res, 200, card(id, Math.floor(Date.now() / 1000)));
+  };
+  routes.add('GET', '/v1/models/:id', retrieve, false);
+  routes.add('GET', '/v1/models/:org/:name', retrieve, false);
+  addTokenizeRoutes(c, (m) => models.lookup(m, reported()), (m, tok) => contextLength(m, tok.contextLength));
 }

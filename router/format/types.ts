@@ -258,6 +258,8 @@ export interface TokenRequest {
   sampling: TokenSampling;
   /** Alternatives per output token (0: only the chosen token's logprob), null: no logprobs. */
   logprobs: number | null;
+  /** Alternatives per prompt position, asked of the first attempt only; null or absent: none. */
+  promptLogprobs?: number | null;
   model: string;
 }
 
@@ -275,7 +277,7 @@ export interface TokenFinish {
 
 /** One frame of a token-only attempt. */
 export type TokenFrame =
-  | { kind: 'tokens'; ids: readonly number[]; logprobs: readonly TokenLogprob[] | null; finish: TokenFinish | null; weightVersion: string | null; cachedTokens: number | null }
+  | { kind: 'tokens'; ids: readonly number[]; logprobs: readonly TokenLogprob[] | null; finish: TokenFinish | null; weightVersion: string | null; cachedTokens: number | null; prompt?: readonly (TokenLogprob | null)[] }
   | { kind: 'failed'; failure: Failure }
   /** A usage-only frame (vLLM's, after the finish), with the prompt tokens it reports cached. */
   | { kind: 'usage'; cachedTokens: number | null }

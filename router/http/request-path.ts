@@ -29,6 +29,20 @@ export interface Parsed {
   passthrough: boolean;
   /** The rids it claims while in flight (in-flight.ts). */
   rids: string[];
+  /**
+   * Served as several logical requests whose answers one client sink joins (the OpenAI front's
+   * n > 1 and prompt lists: format/openai/fanout.ts); `format`/`parsed` are then the first's.
+   */
+  fanout?: FanOut;
+}
+
+/** Several logical requests behind one answer: each with its own sink, made over the client's. */
+export interface FanOut {
+  children: { format: WireFormat; parsed: FormatRequest; id: string }[];
+  /** The children's sinks, over the client's one (index k: children[k]'s). */
+  sinks(client: ClientSink, res: ServerResponse): ClientSink[];
+  /** The children's logical requests, once made (a failing one cancels the others). */
+  attach(lrs: LogicalRequest[]): void;
 }
 
 /** What a front brings to the path: its parse and its error shapes. */
@@ -56,6 +70,8 @@ export interface PathSettings {
 class Entry implements InFlight {
   worker: InFlight['worker'] = null;
   lr: LogicalRequest | null = null;
+  /** A fanned-out request's logical requests (Parsed.fanout). */
+  lrs: LogicalRequest[] = [];
   constructor(
     readonly id: string,
     readonly kind: InFlight['kind'],
@@ -64,6 +80,7 @@ class Entry implements InFlight {
 
   abort(): void {
     this.lr?.abort();
+    for (const lr of this.lrs) lr.abort();
   }
 }
 
@@ -102,7 +119,16 @@ export class RequestPath {
           return front.bodyError(res, e.status ?? 400, e.message);
         }
         const r = front.parse(raw, req, res);
-        if (r !== null) await this.serve(front, req, res, r);
+        if (r === null) return;
+        // A fanned-out request is as many requests as it has children, against the same limit.
+        const extra = r.fanout ? r.fanout.children.length - 1 : 0;
+        if (extra > 0 && this.inFlight + extra > limit) return front.busy(res, limit);
+        this.inFlight += extra;
+        try {
+          await this.serve(front, req, res, r);
+        } finally {
+          this.inFlight -= extra;
+        }
       } finally {
         this.inFlight--;
       }
@@ -133,6 +159,13 @@ export class RequestPath {
       }
       // The OpenAI front's answer is Baton's own; a native one carries its worker's content type.
       const sink = new ClientSink(res, parsed.stream, idHeaders, () => lr?.cancel(), format.errors, this.settings.clientWriteTimeoutMs, format.name !== 'openai');
+      if (r.fanout) {
+        const sinks = r.fanout.sinks(sink, res);
+        entry.lrs = r.fanout.children.map((c, k) => new LogicalRequest(this.loop, c.format, c.parsed, c.id, sinks[k]!, trace));
+        r.fanout.attach(entry.lrs);
+        await Promise.all(entry.lrs.map((l) => l.run()));
+        return;
+      }
       lr = new LogicalRequest(this.loop, format, parsed, id, sink, trace);
       entry.lr = lr;
       await lr.run();

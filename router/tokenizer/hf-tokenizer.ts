@@ -211,6 +211,10 @@ export class HfTokenizer implements Tokenizer {
     return lead > existing ? ' '.repeat(lead - existing) + text : text;
   }
 
+  tokenString(id: number): string {
+    return this.tokens[id] ?? '';
+  }
+
   tokenBytes(id: number): number[] | null {
     if (!this.keep(id, false)) return null;
     if (this.bytes) return Array.from(this.bytes.subarray(this.offsets![id]!, this.offsets![id + 1]!));

@@ -65,6 +65,8 @@ export interface Tokenizer {
   isSpecial(id: number): boolean;
   /** The decoded text of one token alone, for logprob entries (OpenAI's `token`), special tokens included. */
   tokenText(id: number): string;
+  /** The vocabulary's own string for a token (HF convert_ids_to_tokens, e.g. "Ġhello"). */
+  tokenString?(id: number): string;
   /** UTF-8 bytes of that token (OpenAI `bytes`), null if not representable. */
   tokenBytes(id: number): number[] | null;
   /** The rendered chat prompt; throws TemplateError with a clear message. */

@@ -66,13 +66,13 @@ describe('completions', () => {
   });
 
   it('refuses what it cannot serve with a clear 400 naming the field', () => {
-    expect(refusal('completion', { model: 'qwen3', prompt: 'x', n: 2 })).toMatchObject({ status: 400, param: 'n' });
-    expect(refusal('completion', { model: 'qwen3', prompt: ['a', 'b'] })).toMatchObject({ status: 400, param: 'prompt' });
+    expect(refusal('completion', { model: 'qwen3', prompt: 'x', n: 0 })).toMatchObject({ status: 400, param: 'n' });
+    expect(refusal('completion', { model: 'qwen3', prompt: 'x', n: 2, best_of: 3 })).toMatchObject({ status: 400, param: 'best_of' });
+    expect(refusal('completion', { model: 'qwen3', prompt: ['a', ''] })).toMatchObject({ status: 400, param: 'prompt' });
     expect(refusal('completion', { model: 'qwen3' })).toMatchObject({ status: 400, message: 'prompt: Field required' });
     expect(refusal('completion', { model: 'qwen3', prompt: 'x', temperature: 'hot' })).toMatchObject({ status: 400, param: 'temperature' });
     expect(refusal('completion', { model: 'qwen3', prompt: 'x', temperature: 3 })).toMatchObject({ status: 400, param: 'temperature' });
     expect(refusal('completion', { model: 'qwen3', prompt: 'x', logprobs: 21 })).toMatchObject({ status: 400, param: 'logprobs' });
-    expect(refusal('completion', { model: 'qwen3', prompt: 'x', echo: true, logprobs: 1 })).toMatchObject({ status: 400, param: 'echo' });
     expect(refusal('completion', { model: 'qwen3', prompt: [1, 999_999] })).toMatchObject({ status: 400, param: 'prompt' });
     expect(refusal('completion', { model: 'qwen3', prompt: 'x', suffix: 'y' })).toMatchObject({ status: 400, param: 'suffix' });
     expect(refusal('completion', { model: 'qwen3', prompt: 'x', stream_options: { include_usage: true } })).toMatchObject({ status: 400, param: 'stream_options' });

@@ -35,6 +35,7 @@ export function openAiOver(native: WireFormat, oreq: OpenAiRequest): { format: W
     stream: oreq.stream,
     sampling: oreq.sampling,
     logprobs: oreq.logprobs,
+    promptLogprobs: oreq.promptLogprobs ?? null,
     model: oreq.model,
   });
   request.model = oreq.model;

@@ -46,6 +46,40 @@ export interface OpenAiRequest {
   spacesBetweenSpecialTokens: boolean;
   /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none. */
   parsing?: ChatParsing | null;
+  // --- Fan-out (fanout.ts): n > 1 and lists of prompts. Optional: absent on a one-choice request.
+  /** Choices per prompt (`n`), 1 by default. */
+  n?: number;
+  /** Every prompt of a completions batch (`prompt` as a list), each with its own budget. */
+  prompts?: PromptItem[];
+  /** This choice's `index` in the answer (vLLM: prompt_idx * n + i). */
+  index?: number;
+  /** The answer's id and `created` when one answer joins several logical requests. */
+  responseId?: string;
+  created?: number;
+  // --- What the answer carries beyond text (vLLM's extensions). ---
+  /** Alternatives per prompt position (vLLM `prompt_logprobs`, or `logprobs` with `echo`); null: none. */
+  promptLogprobs?: number | null;
+  /** vLLM `return_token_ids`: prompt_token_ids and each choice's token_ids. */
+  returnTokenIds?: boolean;
+  /** vLLM `return_tokens_as_token_ids`: logprob tokens as "token_id:N". */
+  tokensAsIds?: boolean;
+  /** vLLM `stream_options.continuous_usage_stats`: usage in every chunk. */
+  continuousUsage?: boolean;
+  /** `echo` with `max_tokens: 0` (lm-eval's loglikelihood): the prompt alone is the answer. */
+  echoOnly?: boolean;
+  /** Chat `echo` (vLLM): the text that leads each choice's content (the last message's, when its role is the answer's). */
+  chatEcho?: string;
+  /** Chat: the answer's role (vLLM get_chat_request_role: the last message's without a generation prompt). */
+  role?: string;
+  /** SGLang's `stop_regex`: patterns searched in the output's tail text after each token. */
+  stopRegex?: { source: string; re: RegExp }[];
+}
+
+/** One prompt of a completions request: its ids, its text (for echo) and its output budget. */
+export interface PromptItem {
+  ids: number[];
+  text: string;
+  maxTokens: number | null;
 }
 
 /** The sampling defaults of a model's generation_config.json (vLLM's --generation-config auto). */
@@ -100,6 +134,25 @@ function tokenIds(v: unknown, key: string, tok: Tokenizer): number[] {
   return v as number[];
 }
 
+/**
+ * SGLang's `stop_regex` (a string or a list): each compiled once; a pattern JavaScript cannot
+ * compile is a 400. (SGLang compiles Python's `re`; the common syntax is shared.)
+ */
+function stopRegex(body: JsonObject): { source: string; re: RegExp }[] | undefined {
+  const v = body.stop_regex;
+  if (v === undefined || v === null) return undefined;
+  const list = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) throw bad('stop_regex must be a string or a list of strings', 'stop_regex');
+  const out = (list as string[]).filter((s) => s.length > 0).map((source) => {
+    try {
+      return { source, re: new RegExp(source, 'u') };
+    } catch (err) {
+      throw bad(`stop_regex ${JSON.stringify(source)} is not a valid regular expression: ${(err as Error).message}`, 'stop_regex');
+    }
+  });
+  return out.length > 0 ? out : undefined;
+}
+
 function stops(body: JsonObject): string[] {
   const v = body.stop;
   if (v === undefined || v === null) return [];
@@ -130,23 +183,60 @@ function messages(body: JsonObject): ChatMessage[] {
 }
 
 /**
- * The prompt of a completion: one string, or one list of token ids (a batch is refused). A list
- * of ids is decoded to text only for `echo`, its one reader.
+ * The prompts of a completion, as vLLM's CompletionRequest.prompt takes them: one string, one
+ * list of token ids, or a list of either (a batch, served as one logical request each:
+ * fanout.ts). A list of ids is decoded to text only for `echo`, its one reader.
  */
-function completionPrompt(body: JsonObject, tok: Tokenizer, wantText: boolean): { ids: number[]; text: string } {
-  let p: unknown = body.prompt;
+function completionPrompts(body: JsonObject, tok: Tokenizer, wantText: boolean): { ids: number[]; text: string }[] {
+  const p: unknown = body.prompt;
   if (p === undefined || p === null) throw bad('prompt: Field required', 'prompt');
-  if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) p = p[0];
-  if (typeof p === 'string') {
-    if (p.length === 0) throw bad('prompt must not be empty', 'prompt');
-    return { ids: tok.encode(p), text: p };
+  const one = (x: unknown, key: string): { ids: number[]; text: string } => {
+    if (typeof x === 'string') {
+      if (x.length === 0) throw bad('prompt must not be empty', 'prompt');
+      return { ids: tok.encode(x), text: x };
+    }
+    if (Array.isArray(x) && x.length > 0 && x.every((y) => typeof y === 'number')) {
+      const ids = tokenIds(x, key, tok);
+      return { ids, text: wantText ? tok.decode(ids, { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }) : '' };
+    }
+    throw bad('prompt must be a string, a list of token ids, or a list of either', 'prompt');
+  };
+  if (typeof p === 'string') return [one(p, 'prompt')];
+  if (!Array.isArray(p) || p.length === 0) throw bad('prompt must be a string, a list of token ids, or a list of either', 'prompt');
+  if (p.every((x) => typeof x === 'number')) return [one(p, 'prompt')];
+  return p.map((x, i) => one(x, `prompt[${i}]`));
+}
+
+/**
+ * A prompt's output budget, checked against the context as vLLM checks it: its wording and param
+ * (vllm/renderers/params.py TokenizeParams: the prompt may take the context less the requested
+ * output; no output asked, all of it), and without an explicit budget the rest of the context
+ * (vllm/entrypoints/utils.py get_max_tokens; a prompt that fills it leaves 0, refused).
+ */
+function budgetFor(promptLen: number, maxTokens: number | null, ctx: number | null, budgetParam: string): number | null {
+  if (ctx === null) return maxTokens;
+  const out = maxTokens ?? 0;
+  // TokenizeParams.__post_init__ first, in vLLM's words (the missing space is theirs).
+  if (out > ctx) throw bad(`${budgetParam}=${out}cannot be greater than max_model_len=max_total_tokens=${ctx}. Please request fewer output tokens.`, budgetParam);
+  if (promptLen > ctx - out) {
+    throw bad(`You passed ${promptLen} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${ctx - out} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
   }
-  if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'number')) {
-    const ids = tokenIds(p, 'prompt', tok);
-    return { ids, text: wantText ? tok.decode(ids, { skipSpecialTokens: false, cleanUpTokenizationSpaces: false }) : '' };
-  }
-  if (Array.isArray(p) && p.length > 1) throw bad('a batch of prompts is not supported: send one prompt per request', 'prompt');
-  throw bad('prompt must be a string or a list of token ids', 'prompt');
+  if (maxTokens !== null) return maxTokens;
+  const rest = ctx - promptLen;
+  if (rest < 1) throw bad(`max_tokens must be at least 1, got ${rest}.`, 'max_tokens');
+  return rest;
+}
+
+/**
+ * The rendered prompt cut after the final message's content, as HF apply_chat_template does with
+ * continue_final_message (transformers: the text up to the last occurrence of that content,
+ * stripped), so the model continues the message instead of closing it.
+ */
+function continueFinal(rendered: string, content: string): string {
+  const text = content.trim();
+  const at = text.length > 0 ? rendered.lastIndexOf(text) : -1;
+  if (at < 0) throw new TemplateError('continue_final_message: the final message is not in the rendered prompt');
+  return rendered.slice(0, at + text.length);
 }
 
 export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup, parsers: OutputParsers | null = null): OpenAiRequest {
@@ -155,26 +245,29 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
   if (body.model !== undefined && body.model !== null && typeof body.model !== 'string') throw bad('model must be a string', 'model');
   const { name: model, tokenizer: tok, defaults: gen } = models.tokenizer((body.model as string | null | undefined) ?? undefined);
 
-  const n = int(body, 'n', 1);
-  if (n !== null && n > 1) throw bad('n > 1 is not supported: Baton serves one choice per request (send n requests)', 'n');
+  // n > 1: one logical request per choice (fanout.ts), as vLLM's ParentRequest makes n child
+  // requests (vllm/v1/engine/parallel_sampling.py). vLLM's CompletionRequest/ChatCompletionRequest
+  // no longer have best_of (an unknown field there); Baton accepts the values that ask for no
+  // more than n and refuses the rest rather than serve n samples as if they were the best of more.
+  const n = int(body, 'n', 1, 128) ?? 1;
   const bestOf = int(body, 'best_of', 1);
-  if (bestOf !== null && bestOf > 1) throw bad('best_of > 1 is not supported', 'best_of');
+  if (bestOf !== null && bestOf !== 1 && bestOf !== n) throw bad(`best_of=${bestOf} is not supported (vLLM serves none; Baton serves best_of only when it equals n=${n})`, 'best_of');
   if (body.suffix !== undefined && body.suffix !== null) throw bad('suffix is not supported', 'suffix');
   if (isObject(body.response_format) && body.response_format.type !== 'text') throw bad(`response_format ${JSON.stringify(body.response_format.type)} is not supported (text only)`, 'response_format');
 
-  let promptIds: number[];
-  let promptText: string;
+  let prompts: { ids: number[]; text: string }[];
   let logprobs: number | null;
   let maxTokens: number | null;
   /** The field the budget came from, for vLLM's error param. */
   let budgetParam = 'max_tokens';
   let echo = false;
   let parsing: ChatParsing | null = null;
+  let chatEcho: string | undefined;
+  let role: string | undefined;
   if (kind === 'completion') {
     echo = bool(body, 'echo', false);
-    ({ ids: promptIds, text: promptText } = completionPrompt(body, tok, echo));
+    prompts = completionPrompts(body, tok, echo);
     logprobs = int(body, 'logprobs', 0, 20);
-    if (echo && logprobs !== null) throw bad('echo with logprobs is not supported (Baton does not ask workers for prompt logprobs)', 'echo');
     // OpenAI's and vLLM's default for completions.
     maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
   } else {
@@ -183,12 +276,23 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     if (tools !== null && !Array.isArray(tools)) throw bad('tools must be a list', 'tools');
     const kwargs = body.chat_template_kwargs;
     if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
+    // vLLM ChatCompletionRequest.check_generation_prompt: continue_final_message renders the last
+    // (assistant) message open, to be continued, so it cannot take a generation prompt too.
+    const cont = bool(body, 'continue_final_message', false);
+    const addGen = bool(body, 'add_generation_prompt', !cont);
+    if (cont && addGen) throw bad('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
+    const last = msgs[msgs.length - 1]!;
+    if (cont && last.role !== 'assistant') throw bad('continue_final_message needs the last message to be an assistant message to continue', 'continue_final_message');
+    // vLLM get_chat_request_role: the generation prompt's role, else the last message's.
+    role = addGen ? 'assistant' : last.role;
+    let promptText: string;
     try {
       promptText = tok.applyChatTemplate(msgs, {
-        addGenerationPrompt: bool(body, 'add_generation_prompt', true),
+        addGenerationPrompt: addGen,
         tools: body.tool_choice === 'none' ? null : (tools as unknown[] | null),
         extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
       });
+      if (cont) promptText = continueFinal(promptText, typeof last.content === 'string' ? last.content : '');
     } catch (err) {
       if (err instanceof TemplateError) throw bad(`the chat template failed: ${err.message}`, 'messages');
       throw err;
@@ -202,33 +306,32 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
       }
     }
     // HF apply_chat_template(tokenize=True): the rendered text carries its own special tokens.
-    promptIds = tok.encode(promptText, { addSpecialTokens: false });
+    prompts = [{ ids: tok.encode(promptText, { addSpecialTokens: false }), text: promptText }];
     const want = bool(body, 'logprobs', false);
     const top = int(body, 'top_logprobs', 0, 20);
     if (top !== null && top > 0 && !want) throw bad('top_logprobs needs logprobs: true', 'top_logprobs');
     logprobs = want ? (top ?? 0) : null;
     if (body.max_completion_tokens !== undefined && body.max_completion_tokens !== null) budgetParam = 'max_completion_tokens';
     maxTokens = int(body, budgetParam, 0);
+    // vLLM chat_completion_full_generator / stream generator: with `echo`, the last message's
+    // content leads each choice when its role is the answer's role.
+    if (bool(body, 'echo', false) && last.role === role && typeof last.content === 'string') chatEcho = last.content;
   }
-  if (promptIds.length === 0) throw bad('the prompt has no tokens', kind === 'chat' ? 'messages' : 'prompt');
+  // vLLM CompletionRequest.to_sampling_params: prompt_logprobs, else `logprobs` with `echo`.
+  const promptLogprobsField = int(body, 'prompt_logprobs', 0, 20);
+  const promptLogprobs = promptLogprobsField ?? (echo && logprobs !== null ? logprobs : null);
+  // vLLM: echo with max_tokens 0 returns the prompt alone (the engine is asked for one token).
+  const echoOnly = echo && maxTokens === 0;
+  if (echoOnly) maxTokens = 1;
 
   const ctx = models.contextLength(model, tok);
-  if (ctx !== null) {
-    // vLLM's check, wording and param: vllm/renderers/params.py TokenizeParams._token_len_check
-    // (the prompt may take the context less the requested output; no output asked: all of it).
-    const out = maxTokens ?? 0;
-    // TokenizeParams.__post_init__ first, in vLLM's words (the missing space is theirs).
-    if (out > ctx) throw bad(`${budgetParam}=${out}cannot be greater than max_model_len=max_total_tokens=${ctx}. Please request fewer output tokens.`, budgetParam);
-    if (promptIds.length > ctx - out) {
-      throw bad(`You passed ${promptIds.length} input tokens and requested ${out} output tokens. However, the model's context length is only ${ctx} tokens, resulting in a maximum input length of ${ctx - out} tokens. Please reduce the length of the input prompt.`, 'input_tokens');
-    }
-    if (maxTokens === null) {
-      // vllm/entrypoints/utils.py get_max_tokens: the rest of the context; a prompt that fills it
-      // leaves 0, which SamplingParams._verify_args refuses.
-      maxTokens = ctx - promptIds.length;
-      if (maxTokens < 1) throw bad(`max_tokens must be at least 1, got ${maxTokens}.`, 'max_tokens');
-    }
-  }
+  const items: PromptItem[] = prompts.map((p) => {
+    if (p.ids.length === 0) throw bad('the prompt has no tokens', kind === 'chat' ? 'messages' : 'prompt');
+    return { ids: p.ids, text: p.text, maxTokens: budgetFor(p.ids.length, maxTokens, ctx, budgetParam) };
+  });
+  const promptIds = items[0]!.ids;
+  const promptText = items[0]!.text;
+  maxTokens = items[0]!.maxTokens;
   const minTokens = int(body, 'min_tokens', 0) ?? 0;
   if (maxTokens !== null && minTokens > maxTokens) throw bad(`min_tokens (${minTokens}) must not exceed max_tokens (${maxTokens})`, 'min_tokens');
 
@@ -277,5 +380,16 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     skipSpecialTokens: bool(body, 'skip_special_tokens', true),
     spacesBetweenSpecialTokens: bool(body, 'spaces_between_special_tokens', true),
     parsing,
+    n,
+    prompts: items,
+    promptLogprobs,
+    returnTokenIds: bool(body, 'return_token_ids', false),
+    tokensAsIds: bool(body, 'return_tokens_as_token_ids', false),
+    // vLLM serve/utils/api_utils.py should_include_usage: continuous stats ride on include_usage.
+    continuousUsage: isObject(so) && so.include_usage === true && so.continuous_usage_stats === true,
+    echoOnly,
+    chatEcho,
+    role,
+    stopRegex: stopRegex(body),
   };
 }

@@ -24,10 +24,20 @@ const DONE = { message: 'stream ended ([DONE]) without a finished chunk', eviden
 /** OpenAI's logprob floor: JSON has no -Infinity (vLLM writes -9999.0 too). */
 const lp = (x: number): number => (Number.isFinite(x) ? x : -9999);
 
+/** The tail of the output stop_regex searches (SGLang decodes its stop_regex_max_len + 1 last tokens). */
+const REGEX_TAIL = 256;
+
+const matchedStop = (end: Ended): string | number | null => (end.reason !== 'stop' ? null : end.matched !== undefined ? end.matched : end.stopReason);
+
 interface Ended {
   reason: 'stop' | 'length' | 'abort';
   /** vLLM's `stop_reason`: the matched stop string or stop token id (null: EOS or length). */
   stopReason: string | number | null;
+  /**
+   * SGLang's `matched_stop` (serving_chat.py / serving_completions.py: finish_reason["matched"]):
+   * the stop string, or the token id that stopped it, EOS included; absent: null.
+   */
+  matched?: string | number | null;
 }
 
 /**
@@ -40,9 +50,9 @@ export class TextChunk {
   private readonly prefix: string;
   private readonly suffix: string;
 
-  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean, field = 'content') {
+  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean, index = 0, field = 'content') {
     const h = JSON.stringify(head);
-    this.prefix = `${h.slice(0, -1)},"choices":[{"index":0,${kind === 'chat' ? `"delta":{"${field}":` : '"text":'}`;
+    this.prefix = `${h.slice(0, -1)},"choices":[{"index":${index},${kind === 'chat' ? `"delta":{"${field}":` : '"text":'}`;
     this.suffix = `${kind === 'chat' ? '}' : ''},"logprobs":null,"finish_reason":null,"stop_reason":null}]${includeUsage ? ',"usage":null' : ''}}`;
   }
 
@@ -104,7 +114,9 @@ export class OpenAiAttempt extends JsonFrameAttempt {
     this.frames++;
     if (f.weightVersion !== null) this.version = f.weightVersion;
     if (f.cachedTokens !== null) this.noteCached(f.cachedTokens);
-    const stopped = this.session.absorb(this, f.ids, f.logprobs);
+    if (f.prompt) this.session.notePromptLogprobs(f.prompt);
+    // The frame that finishes: its text goes out with the finish (vLLM's last chunk carries both).
+    const stopped = this.session.absorb(this, f.ids, f.logprobs, f.finish === null);
     if (stopped) {
       this.ended = true;
       this.finish = 'stop';
@@ -127,7 +139,8 @@ export class OpenAiAttempt extends JsonFrameAttempt {
 
 interface LogprobRow {
   id: number;
-  logprob: number;
+  /** null: a prompt position without one (the first, or a worker that reported none). */
+  logprob: number | null;
   top: { id: number; logprob: number }[];
 }
 
@@ -158,8 +171,19 @@ export class OpenAiSession implements FormatSession {
   /** The chat output parsers (tool calls, reasoning), when the router has them and the request asks. */
   private readonly parser: ChatParser | null;
   private reasoningChunk: TextChunk | null = null;
+  /** The first chunk is out (it carries the role, the echo, the prompt's ids). */
   private echoed = false;
   private ended: Ended | null = null;
+  /** return_token_ids: the ids not yet written (a unary answer's all); null when not asked. */
+  private tokenIds: number[] | null;
+  /** The prompt's logprob rows (logprob null at position 0), once the first attempt reported them. */
+  private promptLogprobs: LogprobRow[] | null = null;
+  private readonly index: number;
+  /** stop_regex's patterns (null: none) and the output's tail text they are searched in. */
+  private readonly stopRegex: { source: string; re: RegExp }[] | null;
+  private regexTail = '';
+  /** The last output token (the one a stop finish ended on). */
+  private lastId: number | null = null;
   readonly created: number;
   readonly responseId: string;
 
@@ -173,9 +197,11 @@ export class OpenAiSession implements FormatSession {
     // an OpenAI client gets from vLLM or SGLang for the same ids.
     this.decoder = new IncrementalDecoder(req.tokenizer, { skipSpecialTokens: req.skipSpecialTokens, spacesBetweenSpecialTokens: req.spacesBetweenSpecialTokens, cleanUpTokenizationSpaces: false });
     this.matcher = req.stops.length > 0 ? new StopMatcher(req.stops, { includeStop: req.includeStopStr }) : null;
-    this.created = Math.floor(info.startedAt / 1000);
-    this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
-    if (req.echo) this.textOffset = req.promptText.length;
+    this.created = req.created ?? Math.floor(info.startedAt / 1000);
+    this.responseId = req.responseId ?? `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
+    this.index = req.index ?? 0;
+    this.tokenIds = req.returnTokenIds ? [] : null;
+    this.stopRegex = req.stopRegex ?? null;
     this.parser = req.kind === 'chat' && req.parsing ? new ChatParser(req.parsing, !sink.streaming) : null;
   }
 
@@ -207,12 +233,19 @@ export class OpenAiSession implements FormatSession {
    * Take an attempt's new tokens, one at a time: decode, match stop strings, keep logprobs. True
    * when a stop string matched (the answer is then delivered: the caller cuts the worker off).
    */
-  absorb(a: OpenAiAttempt, ids: readonly number[], logprobs: readonly TokenLogprob[] | null): boolean {
-    const want = this.req.logprobs !== null;
+  absorb(a: OpenAiAttempt, ids: readonly number[], logprobs: readonly TokenLogprob[] | null, flush = true): boolean {
+    const want = this.req.logprobs !== null && !this.req.echoOnly;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       a.ids.push(id);
       this.produced++;
+      this.lastId = id;
+      if (this.req.echoOnly) {
+        // vLLM's echo with max_tokens 0: the engine's one token is counted, never shown.
+        this.pieces.push('');
+        continue;
+      }
+      if (this.tokenIds !== null) this.tokenIds.push(id);
       if (want) {
         const e = logprobs?.[i];
         this.pendingLogprobs.push({ id, logprob: e ? e.logprob : 0, top: e ? e.top : [] });
@@ -221,6 +254,7 @@ export class OpenAiSession implements FormatSession {
       this.pieces.push(piece);
       if (this.matcher === null) {
         this.pendingText += piece;
+        if (this.stopRegex !== null && this.regexStop(piece)) return true;
         continue;
       }
       // vLLM searches no stop string until min_tokens output tokens exist (stop.ts).
@@ -230,14 +264,49 @@ export class OpenAiSession implements FormatSession {
         this.finishWith({ reason: 'stop', stopReason: stop });
         return true;
       }
+      if (this.stopRegex !== null && this.regexStop(piece)) return true;
     }
-    if (this.sink.streaming && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0)) this.flushChunk(null);
+    if (flush && this.sink.streaming && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0 || (this.tokenIds !== null && this.tokenIds.length > 0))) this.flushChunk(null);
     return false;
+  }
+
+  /**
+   * SGLang's stop_regex (schedule_batch.py Req.check_finished: `re.search` over the decoded tail
+   * of the output, FINISHED_MATCHED_REGEX with `matched` the pattern): searched after each token
+   * in the last REGEX_TAIL characters. SGLang trims a finish's text at `output.find(matched)`
+   * (detokenizer_manager.py trim_matched_stop), which a pattern seldom is literally: the text
+   * through the matching token stays, as here. True when it ended the output.
+   */
+  private regexStop(piece: string): boolean {
+    this.regexTail = (this.regexTail + piece).slice(-REGEX_TAIL);
+    // SGLang checks no stop before min_new_tokens output tokens (Req.check_finished).
+    if (this.produced < this.req.minTokens) return false;
+    for (const r of this.stopRegex!) {
+      if (!r.re.test(this.regexTail)) continue;
+      if (this.matcher !== null) this.pendingText += this.matcher.flush();
+      this.finishWith({ reason: 'stop', stopReason: r.source, matched: r.source });
+      return true;
+    }
+    return false;
+  }
+
+  /** The prompt's logprobs, from the first attempt that reports them. */
+  notePromptLogprobs(rows: readonly (TokenLogprob | null)[]): void {
+    if (this.promptLogprobs !== null || (this.req.promptLogprobs ?? null) === null) return;
+    const ids = this.req.promptIds;
+    // vLLM and OpenAI: the first prompt token has no logprob (nothing precedes it).
+    this.promptLogprobs = ids.map((id, i) => {
+      const r = i === 0 ? null : rows[i];
+      return r ? { id, logprob: r.logprob, top: r.top } : { id, logprob: null, top: [] };
+    });
   }
 
   /** The worker finished: whatever the decoder and the matcher held back is text now. */
   finishFromWorker(f: TokenFinish): void {
-    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? this.stopTokenReason(f.matched) : null });
+    // The token that stopped it: the worker's word (SGLang names it; vLLM names stop_token_ids
+    // only), else the last one, which a stop finish without a string match ends on.
+    const matched = f.reason === 'stop' ? (f.matched ?? this.lastId) : null;
+    this.finishWith(this.drain() ?? { reason: f.reason, stopReason: f.reason === 'stop' ? this.stopTokenReason(f.matched) : null, matched });
   }
 
   /**
@@ -298,41 +367,89 @@ export class OpenAiSession implements FormatSession {
     return { id: this.responseId, object: this.req.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: this.created, model: this.req.model };
   }
 
-  /** OpenAI's logprobs object for some tokens: chat's `content` list, or the completions' lists. */
-  private logprobsOf(rows: LogprobRow[]): JsonObject | null {
-    if (this.req.logprobs === null || (this.sink.streaming && rows.length === 0)) return null;
+  /** A token as a logprob entry names it: its text, or vLLM's "token_id:N" (return_tokens_as_token_ids). */
+  private tokenName(id: number): string {
+    return this.req.tokensAsIds ? `token_id:${id}` : this.req.tokenizer.tokenText(id);
+  }
+
+  /** The prompt's rows for an echo: the worker's, or the bare ids when it reported none. */
+  private promptRows(): LogprobRow[] {
+    return this.promptLogprobs ?? this.req.promptIds.map((id) => ({ id, logprob: null, top: [] }));
+  }
+
+  /** The text that leads the answer: the prompt (completions' echo) or the last message (chat's). */
+  private leading(): string {
+    if (this.req.kind === 'chat') return this.req.chatEcho ?? '';
+    return this.req.echo ? this.req.promptText : '';
+  }
+
+  /**
+   * OpenAI's logprobs object for some tokens: chat's `content` list, or the completions' lists
+   * (led by the prompt's rows when echoed). vLLM's shapes: chat_completion/serving.py
+   * _create_chat_logprobs, completion/serving.py _create_completion_logprobs (whose
+   * top_logprobs holds the sampled token first, then the alternatives: `logprobs: 0` gives the
+   * sampled token alone).
+   */
+  private logprobsOf(rows: LogprobRow[], withPrompt: boolean): JsonObject | null {
+    if (this.req.logprobs === null || (this.sink.streaming && rows.length === 0 && !withPrompt)) return null;
     const tok = this.req.tokenizer;
+    const k = this.req.logprobs;
     if (this.req.kind === 'chat') {
       return {
         content: rows.map((r) => ({
-          token: tok.tokenText(r.id),
-          logprob: lp(r.logprob),
+          token: this.tokenName(r.id),
+          logprob: lp(r.logprob ?? 0),
           bytes: tok.tokenBytes(r.id),
-          top_logprobs: r.top.slice(0, this.req.logprobs!).map((t) => ({ token: tok.tokenText(t.id), logprob: lp(t.logprob), bytes: tok.tokenBytes(t.id) })),
+          top_logprobs: r.top.slice(0, k).map((t) => {
+            const name = this.tokenName(t.id);
+            return { token: name, logprob: lp(t.logprob), bytes: this.req.tokensAsIds ? [...Buffer.from(name)] : tok.tokenBytes(t.id) };
+          }),
         })),
       };
     }
+    const all = withPrompt ? [...this.promptRows(), ...rows] : rows;
     const tokens: string[] = [];
     const offsets: number[] = [];
+    const tokenLps: (number | null)[] = [];
     const top: (Record<string, number> | null)[] = [];
-    for (const r of rows) {
-      const t = tok.tokenText(r.id);
+    for (const r of all) {
+      const t = this.tokenName(r.id);
       tokens.push(t);
       offsets.push(this.textOffset);
       this.textOffset += t.length;
-      const alts: Record<string, number> = {};
-      for (const x of r.top.slice(0, this.req.logprobs!)) alts[tok.tokenText(x.id)] = lp(x.logprob);
-      top.push(this.req.logprobs! > 0 ? alts : null);
+      if (r.logprob === null) {
+        tokenLps.push(null);
+        top.push(null);
+        continue;
+      }
+      tokenLps.push(lp(r.logprob));
+      const alts: Record<string, number> = { [t]: lp(r.logprob) };
+      for (const x of r.top.slice(0, k)) if (x.id !== r.id) alts[this.tokenName(x.id)] = lp(x.logprob);
+      top.push(alts);
     }
-    return { tokens, token_logprobs: rows.map((r) => lp(r.logprob)), top_logprobs: top, text_offset: offsets };
+    return { tokens, token_logprobs: tokenLps, top_logprobs: top, text_offset: offsets };
   }
 
-  private choice(text: string, rows: LogprobRow[], end: Ended | null): JsonObject {
-    const c: JsonObject = { index: 0 };
+  /** vLLM's prompt_logprobs: null, then per position {"<id>": {logprob, rank, decoded_token}}. */
+  private promptLogprobsJson(): (JsonObject | null)[] | null {
+    if ((this.req.promptLogprobs ?? null) === null) return null;
+    return this.promptRows().map((r, i) => {
+      if (i === 0 || r.logprob === null) return null;
+      const o: JsonObject = {};
+      const at = r.top.findIndex((t) => t.id === r.id);
+      // rank: the token's place among the alternatives the worker reported (1-based), else past them.
+      o[String(r.id)] = { logprob: lp(r.logprob), rank: at >= 0 ? at + 1 : r.top.length + 1, decoded_token: this.tokenName(r.id) };
+      for (const [j, t] of r.top.slice(0, this.req.promptLogprobs!).entries()) if (t.id !== r.id) o[String(t.id)] = { logprob: lp(t.logprob), rank: j + 1, decoded_token: this.tokenName(t.id) };
+      return o;
+    });
+  }
+
+  private choice(text: string, rows: LogprobRow[], end: Ended | null, first: boolean): JsonObject {
+    const c: JsonObject = { index: this.index };
     if (this.req.kind === 'chat') {
       const delta: JsonObject = {};
       if (!this.roleSent) {
-        delta.role = 'assistant';
+        delta.role = this.req.role ?? 'assistant';
         this.roleSent = true;
       }
       if (text.length > 0 || end === null) delta.content = text;
@@ -340,9 +457,16 @@ export class OpenAiSession implements FormatSession {
     } else {
       c.text = text;
     }
-    c.logprobs = this.logprobsOf(rows);
+    c.logprobs = this.logprobsOf(rows, first && this.req.kind === 'completion' && this.req.echo);
     c.finish_reason = end ? end.reason : null;
     c.stop_reason = end ? end.stopReason : null;
+    if (end) c.matched_stop = matchedStop(end);
+    if (this.tokenIds !== null) {
+      // vLLM: the prompt's ids with the first chunk (a completion's choice; chat's top level).
+      if (this.req.kind === 'completion') c.prompt_token_ids = first ? this.req.promptIds : null;
+      c.token_ids = this.tokenIds;
+      this.tokenIds = [];
+    }
     return c;
   }
 
@@ -365,40 +489,50 @@ export class OpenAiSession implements FormatSession {
       o.content = content + o.content;
       if (calls.length > 0) o.calls = [...calls, ...o.calls];
     }
+    const req = this.req;
     const rows = this.pendingLogprobs;
-    if (end === null && o.empty && rows.length === 0) return;
-    const field = this.req.parsing!.reasoningField;
-    if (end === null && rows.length === 0 && this.roleSent && o.calls.length === 0 && (o.reasoning.length === 0) !== (o.content.length === 0)) {
+    const first = !this.echoed;
+    const lead = first ? this.leading() : '';
+    if (end === null && o.empty && rows.length === 0 && lead.length === 0) return;
+    const field = req.parsing!.reasoningField;
+    if (end === null && rows.length === 0 && !first && this.roleSent && o.calls.length === 0 && (o.reasoning.length === 0) !== (o.content.length === 0) && this.tokenIds === null && req.continuousUsage !== true) {
       // Text of one kind only, most chunks of a stream: a fixed frame around the text.
       if (o.content.length > 0) {
-        this.textChunk ??= new TextChunk(this.head(), 'chat', this.req.includeUsage);
+        this.textChunk ??= new TextChunk(this.head(), 'chat', req.includeUsage, this.index);
         this.sink.writeJson(this.textChunk.json(o.content));
       } else {
-        this.reasoningChunk ??= new TextChunk(this.head(), 'chat', this.req.includeUsage, field);
+        this.reasoningChunk ??= new TextChunk(this.head(), 'chat', req.includeUsage, this.index, field);
         this.sink.writeJson(this.reasoningChunk.json(o.reasoning));
       }
       return;
     }
+    this.echoed = true;
     const delta: JsonObject = {};
     if (!this.roleSent) {
-      delta.role = 'assistant';
+      delta.role = req.role ?? 'assistant';
       this.roleSent = true;
     }
     if (o.reasoning.length > 0) delta[field] = o.reasoning;
-    if (o.content.length > 0) delta.content = o.content;
+    // A chat echo leads the content unparsed: it is the client's own text, not the model's.
+    if (lead.length > 0 || o.content.length > 0) delta.content = lead + o.content;
     if (o.calls.length > 0) {
       // vLLM's DeltaToolCall (exclude_none): id, type and name on a call's first delta only.
       delta.tool_calls = o.calls.map((d): JsonObject => (d.name !== null ? { index: d.index, id: d.id, type: 'function', function: { name: d.name, arguments: d.arguments } } : { index: d.index, function: { arguments: d.arguments } }));
     }
-    const c: JsonObject = { index: 0, delta };
-    c.logprobs = this.logprobsOf(rows);
+    const c: JsonObject = { index: this.index, delta };
+    c.logprobs = this.logprobsOf(rows, false);
     this.pendingLogprobs = [];
     c.finish_reason = end ? this.finishReason(end) : null;
     c.stop_reason = end ? end.stopReason : null;
+    if (end) c.matched_stop = matchedStop(end);
+    if (this.tokenIds !== null) {
+      c.token_ids = this.tokenIds;
+      this.tokenIds = [];
+    }
     const chunk = this.head();
     chunk.choices = [c];
-    if (this.req.includeUsage) chunk.usage = null;
-    this.sink.writeChunk(chunk);
+    if (first && this.tokenIds !== null) chunk.prompt_token_ids = req.promptIds;
+    this.writeUsageAndChunk(chunk);
   }
 
   /** SGLang's and vLLM's finish_reason "tool_calls": a call was made and the model stopped. */
@@ -409,26 +543,38 @@ export class OpenAiSession implements FormatSession {
   /** One streamed chunk with the pending text and logprobs (and the finish, when given). */
   private flushChunk(end: Ended | null): void {
     if (this.parser !== null) return this.flushParsed(end);
+    const req = this.req;
     // Most chunks of most streams: text only. Their JSON is a fixed frame around the text.
-    if (end === null && this.req.logprobs === null && (this.roleSent || this.req.kind !== 'chat') && (this.echoed || !this.req.echo)) {
-      this.textChunk ??= new TextChunk(this.head(), this.req.kind, this.req.includeUsage);
+    if (end === null && req.logprobs === null && this.echoed && (this.roleSent || req.kind !== 'chat') && this.tokenIds === null && req.continuousUsage !== true) {
+      this.textChunk ??= new TextChunk(this.head(), req.kind, req.includeUsage, this.index);
       const text = this.pendingText;
       this.pendingText = '';
       this.sink.writeJson(this.textChunk.json(text));
       return;
     }
     let text = this.pendingText;
-    if (this.req.echo && !this.echoed) {
-      // vLLM's echo in a stream: the prompt's text leads the first chunk.
-      text = this.req.promptText + text;
+    const first = !this.echoed;
+    if (first) {
+      // vLLM's echo in a stream: the prompt's text (chat: the last message's) leads the first chunk.
+      text = this.leading() + text;
       this.echoed = true;
     }
     const chunk = this.head();
-    chunk.choices = [this.choice(text, this.pendingLogprobs, end)];
-    // OpenAI: with include_usage every other chunk carries `usage: null`.
-    if (this.req.includeUsage) chunk.usage = null;
+    chunk.choices = [this.choice(text, this.pendingLogprobs, end, first)];
+    if (first && this.tokenIds !== null && req.kind === 'chat') chunk.prompt_token_ids = req.promptIds;
     this.pendingText = '';
     this.pendingLogprobs = [];
+    this.writeUsageAndChunk(chunk);
+  }
+
+  private writeUsageAndChunk(chunk: JsonObject): void {
+    const req = this.req;
+    // OpenAI: with include_usage every other chunk carries `usage: null`; vLLM's
+    // continuous_usage_stats: this choice's usage so far in every one.
+    if (req.continuousUsage) {
+      const prompt = req.promptIds.length;
+      chunk.usage = { prompt_tokens: prompt, completion_tokens: this.produced, total_tokens: prompt + this.produced };
+    } else if (req.includeUsage) chunk.usage = null;
     this.sink.writeChunk(chunk);
   }
 
@@ -447,35 +593,47 @@ export class OpenAiSession implements FormatSession {
       sink.endStream();
       return;
     }
+    const req = this.req;
     const rows = this.pendingLogprobs;
     this.pendingLogprobs = [];
-    const text = (this.req.echo ? this.req.promptText : '') + this.pendingText;
+    const lead = this.leading();
+    const text = lead + this.pendingText;
     this.pendingText = '';
-    const choice: JsonObject = { index: 0 };
+    const choice: JsonObject = { index: this.index };
     let reason: string = end.reason;
     if (this.parser !== null) {
-      // SGLang's _build_chat_response: reasoning split first, then the tool calls.
-      const m = this.parser.parseWhole(text);
-      const message: JsonObject = { role: 'assistant', content: m.content };
-      if (this.req.parsing!.reasoning !== null) message[this.req.parsing!.reasoningField] = m.reasoning;
+      // SGLang's _build_chat_response: reasoning split first, then the tool calls. A chat echo
+      // leads the content unparsed: it is the client's own text, not the model's.
+      const m = this.parser.parseWhole(text.slice(lead.length));
+      const message: JsonObject = { role: req.role ?? 'assistant', content: lead.length > 0 ? lead + (m.content ?? '') : m.content };
+      if (req.parsing!.reasoning !== null) message[req.parsing!.reasoningField] = m.reasoning;
       if (m.toolCalls.length > 0) {
         message.tool_calls = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
         if (end.reason === 'stop') reason = 'tool_calls';
       }
       choice.message = message;
-    } else if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
+    } else if (req.kind === 'chat') choice.message = { role: req.role ?? 'assistant', content: text };
     else choice.text = text;
-    choice.logprobs = this.logprobsOf(rows);
+    choice.logprobs = this.logprobsOf(rows, req.kind === 'completion' && req.echo);
     choice.finish_reason = reason;
     choice.stop_reason = end.stopReason;
+    choice.matched_stop = matchedStop(end);
+    const promptLps = this.promptLogprobsJson();
+    if (req.kind === 'completion' && promptLps !== null) choice.prompt_logprobs = promptLps;
+    if (this.tokenIds !== null) {
+      if (req.kind === 'completion') choice.prompt_token_ids = req.promptIds;
+      choice.token_ids = this.tokenIds;
+    }
     const body: JsonObject = {
       id: this.responseId,
-      object: this.req.kind === 'chat' ? 'chat.completion' : 'text_completion',
+      object: req.kind === 'chat' ? 'chat.completion' : 'text_completion',
       created: this.created,
-      model: this.req.model,
+      model: req.model,
       choices: [choice],
       usage: this.usage(),
     };
+    if (req.kind === 'chat' && promptLps !== null) body.prompt_logprobs = promptLps;
+    if (req.kind === 'chat' && this.tokenIds !== null) body.prompt_token_ids = req.promptIds;
     sink.json(200, JSON.stringify(body), this.attemptHeaders);
   }
 }

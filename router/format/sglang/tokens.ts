@@ -36,6 +36,7 @@ function logprobEntry(tok: Json, top: Json | undefined): TokenLogprob {
 class SglangTokenReader implements TokenReader {
   private readonly out: AttemptOutput;
   private seen = 0;
+  private promptRead = false;
 
   constructor(worker: WorkerView) {
     this.out = new AttemptOutput(worker.incremental, 0);
@@ -60,7 +61,17 @@ class SglangTokenReader implements TokenReader {
     }
     this.seen = out.ids.length;
     const meta = metaOf(chunk);
+    // The prompt's logprobs (asked for with logprob_start_len 0), once: SGLang repeats them in
+    // every cumulative chunk. The first position's is null (no token before it).
+    let prompt: (TokenLogprob | null)[] | undefined;
+    const inLps = out.input.input_token_logprobs;
+    if (!this.promptRead && Array.isArray(inLps) && inLps.length > 0) {
+      this.promptRead = true;
+      const tops = out.input.input_top_logprobs;
+      prompt = inLps.map((e, i) => (Array.isArray(e) && typeof e[0] === 'number' ? logprobEntry(e, Array.isArray(tops) ? tops[i] : undefined) : null));
+    }
     return {
+      prompt,
       kind: 'tokens',
       ids,
       logprobs,
@@ -77,8 +88,10 @@ class SglangTokenReader implements TokenReader {
 export const SGLANG_TOKENS: TokenWorker = {
   request(t) {
     const body: JsonObject = { input_ids: t.promptIds, sampling_params: samplingParams(t), stream: t.stream };
-    // The prompt's logprobs are never asked for (-1): the front reports output logprobs only.
-    if (t.logprobs !== null) Object.assign(body, { return_logprob: true, top_logprobs_num: t.logprobs, logprob_start_len: -1 });
+    // The prompt's logprobs only when the client asks (echo + logprobs, prompt_logprobs): from
+    // position 0 (SGLang's logprob_start_len); a continuation asks for none (continuation.ts).
+    const pl = t.promptLogprobs ?? null;
+    if (t.logprobs !== null || pl !== null) Object.assign(body, { return_logprob: true, top_logprobs_num: Math.max(t.logprobs ?? 0, pl ?? 0), logprob_start_len: pl !== null ? 0 : -1 });
     return parseGenerateRequest(body);
   },
   reader: (worker) => new SglangTokenReader(worker),
