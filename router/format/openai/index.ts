@@ -36,6 +36,7 @@ export function openAiOver(native: WireFormat, oreq: OpenAiRequest): { format: W
     sampling: oreq.sampling,
     logprobs: oreq.logprobs,
     model: oreq.model,
+    constraint: oreq.constraint,
   });
   request.model = oreq.model;
   const format: WireFormat = {

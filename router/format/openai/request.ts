@@ -7,7 +7,8 @@
 import type { ChatMessage, Tokenizer } from '../../tokenizer/index.ts';
 import { TemplateError } from '../../tokenizer/index.ts';
 import { isObject } from '../json.ts';
-import type { JsonObject, TokenSampling } from '../types.ts';
+import type { JsonObject, TokenConstraint, TokenSampling } from '../types.ts';
+import { readConstraint, readToolChoice, type ToolChoice } from './constraints.ts';
 
 export type OpenAiKind = 'completion' | 'chat';
 
@@ -43,6 +44,12 @@ export interface OpenAiRequest {
   echo: boolean;
   skipSpecialTokens: boolean;
   spacesBetweenSpecialTokens: boolean;
+  /** The decoding constraint the worker enforces (constraints.ts); null: none. */
+  constraint?: TokenConstraint | null;
+  /** The constraint is tool_choice's ("required" or named): the answer is a JSON array of calls. */
+  forcedTools?: boolean;
+  /** Chat's tool_choice, read and checked (completions: none). */
+  toolChoice?: ToolChoice;
 }
 
 /** The sampling defaults of a model's generation_config.json (vLLM's --generation-config auto). */
@@ -157,7 +164,6 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
   const bestOf = int(body, 'best_of', 1);
   if (bestOf !== null && bestOf > 1) throw bad('best_of > 1 is not supported', 'best_of');
   if (body.suffix !== undefined && body.suffix !== null) throw bad('suffix is not supported', 'suffix');
-  if (isObject(body.response_format) && body.response_format.type !== 'text') throw bad(`response_format ${JSON.stringify(body.response_format.type)} is not supported (text only)`, 'response_format');
 
   let promptIds: number[];
   let promptText: string;
@@ -166,6 +172,8 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
   /** The field the budget came from, for vLLM's error param. */
   let budgetParam = 'max_tokens';
   let echo = false;
+  let tools: JsonObject[] | null = null;
+  let toolChoice: ToolChoice = { mode: 'none', name: null };
   if (kind === 'completion') {
     echo = bool(body, 'echo', false);
     ({ ids: promptIds, text: promptText } = completionPrompt(body, tok, echo));
@@ -175,14 +183,13 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
     maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
   } else {
     const msgs = messages(body);
-    const tools = body.tools === undefined || body.tools === null ? null : body.tools;
-    if (tools !== null && !Array.isArray(tools)) throw bad('tools must be a list', 'tools');
+    ({ tools, choice: toolChoice } = readToolChoice(body));
     const kwargs = body.chat_template_kwargs;
     if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
     try {
       promptText = tok.applyChatTemplate(msgs, {
         addGenerationPrompt: bool(body, 'add_generation_prompt', true),
-        tools: body.tool_choice === 'none' ? null : (tools as unknown[] | null),
+        tools: toolChoice.mode === 'none' ? null : tools,
         extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
       });
     } catch (err) {
@@ -234,7 +241,11 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
     logitBias = lb as Record<string, number>;
   }
   const seed = int(body, 'seed', Number.MIN_SAFE_INTEGER);
+  const { constraint, forcedTools } = readConstraint(body, tools, toolChoice);
   return {
+    constraint,
+    forcedTools,
+    toolChoice,
     kind,
     model,
     tokenizer: tok,

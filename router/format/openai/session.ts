@@ -13,6 +13,7 @@ import type { ClientSink } from '../client-sink.ts';
 import { JsonFrameAttempt } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
+import { forcedToolCalls, type ForcedCall } from './forced-tools.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
   return { error: { message, type, param, code: status } };
@@ -24,7 +25,7 @@ const DONE = { message: 'stream ended ([DONE]) without a finished chunk', eviden
 const lp = (x: number): number => (Number.isFinite(x) ? x : -9999);
 
 interface Ended {
-  reason: 'stop' | 'length' | 'abort';
+  reason: 'stop' | 'length' | 'abort' | 'tool_calls';
   /** vLLM's `stop_reason`: the matched stop string or stop token id (null: EOS or length). */
   stopReason: string | number | null;
 }
@@ -156,6 +157,8 @@ export class OpenAiSession implements FormatSession {
   private textChunk: TextChunk | null = null;
   private echoed = false;
   private ended: Ended | null = null;
+  /** A forced tool_choice's calls, read from the whole answer at its end (forced-tools.ts). */
+  private toolCalls: ForcedCall[] | null = null;
   readonly created: number;
   readonly responseId: string;
 
@@ -226,7 +229,8 @@ export class OpenAiSession implements FormatSession {
         return true;
       }
     }
-    if (this.sink.streaming && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0)) this.flushChunk(null);
+    // A forced tool_choice's answer is read whole at the end: nothing streams before it.
+    if (this.sink.streaming && !this.req.forcedTools && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0)) this.flushChunk(null);
     return false;
   }
 
@@ -330,7 +334,8 @@ export class OpenAiSession implements FormatSession {
         delta.role = 'assistant';
         this.roleSent = true;
       }
-      if (text.length > 0 || end === null) delta.content = text;
+      if (this.toolCalls) delta.tool_calls = this.toolCalls.map((t, index) => ({ index, id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+      else if (text.length > 0 || end === null) delta.content = text;
       c.delta = delta;
     } else {
       c.text = text;
@@ -368,6 +373,13 @@ export class OpenAiSession implements FormatSession {
 
   private finishWith(end: Ended): void {
     if (this.ended) return;
+    if (this.req.forcedTools && this.req.kind === 'chat') {
+      this.toolCalls = forcedToolCalls(this.pendingText);
+      if (this.toolCalls) {
+        this.pendingText = '';
+        if (end.reason === 'stop') end = { reason: 'tool_calls', stopReason: null };
+      }
+    }
     this.ended = end;
     const sink = this.sink;
     if (sink.streaming) {
@@ -386,7 +398,9 @@ export class OpenAiSession implements FormatSession {
     const text = (this.req.echo ? this.req.promptText : '') + this.pendingText;
     this.pendingText = '';
     const choice: JsonObject = { index: 0 };
-    if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
+    if (this.req.kind === 'chat' && this.toolCalls) {
+      choice.message = { role: 'assistant', content: null, tool_calls: this.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } })) };
+    } else if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
     else choice.text = text;
     choice.logprobs = this.logprobsOf(rows);
     choice.finish_reason = end.reason;
