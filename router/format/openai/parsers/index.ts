@@ -1,0 +1,126 @@
+// The chat output parsers of the OpenAI front (`--tool-call-parser`, `--reasoning-parser`): the
+// detokenized output goes through the reasoning parser, then its content through the tool-call
+// parser, as SGLang's serving_chat.py (_process_reasoning_stream, then _process_tool_call_stream)
+// and vLLM's chat_completion/serving.py chain them. The state lives with the logical request and
+// reads the text Baton detokenizes over every attempt, so a thought or a call cut by a migration
+// parses as the uninterrupted output does.
+import { randomUUID } from 'node:crypto';
+import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type ToolFormat } from './names.ts';
+import { ReasoningParser } from './reasoning.ts';
+import { HermesToolParser } from './tools.ts';
+import { ParseOut, type CallIds, type ToolCall, type ToolNames, type ToolParser } from './types.ts';
+
+export { ParseOut, type ToolCall, type ToolCallDelta, type ToolNames } from './types.ts';
+export { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type ToolFormat } from './names.ts';
+
+/** The router's parsers (resolved from the flags' names). */
+export interface OutputParsers {
+  tool: ToolFormat | null;
+  reasoning: ReasoningFormat | null;
+}
+
+export class ParserNameError extends Error {}
+
+/** The formats of the configured names ('' = none); an unknown name names the accepted ones. */
+export function resolveParsers(toolCallParser: string, reasoningParser: string): OutputParsers {
+  const tool = toolCallParser === '' ? null : TOOL_PARSER_NAMES[toolCallParser];
+  if (tool === undefined) throw new ParserNameError(`unknown --tool-call-parser '${toolCallParser}': one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
+  const reasoning = reasoningParser === '' ? null : REASONING_PARSER_NAMES[reasoningParser];
+  if (reasoning === undefined) throw new ParserNameError(`unknown --reasoning-parser '${reasoningParser}': one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}`);
+  return { tool, reasoning };
+}
+
+/** What one chat request asks of the parsers (request.ts reads it from the body). */
+export interface ChatParsing {
+  /** The tool-call format and the names the request offers; null: tool calls stay text. */
+  tool: { format: ToolFormat; names: ToolNames } | null;
+  /** The reasoning format; null: no thought is separated. */
+  reasoning: ReasoningFormat | null;
+  /** SGLang's `stream_reasoning` (default true): false sends a thought whole when it ends. */
+  streamReasoning: boolean;
+}
+
+export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean): ToolParser & { complete: boolean[]; preCall: string } {
+  switch (format) {
+    case 'qwen25':
+      return new HermesToolParser(names, ids, keepPreCall);
+    default:
+      throw new Error(`tool-call format ${format} is not implemented`);
+  }
+}
+
+/** SGLang's tool call id (serving_chat.py: f"call_{uuid.uuid4().hex[:24]}"). */
+export const callId = (): string => `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+
+/** A non-streaming answer's message fields. */
+export interface ParsedMessage {
+  reasoning: string | null;
+  content: string | null;
+  toolCalls: ToolCall[];
+}
+
+/** One request's parsers, chained: reasoning first, then tool calls over the content. */
+export class ChatParser {
+  readonly out = new ParseOut();
+  private readonly reasoning: ReasoningParser | null;
+  private readonly tools: (ToolParser & { complete: boolean[]; preCall: string }) | null;
+  /** Whether any tool call was streamed (finish_reason becomes "tool_calls"). */
+  called = false;
+
+  constructor(p: ChatParsing, unary: boolean, ids: CallIds = callId) {
+    this.reasoning = p.reasoning === null ? null : new ReasoningParser(p.reasoning, p.streamReasoning);
+    this.tools = p.tool === null ? null : toolParser(p.tool.format, p.tool.names, ids, unary);
+  }
+
+  /** Takes the next text; the answer's deltas are in `out` (cleared by the next call). */
+  push(text: string): ParseOut {
+    const out = this.out;
+    out.reset();
+    const content = this.reasoning === null ? text : this.reasoning.push(text, out);
+    if (this.tools === null) out.content += content;
+    else if (content.length > 0) this.tools.push(content, out);
+    if (out.calls.length > 0) this.called = true;
+    return out;
+  }
+
+  /** The end of the output: what was held back. */
+  finish(): ParseOut {
+    const out = this.out;
+    out.reset();
+    const content = this.reasoning === null ? '' : this.reasoning.finish(out);
+    if (this.tools === null) out.content += content;
+    else {
+      if (content.length > 0) this.tools.push(content, out);
+      this.tools.finish(out);
+    }
+    if (out.calls.length > 0) this.called = true;
+    return out;
+  }
+
+  /**
+   * A whole output parsed at once, shaped as the non-streaming answer: SGLang's
+   * _build_chat_response (reasoning split first, then HermesDetector.detect_and_parse: the content
+   * before the first call, stripped, and the calls whose JSON is complete).
+   */
+  parseWhole(text: string): ParsedMessage {
+    let reasoning = '';
+    let content = '';
+    const calls: { id: string; name: string; arguments: string }[] = [];
+    const take = (o: ParseOut) => {
+      reasoning += o.reasoning;
+      content += o.content;
+      for (const d of o.calls) {
+        if (d.name !== null) calls[d.index] = { id: d.id!, name: d.name, arguments: d.arguments };
+        else calls[d.index]!.arguments += d.arguments;
+      }
+    };
+    take(this.push(text));
+    take(this.finish());
+    let toolCalls: ToolCall[] = [];
+    if (this.tools !== null && this.called) {
+      content = this.tools.preCall.trim();
+      toolCalls = calls.filter((_, i) => this.tools!.complete[i] === true);
+    }
+    return { reasoning: reasoning.length > 0 ? reasoning : null, content: content.length > 0 ? content : null, toolCalls };
+  }
+}
