@@ -51,11 +51,19 @@ export class TextChunk {
   }
 }
 
+/** The session side an attempt feeds (the chat/completions session, the Responses session). */
+export interface TokenAbsorber {
+  cachedTokens: number | null;
+  /** Take an attempt's new tokens; true when a stop string ended the answer. */
+  absorb(a: OpenAiAttempt, ids: readonly number[], logprobs: readonly TokenLogprob[] | null): boolean;
+  finishFromWorker(f: TokenFinish): void;
+}
+
 export class OpenAiAttempt extends JsonFrameAttempt {
   version: string | null = null;
 
   constructor(
-    private readonly session: OpenAiSession,
+    private readonly session: TokenAbsorber,
     spec: AttemptSpec,
     host: AttemptHost,
     private readonly reader: TokenReader,
