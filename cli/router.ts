@@ -40,6 +40,12 @@ const HELP = `usage: baton router [options]
   --tokenizer DIR|NAME=DIR     serve the OpenAI-compatible front (/v1/completions,
                                /v1/chat/completions) with the Hugging Face tokenizer in DIR, for
                                the workers' model or for model NAME (repeatable; docs/openai.md)
+  --tool-call-parser NAME      parse tool calls out of chat answers: qwen25 (hermes), llama3,
+                               mistral, deepseekv3, pythonic, qwen3_coder, or vLLM's names
+                               (docs/openai.md)
+  --reasoning-parser NAME      separate <think> reasoning: qwen3, qwen3-thinking, deepseek-r1,
+                               or vLLM's names (docs/openai.md)
+  --reasoning-field F          reasoning_content (default; SGLang) or reasoning (vLLM)
   --gc-scavenge serial|parallel
                                V8's young-generation GC on the main thread only (default
                                serial: cheaper beside a busy host's load) or with helper threads
@@ -74,6 +80,9 @@ const OPTIONS = {
   'otlp-endpoint': { type: 'string' },
   'trace-url-template': { type: 'string' },
   tokenizer: { type: 'string', multiple: true },
+  'tool-call-parser': { type: 'string' },
+  'reasoning-parser': { type: 'string' },
+  'reasoning-field': { type: 'string' },
   'gc-scavenge': { type: 'string' },
 } as const;
 
@@ -108,6 +117,9 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         otlpEndpoint: v['otlp-endpoint'],
         traceUrlTemplate: v['trace-url-template'],
         tokenizers: v.tokenizer,
+        toolCallParser: v['tool-call-parser'],
+        reasoningParser: v['reasoning-parser'],
+        reasoningField: v['reasoning-field'],
         gcScavenge: v['gc-scavenge'],
       },
     });

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES } from './pool/policies/index.ts';
+import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
 
 export interface RouterConfig {
   host: string;
@@ -68,6 +69,12 @@ export interface RouterConfig {
    * or `NAME=DIR`. None: the front is off and GET /v1/models is a worker's.
    */
   tokenizers: string[];
+  /** The OpenAI front's tool-call parser (SGLang's or vLLM's name, docs/openai.md); null: none. */
+  toolCallParser: string | null;
+  /** The OpenAI front's reasoning parser (SGLang's or vLLM's name, docs/openai.md); null: none. */
+  reasoningParser: string | null;
+  /** The chat answer's reasoning field: `reasoning_content` (SGLang) or `reasoning` (vLLM). */
+  reasoningField: string;
   /** V8's scavenges on the main thread only (`serial`) or with helper threads (router/gc.ts). */
   gcScavenge: GcScavenge;
 }
@@ -103,6 +110,9 @@ export const DEFAULTS: RouterConfig = {
   otlpEndpoint: null,
   traceUrlTemplate: null,
   tokenizers: [],
+  toolCallParser: null,
+  reasoningParser: null,
+  reasoningField: 'reasoning_content',
   gcScavenge: 'serial',
 };
 
@@ -130,8 +140,10 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
     return list as string[];
   }
-  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate') {
+  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate' || key === 'toolCallParser' || key === 'reasoningParser') {
     if (value === null || value === '' || value === undefined) return null;
+    if (key === 'toolCallParser' && !Object.hasOwn(TOOL_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
+    if (key === 'reasoningParser' && !Object.hasOwn(REASONING_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}`);
     if (key === 'migrationMaxSeqLen') {
       const n = Number(value);
       if (!Number.isInteger(n) || n <= 0) throw bad('must be a positive integer');
@@ -151,6 +163,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   if (typeof value !== 'string' || value === '') throw bad('must be a string');
   if (key === 'policy' && !(POLICY_NAMES as readonly string[]).includes(value)) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
   if (key === 'gcScavenge' && !(GC_SCAVENGE_MODES as readonly string[]).includes(value)) throw bad(`must be one of ${GC_SCAVENGE_MODES.join(', ')}`);
+  if (key === 'reasoningField' && value !== 'reasoning_content' && value !== 'reasoning') throw bad('must be one of reasoning_content, reasoning');
   return value;
 }
 

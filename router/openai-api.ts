@@ -12,6 +12,7 @@ import { formatNamed } from './format/registry.ts';
 import type { FormatName, WireFormat } from './format/types.ts';
 import { OpenAiError, parseOpenAi, type OpenAiKind } from './format/openai/request.ts';
 import { openAiOver, writeOpenAiError } from './format/openai/index.ts';
+import { resolveParsers, type ReasoningField } from './format/openai/parsers/index.ts';
 
 export { reportedModels } from './pool/worker-pool.ts';
 
@@ -56,8 +57,10 @@ export function addOpenAiFront(c: FrontContext): void {
 }
 
 function addOpenAiRoutes(c: FrontContext): void {
-  const { routes, pool, models } = c;
+  const { routes, pool, models, config } = c;
   const reported = () => reportedModels(pool);
+  // The config checked the names (router/config.ts).
+  const parsers = resolveParsers(config.toolCallParser, config.reasoningParser, config.reasoningField as ReasoningField);
 
   /** The worker format whose eligible workers serve `model` (SGLang first), or null. */
   const workerFormat = (model: string): WireFormat | null => {
@@ -90,7 +93,7 @@ function addOpenAiRoutes(c: FrontContext): void {
         oreq = parseOpenAi(kind, json, {
           tokenizer: (m) => models.lookup(m, reported()),
           contextLength: (m, tok) => contextLength(m, tok.contextLength),
-        });
+        }, parsers);
       } catch (err) {
         if (err instanceof OpenAiError) {
           writeOpenAiError(res, err.status, err.message, err.param, {}, err.type);

@@ -63,6 +63,8 @@ export interface CoreOptions {
   tokenizer?: string;
   /** The vocabulary size without a tokenizer (ids 3 .. N − 1 ranked, EOS 2; at least 512). Default 32000. */
   vocabSize?: number;
+  /** A script file (sim/script.ts): prompts its rules match get the rules' texts. */
+  script?: string;
   /** The model path; also the served model name. Default "baton-sim". */
   modelPath?: string;
   /** The weight-version label. Default "default". Model path and version salt the model. */

@@ -38,6 +38,7 @@ export const WORKER_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'weight-version': { option: 'weightVersion', kind: 'string' },
   tokenizer: { option: 'tokenizer', kind: 'string' },
   'vocab-size': { option: 'vocabSize', kind: 'int', min: MIN_VOCAB_SIZE },
+  script: { option: 'script', kind: 'string' },
   incremental: { option: 'incremental', kind: 'bool', only: 'sglang' },
   text: { option: 'text', kind: 'bool', only: 'sglang' },
   'preferred-sampling-params': { option: 'preferredSamplingParams', kind: 'json', only: 'sglang', processOnly: true },

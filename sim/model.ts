@@ -16,6 +16,8 @@
 // - the worker's weights (model_path + weight_version) salt every state, so two workers that serve
 //   different weights answer differently; the default weights ("baton-sim", "default") salt nothing.
 
+import type { Script } from './script.ts';
+
 export interface ModelConfig {
   vocabSize: number;
   /** The EOS the model emits. */
@@ -29,6 +31,8 @@ export interface ModelConfig {
    * vocabularyFor). Default: 3 .. vocabSize − 1, the built-in vocabulary's non-special ids.
    */
   ordinaryIds?: Int32Array;
+  /** A scripted model (sim/script.ts): a prompt a rule matches gets the rule's text. */
+  script?: Script;
 }
 
 export const DEFAULT_MODEL: Readonly<ModelConfig> = Object.freeze({ vocabSize: 32000, eosTokenId: 2, eosEvery: 64 });
@@ -326,6 +330,8 @@ export class Decoder {
   private readonly idsLogprob: readonly number[];
   /** Extra EOS ids beyond cfg.eosTokenId (null: just that one, the common case). */
   private readonly otherEos: ReadonlySet<number> | null;
+  /** The script's ids for this prompt and the next one to emit (null: the hash model). */
+  private readonly scripted: { ids: readonly number[]; pos: number } | null;
 
   constructor(
     prompt: readonly number[] | number,
@@ -342,6 +348,8 @@ export class Decoder {
     this.idsLogprob = p.token_ids_logprob ?? [];
     const others = (cfg.eosTokenIds ?? []).filter((id) => id !== cfg.eosTokenId);
     this.otherEos = others.length > 0 ? new Set(others) : null;
+    const c = cfg.script !== undefined && typeof prompt !== 'number' ? cfg.script.continuation(prompt) : null;
+    this.scripted = c === null ? null : { ids: c.ids, pos: c.pos };
     if (p.max_new_tokens <= 0) this.done = { type: 'length', length: Math.max(0, p.max_new_tokens) };
   }
 
@@ -368,11 +376,21 @@ export class Decoder {
     const s = salted(this.state, this.weights);
     const base = new Ranking(s, this.cfg);
     const dist: Distribution = this.bias ? new BiasedRanking(base, this.bias, Math.max(SAMPLE_WIDTH, this.topN)) : base;
-    const j = samples(this.p) ? this.draw(dist, s) : this.firstAllowed(dist);
-    const token = dist.id(j);
+    const sc = this.scripted;
+    let token: number;
+    let logprob: number;
+    if (sc !== null && sc.pos < sc.ids.length) {
+      // The script's next token, whatever the ranking: its logprob is the ranking's for it.
+      token = sc.ids[sc.pos++]!;
+      logprob = dist.logprobOf(token);
+    } else {
+      const j = samples(this.p) ? this.draw(dist, s) : this.firstAllowed(dist);
+      token = dist.id(j);
+      logprob = dist.logprob(j);
+    }
     const step: Step = {
       token,
-      logprob: dist.logprob(j),
+      logprob,
       top: this.topN > 0 ? dist.top(this.topN) : [],
       idsLogprobs: this.idsLogprob.length > 0 ? this.idsLogprob.map((id) => dist.logprobOf(id)) : NO_IDS,
       finish: null,

@@ -16,6 +16,7 @@ import { resolve } from 'node:path';
 import { loadTokenizer } from '../router/tokenizer/load.ts';
 import type { DecodeOptions, EncodeOptions, Tokenizer } from '../router/tokenizer/types.ts';
 import { DEFAULT_MODEL, type ModelConfig } from './model.ts';
+import { loadScript } from './script.ts';
 
 /** What the simulator asks of a tokenizer. */
 export type SimTokenizer = Pick<Tokenizer, 'vocabSize' | 'eosTokenIds' | 'isSpecial' | 'encode' | 'decode'>;
@@ -126,7 +127,13 @@ export interface VocabularyChoice {
  * non-special tokens; EOS is its first EOS id, and any of its EOS ids ends a request), a plain
  * size (`--vocab-size N`: ids 3 .. N − 1, EOS 2), or the default 32000.
  */
-export function vocabularyFor(opts: { tokenizer?: string; vocabSize?: number; eosEvery?: number }): VocabularyChoice {
+export function vocabularyFor(opts: { tokenizer?: string; vocabSize?: number; eosEvery?: number; script?: string }): VocabularyChoice {
+  const v = vocabularyOf(opts);
+  if (opts.script !== undefined) v.model.script = loadScript(opts.script, v.tokenizer ?? new Vocabulary(v.model), v.model.eosTokenId);
+  return v;
+}
+
+function vocabularyOf(opts: { tokenizer?: string; vocabSize?: number; eosEvery?: number }): VocabularyChoice {
   const eosEvery = opts.eosEvery ?? DEFAULT_MODEL.eosEvery;
   if (opts.tokenizer !== undefined && opts.vocabSize !== undefined) throw new Error('a tokenizer sets the vocabulary: give --tokenizer or --vocab-size, not both');
   if (opts.tokenizer === undefined) {

@@ -78,7 +78,7 @@ class SglangWorker implements WireFormat, GenerationHost {
     private readonly core: WorkerCore,
     private readonly opts: WorkerOptions,
   ) {
-    const vocabulary = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery });
+    const vocabulary = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery, script: opts.script });
     this.model = vocabulary.model;
     this.settings = {
       text: opts.text ?? false,

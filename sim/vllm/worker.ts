@@ -93,7 +93,7 @@ class VllmWorker implements WireFormat, VllmGenerationHost {
     private readonly core: WorkerCore,
     opts: VllmWorkerOptions,
   ) {
-    this.model = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery }).model;
+    this.model = vocabularyFor({ tokenizer: opts.tokenizer, vocabSize: opts.vocabSize, eosEvery: opts.eosEvery, script: opts.script }).model;
     this.modelPath = opts.modelPath ?? DEFAULT_MODEL_PATH;
     this.maxModelLen = opts.maxModelLen ?? 32768;
     this.settings = {

@@ -9,6 +9,7 @@ import { TemplateError } from '../../tokenizer/index.ts';
 import { isObject } from '../json.ts';
 import type { JsonObject, TokenConstraint, TokenSampling } from '../types.ts';
 import { readConstraint, readToolChoice, type ToolChoice } from './constraints.ts';
+import { chatParsing, ParsingInputError, type ChatParsing, type OutputParsers } from './parsers/index.ts';
 
 export type OpenAiKind = 'completion' | 'chat';
 
@@ -50,6 +51,8 @@ export interface OpenAiRequest {
   forcedTools?: boolean;
   /** Chat's tool_choice, read and checked (completions: none). */
   toolChoice?: ToolChoice;
+  /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none. */
+  parsing?: ChatParsing | null;
 }
 
 /** The sampling defaults of a model's generation_config.json (vLLM's --generation-config auto). */
@@ -153,7 +156,7 @@ function completionPrompt(body: JsonObject, tok: Tokenizer, wantText: boolean): 
   throw bad('prompt must be a string or a list of token ids', 'prompt');
 }
 
-export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup): OpenAiRequest {
+export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup, parsers: OutputParsers | null = null): OpenAiRequest {
   if (!isObject(raw)) throw bad('the body must be a JSON object');
   const body = raw;
   if (body.model !== undefined && body.model !== null && typeof body.model !== 'string') throw bad('model must be a string', 'model');
@@ -174,6 +177,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
   let echo = false;
   let tools: JsonObject[] | null = null;
   let toolChoice: ToolChoice = { mode: 'none', name: null };
+  let parsing: ChatParsing | null = null;
   if (kind === 'completion') {
     echo = bool(body, 'echo', false);
     ({ ids: promptIds, text: promptText } = completionPrompt(body, tok, echo));
@@ -195,6 +199,14 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
     } catch (err) {
       if (err instanceof TemplateError) throw bad(`the chat template failed: ${err.message}`, 'messages');
       throw err;
+    }
+    if (parsers !== null) {
+      try {
+        parsing = chatParsing(body, parsers);
+      } catch (err) {
+        if (err instanceof ParsingInputError) throw bad(err.message, err.param);
+        throw err;
+      }
     }
     // HF apply_chat_template(tokenize=True): the rendered text carries its own special tokens.
     promptIds = tok.encode(promptText, { addSpecialTokens: false });
@@ -275,5 +287,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup)
     echo,
     skipSpecialTokens: bool(body, 'skip_special_tokens', true),
     spacesBetweenSpecialTokens: bool(body, 'spaces_between_special_tokens', true),
+    // A forced tool_choice's answer is a JSON array of calls (forced-tools.ts), not the model's own call format.
+    parsing: forcedTools ? null : parsing,
   };
 }

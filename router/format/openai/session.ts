@@ -14,6 +14,7 @@ import { JsonFrameAttempt } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
 import { forcedToolCalls, type ForcedCall } from './forced-tools.ts';
+import { ChatParser, type ParseOut } from './parsers/index.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
   return { error: { message, type, param, code: status } };
@@ -40,9 +41,9 @@ export class TextChunk {
   private readonly prefix: string;
   private readonly suffix: string;
 
-  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean) {
+  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean, field = 'content') {
     const h = JSON.stringify(head);
-    this.prefix = `${h.slice(0, -1)},"choices":[{"index":0,${kind === 'chat' ? '"delta":{"content":' : '"text":'}`;
+    this.prefix = `${h.slice(0, -1)},"choices":[{"index":0,${kind === 'chat' ? `"delta":{"${field}":` : '"text":'}`;
     this.suffix = `${kind === 'chat' ? '}' : ''},"logprobs":null,"finish_reason":null,"stop_reason":null}]${includeUsage ? ',"usage":null' : ''}}`;
   }
 
@@ -163,6 +164,9 @@ export class OpenAiSession implements FormatSession {
   private readonly pieces: string[] = [];
   private roleSent = false;
   private textChunk: TextChunk | null = null;
+  /** The chat output parsers (tool calls, reasoning), when the router has them and the request asks. */
+  private readonly parser: ChatParser | null;
+  private reasoningChunk: TextChunk | null = null;
   private echoed = false;
   private ended: Ended | null = null;
   /** A forced tool_choice's calls, read from the whole answer at its end (forced-tools.ts). */
@@ -183,6 +187,7 @@ export class OpenAiSession implements FormatSession {
     this.created = Math.floor(info.startedAt / 1000);
     this.responseId = `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${info.id}`;
     if (req.echo) this.textOffset = req.promptText.length;
+    this.parser = req.kind === 'chat' && req.parsing ? new ChatParser(req.parsing, !sink.streaming) : null;
   }
 
   get budget(): number | null {
@@ -354,8 +359,69 @@ export class OpenAiSession implements FormatSession {
     return c;
   }
 
+  /**
+   * The parsers' streamed chunk for the pending text (and the finish, when given): the deltas
+   * vLLM's and SGLang's chat streams carry (`reasoning_content`, `content`, `tool_calls`), in one
+   * chunk; nothing while the parsers hold the text back (a marker may be starting).
+   */
+  private flushParsed(end: Ended | null): void {
+    const parser = this.parser!;
+    let o: ParseOut = parser.push(this.pendingText);
+    this.pendingText = '';
+    if (end !== null) {
+      // The end: what the parsers held back is decided now, merged into this last chunk.
+      const reasoning = o.reasoning;
+      const content = o.content;
+      const calls = o.calls;
+      o = parser.finish();
+      o.reasoning = reasoning + o.reasoning;
+      o.content = content + o.content;
+      if (calls.length > 0) o.calls = [...calls, ...o.calls];
+    }
+    const rows = this.pendingLogprobs;
+    if (end === null && o.empty && rows.length === 0) return;
+    const field = this.req.parsing!.reasoningField;
+    if (end === null && rows.length === 0 && this.roleSent && o.calls.length === 0 && (o.reasoning.length === 0) !== (o.content.length === 0)) {
+      // Text of one kind only, most chunks of a stream: a fixed frame around the text.
+      if (o.content.length > 0) {
+        this.textChunk ??= new TextChunk(this.head(), 'chat', this.req.includeUsage);
+        this.sink.writeJson(this.textChunk.json(o.content));
+      } else {
+        this.reasoningChunk ??= new TextChunk(this.head(), 'chat', this.req.includeUsage, field);
+        this.sink.writeJson(this.reasoningChunk.json(o.reasoning));
+      }
+      return;
+    }
+    const delta: JsonObject = {};
+    if (!this.roleSent) {
+      delta.role = 'assistant';
+      this.roleSent = true;
+    }
+    if (o.reasoning.length > 0) delta[field] = o.reasoning;
+    if (o.content.length > 0) delta.content = o.content;
+    if (o.calls.length > 0) {
+      // vLLM's DeltaToolCall (exclude_none): id, type and name on a call's first delta only.
+      delta.tool_calls = o.calls.map((d): JsonObject => (d.name !== null ? { index: d.index, id: d.id, type: 'function', function: { name: d.name, arguments: d.arguments } } : { index: d.index, function: { arguments: d.arguments } }));
+    }
+    const c: JsonObject = { index: 0, delta };
+    c.logprobs = this.logprobsOf(rows);
+    this.pendingLogprobs = [];
+    c.finish_reason = end ? this.finishReason(end) : null;
+    c.stop_reason = end ? end.stopReason : null;
+    const chunk = this.head();
+    chunk.choices = [c];
+    if (this.req.includeUsage) chunk.usage = null;
+    this.sink.writeChunk(chunk);
+  }
+
+  /** SGLang's and vLLM's finish_reason "tool_calls": a call was made and the model stopped. */
+  private finishReason(end: Ended): string {
+    return end.reason === 'stop' && this.parser !== null && this.parser.called ? 'tool_calls' : end.reason;
+  }
+
   /** One streamed chunk with the pending text and logprobs (and the finish, when given). */
   private flushChunk(end: Ended | null): void {
+    if (this.parser !== null) return this.flushParsed(end);
     // Most chunks of most streams: text only. Their JSON is a fixed frame around the text.
     if (end === null && this.req.logprobs === null && (this.roleSent || this.req.kind !== 'chat') && (this.echoed || !this.req.echo)) {
       this.textChunk ??= new TextChunk(this.head(), this.req.kind, this.req.includeUsage);
@@ -406,12 +472,23 @@ export class OpenAiSession implements FormatSession {
     const text = (this.req.echo ? this.req.promptText : '') + this.pendingText;
     this.pendingText = '';
     const choice: JsonObject = { index: 0 };
+    let reason: string = end.reason;
     if (this.req.kind === 'chat' && this.toolCalls) {
       choice.message = { role: 'assistant', content: null, tool_calls: this.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } })) };
+    } else if (this.parser !== null) {
+      // SGLang's _build_chat_response: reasoning split first, then the tool calls.
+      const m = this.parser.parseWhole(text);
+      const message: JsonObject = { role: 'assistant', content: m.content };
+      if (this.req.parsing!.reasoning !== null) message[this.req.parsing!.reasoningField] = m.reasoning;
+      if (m.toolCalls.length > 0) {
+        message.tool_calls = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+        if (end.reason === 'stop') reason = 'tool_calls';
+      }
+      choice.message = message;
     } else if (this.req.kind === 'chat') choice.message = { role: 'assistant', content: text };
     else choice.text = text;
     choice.logprobs = this.logprobsOf(rows);
-    choice.finish_reason = end.reason;
+    choice.finish_reason = reason;
     choice.stop_reason = end.stopReason;
     const body: JsonObject = {
       id: this.responseId,

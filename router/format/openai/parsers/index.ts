@@ -17,17 +17,22 @@ export { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type T
 export interface OutputParsers {
   tool: ToolFormat | null;
   reasoning: ReasoningFormat | null;
+  /** The answer's reasoning field: `reasoning_content` (SGLang, DeepSeek) or `reasoning` (vLLM ≥ 0.11). */
+  reasoningField: ReasoningField;
 }
+
+export const REASONING_FIELDS = ['reasoning_content', 'reasoning'] as const;
+export type ReasoningField = (typeof REASONING_FIELDS)[number];
 
 export class ParserNameError extends Error {}
 
 /** The formats of the configured names ('' = none); an unknown name names the accepted ones. */
-export function resolveParsers(toolCallParser: string, reasoningParser: string): OutputParsers {
-  const tool = toolCallParser === '' ? null : TOOL_PARSER_NAMES[toolCallParser];
+export function resolveParsers(toolCallParser: string | null, reasoningParser: string | null, reasoningField: ReasoningField = 'reasoning_content'): OutputParsers {
+  const tool = toolCallParser === null || toolCallParser === '' ? null : TOOL_PARSER_NAMES[toolCallParser];
   if (tool === undefined) throw new ParserNameError(`unknown --tool-call-parser '${toolCallParser}': one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
-  const reasoning = reasoningParser === '' ? null : REASONING_PARSER_NAMES[reasoningParser];
+  const reasoning = reasoningParser === null || reasoningParser === '' ? null : REASONING_PARSER_NAMES[reasoningParser];
   if (reasoning === undefined) throw new ParserNameError(`unknown --reasoning-parser '${reasoningParser}': one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}`);
-  return { tool, reasoning };
+  return { tool, reasoning, reasoningField };
 }
 
 /** What one chat request asks of the parsers (request.ts reads it from the body). */
@@ -38,6 +43,52 @@ export interface ChatParsing {
   reasoning: ReasoningFormat | null;
   /** SGLang's `stream_reasoning` (default true): false sends a thought whole when it ends. */
   streamReasoning: boolean;
+  reasoningField: ReasoningField;
+}
+
+/** A chat body's parser fields that are not what the sources accept. */
+export class ParsingInputError extends Error {
+  constructor(
+    message: string,
+    readonly param: string,
+  ) {
+    super(message);
+  }
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function optBool(body: Record<string, unknown>, key: string, dflt: boolean): boolean {
+  const v = body[key];
+  if (v === undefined || v === null) return dflt;
+  if (typeof v !== 'boolean') throw new ParsingInputError(`${key} must be a boolean`, key);
+  return v;
+}
+
+/**
+ * What a chat request asks of the router's parsers. Tool calls are parsed only when the request
+ * offers tools and tool_choice is not "none" (SGLang serving_chat.py: `request.tool_choice !=
+ * "none" and request.tools`; vLLM: tool_choice "auto" with tools). Reasoning is separated unless
+ * `separate_reasoning` is false (SGLang's field) or the chat template's `enable_thinking` (Qwen3)
+ * or `thinking` (DeepSeek-V3.1) is false: then the model writes no thought to separate.
+ */
+export function chatParsing(body: Record<string, unknown>, parsers: OutputParsers): ChatParsing | null {
+  let tool: ChatParsing['tool'] = null;
+  if (parsers.tool !== null && Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== 'none') {
+    const names = new Set<string>();
+    body.tools.forEach((t, i) => {
+      const f = isObj(t) ? t.function : undefined;
+      if (!isObj(f) || typeof f.name !== 'string' || f.name.length === 0) throw new ParsingInputError(`tools[${i}].function.name must be a non-empty string`, 'tools');
+      names.add(f.name);
+    });
+    tool = { format: parsers.tool, names };
+  }
+  const kwargs = isObj(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
+  const thinking = kwargs.enable_thinking === false || kwargs.thinking === false ? false : true;
+  const reasoning = parsers.reasoning !== null && optBool(body, 'separate_reasoning', true) && thinking ? parsers.reasoning : null;
+  const streamReasoning = optBool(body, 'stream_reasoning', true);
+  if (tool === null && reasoning === null) return null;
+  return { tool, reasoning, streamReasoning, reasoningField: parsers.reasoningField };
 }
 
 export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean): ToolParser & { complete: boolean[]; preCall: string } {
