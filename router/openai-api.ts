@@ -35,6 +35,15 @@ export function contextLengthFor(pool: Pick<WorkerPool, 'list' | 'maxReqLen'>, f
   return min;
 }
 
+/** The worker format whose eligible workers serve `model` (SGLang first), or null. */
+export function workerFormatFor(pool: Pick<WorkerPool, 'list'>, model: string): WireFormat | null {
+  const now = Date.now();
+  for (const name of TOKEN_FORMATS) {
+    if (pool.list().some((w) => (w.format ?? 'sglang') === name && w.eligible(now) && (w.modelPath === null || w.modelPath === model))) return formatNamed(name);
+  }
+  return null;
+}
+
 /**
  * The OpenAI front's routes with tokenizers; without, GET /v1/models is the workers' own (the
  * first eligible worker's answer, passed on).
@@ -62,14 +71,7 @@ function addOpenAiRoutes(c: FrontContext): void {
   // The config checked the names (router/config.ts).
   const parsers = resolveParsers(config.toolCallParser, config.reasoningParser, config.reasoningField as ReasoningField);
 
-  /** The worker format whose eligible workers serve `model` (SGLang first), or null. */
-  const workerFormat = (model: string): WireFormat | null => {
-    const now = Date.now();
-    for (const name of TOKEN_FORMATS) {
-      if (pool.list().some((w) => (w.format ?? 'sglang') === name && w.eligible(now) && (w.modelPath === null || w.modelPath === model))) return formatNamed(name);
-    }
-    return null;
-  };
+  const workerFormat = (model: string): WireFormat | null => workerFormatFor(pool, model);
 
   const contextLength = (model: string, tokLen: number | null): number | null => {
     const f = workerFormat(model);
