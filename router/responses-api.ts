@@ -9,9 +9,9 @@ import { reportedModels } from './pool/worker-pool.ts';
 import { OpenAiError } from './format/openai/request.ts';
 import { writeOpenAiError } from './format/openai/index.ts';
 import { resolveParsers, type ReasoningField } from './format/openai/parsers/index.ts';
-import { parseResponses } from './format/responses/request.ts';
-import { responsesOver } from './format/responses/index.ts';
-import { contextLengthFor, workerFormatFor } from './openai-api.ts';
+import { parseResponses } from './format/openai/responses/request.ts';
+import { responsesOver } from './format/openai/responses/index.ts';
+import { contextLengthFor, workerFormatFor } from './openai-workers.ts';
 
 export function addResponsesFront(c: FrontContext): void {
   const { routes, pool, models, config } = c;

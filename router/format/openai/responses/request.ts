@@ -5,10 +5,10 @@
 // (serving_responses.py _make_request). So does Baton: the input items become chat messages, the
 // function tools chat tools, and the chat reader (../openai/request.ts) tokenizes and checks them;
 // the answer is rendered as Responses output items (session.ts).
-import { isObject } from '../json.ts';
-import type { JsonObject } from '../types.ts';
-import { OpenAiError, parseOpenAi, type ModelLookup, type OpenAiRequest } from '../openai/request.ts';
-import type { OutputParsers } from '../openai/parsers/index.ts';
+import { isObject } from '../../json.ts';
+import type { JsonObject } from '../../types.ts';
+import { OpenAiError, parseOpenAi, type ModelLookup, type OpenAiRequest } from '../request.ts';
+import type { OutputParsers } from '../parsers/index.ts';
 
 const bad = (message: string, param: string | null = null) => new OpenAiError(400, message, param);
 

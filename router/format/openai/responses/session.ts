@@ -8,13 +8,13 @@
 // `response.output_item.added` (+ `response.content_part.added`) and closed with its `.done`
 // events; `response.created` and `response.in_progress` first, `response.completed` last (also for
 // an `incomplete` response, as vLLM sends it), every event numbered by `sequence_number`.
-import type { Failure } from '../../migration/failure.ts';
-import { IncrementalDecoder, StopMatcher } from '../../tokenizer/index.ts';
-import type { ClientSink } from '../client-sink.ts';
-import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenWorker, WorkerView } from '../types.ts';
-import { OpenAiAttempt, openAiError, type TokenAbsorber } from '../openai/session.ts';
-import { ChatParser, type ParseOut } from '../openai/parsers/index.ts';
-import { forcedToolCalls } from '../openai/forced-tools.ts';
+import type { Failure } from '../../../migration/failure.ts';
+import { IncrementalDecoder, StopMatcher } from '../../../tokenizer/index.ts';
+import type { ClientSink } from '../../client-sink.ts';
+import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenWorker, WorkerView } from '../../types.ts';
+import { OpenAiAttempt, openAiError, type TokenAbsorber } from '../session.ts';
+import { ChatParser, type ParseOut } from '../parsers/index.ts';
+import { forcedToolCalls } from '../forced-tools.ts';
 import type { ResponsesRequest } from './request.ts';
 
 type Item =
