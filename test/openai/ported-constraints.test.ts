@@ -213,6 +213,13 @@ describe('a forced tool_choice answer becomes tool_calls (SGLang _process_tool_c
     expect(choices.at(-1)!.finish_reason).toBe('tool_calls');
   });
 
+  it('a thought before the array (a worker whose reasoning parser lets the model think first) is not part of the calls', () => {
+    const [body] = serveForced(req, `<think>\nTwo calls.\n</think>\n\n${answer}`, false);
+    const choice = (body!.choices as JsonObject[])[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect((choice.message as { tool_calls: unknown[] }).tool_calls).toHaveLength(2);
+  });
+
   it('text that is no call array stays content with the worker\'s finish (an unenforced worker)', () => {
     const [body] = serveForced(req, 'I think it is sunny.', false);
     const choice = (body!.choices as JsonObject[])[0]!;

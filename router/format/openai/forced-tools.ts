@@ -7,6 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { isObject } from '../json.ts';
 
+const THINK_END = '</think>';
+
 export interface ForcedCall {
   id: string;
   name: string;
@@ -14,9 +16,12 @@ export interface ForcedCall {
 }
 
 export function forcedToolCalls(text: string): ForcedCall[] | null {
+  // A worker with a reasoning parser lets the model think before the grammar applies (SGLang's
+  // ReasonerGrammarBackend, vLLM's reasoning_ended): the array follows the thought.
+  const thought = text.lastIndexOf(THINK_END);
   let data: unknown;
   try {
-    data = JSON.parse(text);
+    data = JSON.parse(thought >= 0 ? text.slice(thought + THINK_END.length) : text);
   } catch {
     return null;
   }
