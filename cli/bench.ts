@@ -6,6 +6,7 @@ import { BenchRun, type BenchOptions } from '../bench/run.ts';
 import { buildComparisons, checks, markdown, ratios, sideBySide, spliceIntoDoc, summarize, verdictLines } from '../bench/report.ts';
 import { parseRefs } from '../bench/ref-build.ts';
 import { openAiTable, openAiVerdicts, runOpenAiBench, type OpenAiBenchResult } from '../bench/openai.ts';
+import { parsersTable, parsersVerdicts, runParsersBench, type ParsersBenchResult } from '../bench/openai-parsers.ts';
 import type { TargetName } from '../bench/targets.ts';
 import type { BaseWorkloadName, Layout, WireFormat } from '../bench/workloads.ts';
 
@@ -34,9 +35,10 @@ options:
   --w4-interval-ms T       token interval of W4's paced part (default 5)
   --w4-budget-ms T         most time W4 may take, both parts (default 130000; quick 25000)
   --targets LIST           comma-separated subset of direct,bare,nginx,baton
-  --only LIST              comma-separated subset of W1,W2,W3,W4,openai (openai: the OpenAI
-                           front's row, CPU per streamed token against the native path, after
-                           the workloads)
+  --only LIST              comma-separated subset of W1,W2,W3,W4,openai,openai-parsers (openai:
+                           the OpenAI front's row, CPU per streamed token against the native
+                           path; openai-parsers: chat with --tool-call-parser and
+                           --reasoning-parser against chat without; both after the workloads)
   --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
   --layout L               shared, pinned or both (default both): shared, every process on every
                            CPU; pinned, the proxy under test alone on CPU 1 and the workers, the
@@ -57,7 +59,7 @@ options:
 const TARGETS: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
 const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
 /** `--only` also names the OpenAI front's row (bench/openai.ts), which runs after the workloads. */
-const ONLY_NAMES = [...WORKLOADS, 'openai'] as const;
+const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers'] as const;
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
@@ -69,7 +71,7 @@ function listFlag<T extends string>(name: string, value: string | undefined, all
   return allowed.filter((a) => items.includes(a));
 }
 
-export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean }) | null {
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean }) | null {
   const v = parseFlags(argv, {
     quick: { type: 'boolean' },
     workers: { type: 'string' },
@@ -131,8 +133,9 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     w4IntervalMs: intFlag('w4-interval-ms', v['w4-interval-ms'], 5, 1),
     w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 130_000, 2000),
     targets,
-    workloads: listFlag('only', v.only, [...ONLY_NAMES]).filter((w): w is BaseWorkloadName => w !== 'openai'),
+    workloads: listFlag('only', v.only, [...ONLY_NAMES]).filter((w): w is BaseWorkloadName => w !== 'openai' && w !== 'openai-parsers'),
     openai: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai'),
+    openaiParsers: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai-parsers'),
     formats,
     compareRefs,
     // A 5 % difference between builds needs the JIT settled (Baton's cost per request halves over
@@ -170,25 +173,27 @@ export async function run(argv: string[]): Promise<void> {
 
   let out;
   let openai: OpenAiBenchResult | null = null;
+  let parsers: ParsersBenchResult | null = null;
   try {
     out = await bench.run();
     if (opts.openai) openai = await runOpenAiBench({ quick: opts.quick, workers: opts.workers, say: (line) => console.log(line) });
+    if (opts.openaiParsers) parsers = await runParsersBench({ quick: opts.quick, workers: opts.workers, say: (line) => console.log(line) });
   } catch (err) {
     if (interrupted) return;
     console.error(`baton bench: ${(err as Error).message}`);
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide) + (openai ? `\n\n${openAiTable(openai)}` : '');
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide) + (openai ? `\n\n${openAiTable(openai)}` : '') + (parsers ? `\n\n${parsersTable(parsers)}` : '');
   const verdicts = checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySideRatios: sideBySide(out.sideBySide), checks: verdicts, openai };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySideRatios: sideBySide(out.sideBySide), checks: verdicts, openai, parsers };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   // One line per target, last, so that a quick run ends with what it found.
-  console.log([...verdictLines(verdicts), ...(openai ? openAiVerdicts(openai) : [])].join('\n'));
+  console.log([...verdictLines(verdicts), ...(openai ? openAiVerdicts(openai) : []), ...(parsers ? parsersVerdicts(parsers) : [])].join('\n'));
   console.log('');
   console.log(`results: ${jsonPath}`);
   if (opts.docs) {

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type ToolFormat } from './names.ts';
 import { ReasoningParser } from './reasoning.ts';
-import { HermesToolParser } from './tools.ts';
+import { DeepSeekV3ToolParser, HermesToolParser, Llama3ToolParser, MistralToolParser, PythonicToolParser, Qwen3CoderToolParser } from './tools.ts';
 import { ParseOut, type CallIds, type ToolCall, type ToolNames, type ToolParser } from './types.ts';
 
 export { ParseOut, type ToolCall, type ToolCallDelta, type ToolNames } from './types.ts';
@@ -37,8 +37,11 @@ export function resolveParsers(toolCallParser: string | null, reasoningParser: s
 
 /** What one chat request asks of the parsers (request.ts reads it from the body). */
 export interface ChatParsing {
-  /** The tool-call format and the names the request offers; null: tool calls stay text. */
-  tool: { format: ToolFormat; names: ToolNames } | null;
+  /**
+   * The tool-call format, the names the request offers, and (for formats that write arguments as
+   * text, qwen3_coder) each tool's parameter schemas; null: tool calls stay text.
+   */
+  tool: { format: ToolFormat; names: ToolNames; schemas?: ReadonlyMap<string, Readonly<Record<string, unknown>>> } | null;
   /** The reasoning format; null: no thought is separated. */
   reasoning: ReasoningFormat | null;
   /** SGLang's `stream_reasoning` (default true): false sends a thought whole when it ends. */
@@ -76,12 +79,15 @@ export function chatParsing(body: Record<string, unknown>, parsers: OutputParser
   let tool: ChatParsing['tool'] = null;
   if (parsers.tool !== null && Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== 'none') {
     const names = new Set<string>();
+    const schemas = new Map<string, Record<string, unknown>>();
     body.tools.forEach((t, i) => {
       const f = isObj(t) ? t.function : undefined;
       if (!isObj(f) || typeof f.name !== 'string' || f.name.length === 0) throw new ParsingInputError(`tools[${i}].function.name must be a non-empty string`, 'tools');
       names.add(f.name);
+      // Qwen3CoderDetector._get_arguments_config: the parameters' properties, or the parameters.
+      if (isObj(f.parameters)) schemas.set(f.name, isObj(f.parameters.properties) ? f.parameters.properties : f.parameters);
     });
-    tool = { format: parsers.tool, names };
+    tool = { format: parsers.tool, names, schemas };
   }
   const kwargs = isObj(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
   const thinking = kwargs.enable_thinking === false || kwargs.thinking === false ? false : true;
@@ -91,12 +97,20 @@ export function chatParsing(body: Record<string, unknown>, parsers: OutputParser
   return { tool, reasoning, streamReasoning, reasoningField: parsers.reasoningField };
 }
 
-export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean): ToolParser & { complete: boolean[]; preCall: string } {
+export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean, schemas: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map()): ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean } {
   switch (format) {
     case 'qwen25':
       return new HermesToolParser(names, ids, keepPreCall);
-    default:
-      throw new Error(`tool-call format ${format} is not implemented`);
+    case 'llama3':
+      return new Llama3ToolParser(names, ids, keepPreCall);
+    case 'mistral':
+      return new MistralToolParser(names, ids, keepPreCall);
+    case 'deepseekv3':
+      return new DeepSeekV3ToolParser(names, ids, keepPreCall);
+    case 'qwen3_coder':
+      return new Qwen3CoderToolParser(names, ids, keepPreCall, schemas);
+    case 'pythonic':
+      return new PythonicToolParser(names, ids, keepPreCall);
   }
 }
 
@@ -114,13 +128,13 @@ export interface ParsedMessage {
 export class ChatParser {
   readonly out = new ParseOut();
   private readonly reasoning: ReasoningParser | null;
-  private readonly tools: (ToolParser & { complete: boolean[]; preCall: string }) | null;
+  private readonly tools: (ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean }) | null;
   /** Whether any tool call was streamed (finish_reason becomes "tool_calls"). */
   called = false;
 
   constructor(p: ChatParsing, unary: boolean, ids: CallIds = callId) {
     this.reasoning = p.reasoning === null ? null : new ReasoningParser(p.reasoning, p.streamReasoning);
-    this.tools = p.tool === null ? null : toolParser(p.tool.format, p.tool.names, ids, unary);
+    this.tools = p.tool === null ? null : toolParser(p.tool.format, p.tool.names, ids, unary, p.tool.schemas);
   }
 
   /** Takes the next text; the answer's deltas are in `out` (cleared by the next call). */
@@ -169,7 +183,7 @@ export class ChatParser {
     take(this.finish());
     let toolCalls: ToolCall[] = [];
     if (this.tools !== null && this.called) {
-      content = this.tools.preCall.trim();
+      if (this.tools.contentBeforeCallsOnly) content = this.tools.preCall.trim();
       toolCalls = calls.filter((_, i) => this.tools!.complete[i] === true);
     }
     return { reasoning: reasoning.length > 0 ? reasoning : null, content: content.length > 0 ? content : null, toolCalls };

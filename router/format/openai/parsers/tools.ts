@@ -13,7 +13,7 @@ abstract class CallsBase implements ToolParser {
   protected next = 0;
   protected cur: CallScanner | null = null;
   /** The index of the call being read once its name is accepted; -1 before, -2 dropped. */
-  private curIndex = -1;
+  protected curIndex = -1;
   /** Whitespace after a call, held: shown only if more content follows it. */
   private ws = '';
   /** Calls whose JSON closed (a truncated call is streamed but not in a non-streaming answer). */
@@ -22,9 +22,11 @@ abstract class CallsBase implements ToolParser {
   private sawCall = false;
   /** The content before the first call (kept for a non-streaming answer only). */
   preCall = '';
+  /** A non-streaming answer's content: the text before the first call, stripped (false: all of it). */
+  readonly contentBeforeCallsOnly: boolean = true;
 
   constructor(
-    private readonly tools: ToolNames,
+    protected readonly tools: ToolNames,
     private readonly ids: CallIds,
     private readonly keepPreCall = false,
   ) {}
@@ -65,7 +67,7 @@ abstract class CallsBase implements ToolParser {
     this.accept(name, out);
   }
 
-  private accept(name: string, out: ParseOut): void {
+  protected accept(name: string, out: ParseOut): void {
     if (this.tools.has(name)) {
       this.curIndex = this.next++;
       this.complete.push(false);
@@ -172,6 +174,612 @@ export class HermesToolParser extends CallsBase {
 
   override finish(out: ParseOut): void {
     if (this.state === S.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum L {
+  Start,
+  Text,
+  Call,
+  After,
+  Done,
+}
+
+/**
+ * Llama 3.x JSON calls: `<|python_tag|>{"name": ..., "parameters": {...}}`, or an output that
+ * starts with `{`; several separated by `;` (SGLang llama32_detector.py Llama32Detector, vLLM
+ * tool_parsers/llama_tool_parser.py). The non-streaming content is the text before the tag and
+ * after the calls, as Llama32Detector.detect_and_parse returns it.
+ */
+export class Llama3ToolParser extends CallsBase {
+  private state = L.Start;
+  override readonly contentBeforeCallsOnly = false;
+  static readonly TAG = '<|python_tag|>';
+
+  push(text: string, out: ParseOut): void {
+    const TAG = Llama3ToolParser.TAG;
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === L.Start) {
+        if (buf.charCodeAt(0) === 123) {
+          this.state = L.Call;
+          this.beginCall();
+        } else this.state = L.Text;
+      } else if (this.state === L.Text) {
+        const s = buf.indexOf(TAG, i);
+        if (s < 0) {
+          const k = partialSuffix(buf, TAG, i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + TAG.length;
+        this.state = L.Call;
+        this.beginCall();
+      } else if (this.state === L.Call) {
+        const end = this.feedCall(buf, i, out);
+        if (end === -1) return;
+        if (end === -2) {
+          this.state = L.Done;
+          continue;
+        }
+        i = end;
+        this.state = L.After;
+      } else if (this.state === L.After) {
+        let j = i;
+        while (j < buf.length && buf.charCodeAt(j) <= 32) j++;
+        if (j === buf.length) {
+          this.held = buf.slice(i);
+          return;
+        }
+        if (buf.charCodeAt(j) === 59) {
+          i = j + 1;
+          this.state = L.Call;
+          this.beginCall();
+        } else this.state = L.Text;
+      } else return;
+    }
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === L.Text || this.state === L.Start) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum M {
+  Text,
+  Open,
+  Call,
+  After,
+  Done,
+}
+
+/**
+ * Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]` (SGLang mistral_detector.py
+ * MistralDetector, vLLM tool_parsers/mistral_tool_parser.py). The non-streaming content is the
+ * text before the calls, stripped.
+ */
+export class MistralToolParser extends CallsBase {
+  private state = M.Text;
+  static readonly TAG = '[TOOL_CALLS]';
+
+  push(text: string, out: ParseOut): void {
+    const TAG = MistralToolParser.TAG;
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === M.Text) {
+        const s = buf.indexOf(TAG, i);
+        if (s < 0) {
+          const k = partialSuffix(buf, TAG, i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + TAG.length;
+        this.state = M.Open;
+      } else if (this.state === M.Open) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        if (buf.charCodeAt(i) === 91) i++;
+        this.state = M.Call;
+        this.beginCall();
+      } else if (this.state === M.Call) {
+        const end = this.feedCall(buf, i, out);
+        if (end === -1) return;
+        if (end === -2) {
+          this.state = M.Done;
+          continue;
+        }
+        i = end;
+        this.state = M.After;
+      } else if (this.state === M.After) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        const c = buf.charCodeAt(i);
+        if (c === 44) {
+          i++;
+          this.state = M.Call;
+          this.beginCall();
+        } else {
+          if (c === 93) i++;
+          this.state = M.Text;
+        }
+      } else return;
+    }
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === M.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum D {
+  Text,
+  Calls,
+  Header,
+  Args,
+  Tail,
+  Done,
+}
+
+/**
+ * DeepSeek-V3: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
+ * (SGLang deepseekv3_detector.py DeepSeekV3Detector, vLLM tool_parsers/deepseekv3_tool_parser.py).
+ * The non-streaming content is the text before the calls, stripped.
+ */
+export class DeepSeekV3ToolParser extends CallsBase {
+  private state = D.Text;
+  static readonly BEGIN = '<｜tool▁calls▁begin｜>';
+  static readonly END = '<｜tool▁calls▁end｜>';
+  static readonly CALL = '<｜tool▁call▁begin｜>';
+  static readonly CALL_END = '<｜tool▁call▁end｜>';
+  static readonly SEP = '<｜tool▁sep｜>';
+  private static readonly HEADER = /^([^\n]*?)<｜tool▁sep｜>([^\n]*)\n```(?:json)?\n/;
+
+  push(text: string, out: ParseOut): void {
+    const P = DeepSeekV3ToolParser;
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === D.Text) {
+        const s = buf.indexOf(P.BEGIN, i);
+        if (s < 0) {
+          const k = partialSuffix(buf, P.BEGIN, i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + P.BEGIN.length;
+        this.state = D.Calls;
+      } else if (this.state === D.Calls) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        if (buf.startsWith(P.CALL, i)) {
+          i += P.CALL.length;
+          this.state = D.Header;
+        } else if (buf.startsWith(P.END, i)) {
+          i += P.END.length;
+          this.state = D.Text;
+        } else if (P.CALL.startsWith(buf.slice(i)) || P.END.startsWith(buf.slice(i))) {
+          this.held = buf.slice(i);
+          return;
+        } else this.state = D.Text;
+      } else if (this.state === D.Header) {
+        const m = P.HEADER.exec(buf.slice(i));
+        if (m === null) {
+          // The header is short: hold it until its line and the code fence are complete.
+          if (buf.length - i > 512) this.state = D.Done;
+          else this.held = buf.slice(i);
+          return;
+        }
+        i += m[0].length;
+        this.beginCall(true);
+        this.nameCall(m[2]!.trim(), out);
+        this.state = D.Args;
+      } else if (this.state === D.Args) {
+        const end = this.feedCall(buf, i, out);
+        if (end === -1) return;
+        if (end === -2) {
+          this.state = D.Done;
+          continue;
+        }
+        i = end;
+        this.state = D.Tail;
+      } else if (this.state === D.Tail) {
+        const e = buf.indexOf(P.CALL_END, i);
+        if (e < 0) {
+          this.held = buf.slice(i + Math.max(0, buf.length - i - P.CALL_END.length));
+          return;
+        }
+        i = e + P.CALL_END.length;
+        this.state = D.Calls;
+      } else return;
+    }
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === D.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+const enum Q {
+  Text,
+  Call,
+  Function,
+  Param,
+  Done,
+}
+
+/** Python's json.dumps(v, ensure_ascii=False) of a parsed value. */
+export function pyJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (Array.isArray(v)) return `[${v.map(pyJson).join(', ')}]`;
+  return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyJson(x)}`).join(', ')}}`;
+}
+
+/**
+ * A parameter's text as the type its schema gives (SGLang qwen3_coder_detector.py
+ * Qwen3CoderDetector._convert_param_value): strings stay text, integers, numbers and booleans are
+ * read, objects and arrays are JSON; what does not read as its type stays a string.
+ */
+export function convertParam(value: string, type: string | null): unknown {
+  if (value.toLowerCase() === 'null') return null;
+  if (type === null) return value;
+  const t = type.trim().toLowerCase();
+  if (['string', 'str', 'text', 'varchar', 'char', 'enum'].includes(t)) return value;
+  if (/^(int|uint|long|short|unsigned)/.test(t)) return /^\s*[-+]?\d+\s*$/.test(value) ? Number.parseInt(value, 10) : value;
+  if (t.startsWith('num') || t.startsWith('float')) {
+    const n = Number(value);
+    return value.trim() === '' || Number.isNaN(n) ? value : n;
+  }
+  if (t === 'boolean' || t === 'bool' || t === 'binary') return value.toLowerCase() === 'true';
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * Qwen3-Coder's XML-ish calls: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`
+ * (SGLang qwen3_coder_detector.py Qwen3CoderDetector, vLLM tool_parsers/qwen3coder_tool_parser.py).
+ * Arguments stream as SGLang builds them: `{`, then `"key": value` per parameter (typed by the
+ * tool's schema), then `}`.
+ */
+export class Qwen3CoderToolParser extends CallsBase {
+  private state = Q.Text;
+  private params = 0;
+  private name = '';
+  /** Where the search for a parameter's end resumes in the held text. */
+  private scanFrom = 0;
+
+  constructor(
+    tools: ToolNames,
+    ids: CallIds,
+    keepPreCall: boolean,
+    private readonly schemas: ReadonlyMap<string, Readonly<Record<string, unknown>>>,
+  ) {
+    super(tools, ids, keepPreCall);
+  }
+
+  push(text: string, out: ParseOut): void {
+    const buf = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === Q.Text) {
+        const s = buf.indexOf('<tool_call>', i);
+        if (s < 0) {
+          const k = partialSuffix(buf, '<tool_call>', i);
+          this.content(buf.slice(i, buf.length - k), out);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        this.content(buf.slice(i, s), out);
+        i = s + '<tool_call>'.length;
+        this.state = Q.Call;
+      } else if (this.state === Q.Call || this.state === Q.Function) {
+        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
+        if (i === buf.length) return;
+        const rest = buf.slice(i, i + 16);
+        const tag = this.state === Q.Call ? ['<function=', '</tool_call>'] : ['<parameter=', '</function>'];
+        if (tag.some((t) => t.startsWith(rest) && rest.length < t.length)) {
+          this.held = buf.slice(i);
+          return;
+        }
+        if (this.state === Q.Call && buf.startsWith('<function=', i)) {
+          const gt = buf.indexOf('>', i);
+          if (gt < 0) {
+            this.held = buf.slice(i);
+            return;
+          }
+          this.name = buf.slice(i + '<function='.length, gt);
+          this.params = 0;
+          this.curIndex = -1;
+          this.nameCall(this.name, out);
+          i = gt + 1;
+          this.state = Q.Function;
+        } else if (this.state === Q.Call && buf.startsWith('</tool_call>', i)) {
+          i += '</tool_call>'.length;
+          this.state = Q.Text;
+        } else if (this.state === Q.Function && buf.startsWith('<parameter=', i)) {
+          this.state = Q.Param;
+          this.scanFrom = 0;
+          const sliced = buf.slice(i);
+          i = buf.length;
+          this.param(sliced, out);
+        } else if (this.state === Q.Function && buf.startsWith('</function>', i)) {
+          i += '</function>'.length;
+          if (this.curIndex >= 0) {
+            out.args(this.curIndex, this.params === 0 ? '{}' : '}');
+            this.complete[this.curIndex] = true;
+          }
+          this.curIndex = -1;
+          this.state = Q.Call;
+        } else {
+          this.state = Q.Done;
+        }
+      } else if (this.state === Q.Param) {
+        const sliced = buf.slice(i);
+        i = buf.length;
+        this.param(sliced, out);
+      } else return;
+    }
+  }
+
+  /** `text` starts at `<parameter=`: emit the parameter once its end is in sight, else hold it. */
+  private param(text: string, out: ParseOut): void {
+    const gt = text.indexOf('>');
+    if (gt < 0) {
+      this.held = text;
+      return;
+    }
+    const from = Math.max(gt + 1, this.scanFrom);
+    const ends = [text.indexOf('</parameter>', from), text.indexOf('<parameter=', from), text.indexOf('</function>', from)].filter((x) => x >= 0);
+    if (ends.length === 0) {
+      this.held = text;
+      this.scanFrom = Math.max(gt + 1, text.length - 12);
+      return;
+    }
+    const end = Math.min(...ends);
+    const key = text.slice('<parameter='.length, gt);
+    let value = text.slice(gt + 1, end);
+    if (value.startsWith('\n')) value = value.slice(1);
+    if (value.endsWith('\n')) value = value.slice(0, -1);
+    if (this.curIndex >= 0) {
+      const props = this.schemas.get(this.name);
+      const spec = props?.[key];
+      const type = typeof spec === 'object' && spec !== null && typeof (spec as { type?: unknown }).type === 'string' ? (spec as { type: string }).type : props !== undefined && key in props ? 'string' : null;
+      const kv = `${JSON.stringify(key)}: ${pyJson(convertParam(value, type))}`;
+      out.args(this.curIndex, this.params === 0 ? `{${kv}` : `, ${kv}`);
+    }
+    this.params++;
+    this.state = Q.Function;
+    const after = text.startsWith('</parameter>', end) ? end + '</parameter>'.length : end;
+    this.push(text.slice(after), out);
+  }
+
+  override finish(out: ParseOut): void {
+    if (this.state === Q.Text) super.finish(out);
+    this.held = '';
+  }
+}
+
+/** A Python literal (ast.literal_eval's subset SGLang reads: constants, lists, dicts) at `s[i]`. */
+class PyLiteral {
+  i = 0;
+  constructor(private readonly s: string) {}
+
+  private ws(): void {
+    while (this.i < this.s.length && /\s/.test(this.s[this.i]!)) this.i++;
+  }
+
+  private fail(): never {
+    throw new Error(`not a Python literal at ${this.i}`);
+  }
+
+  ident(): string {
+    this.ws();
+    const m = /^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*/.exec(this.s.slice(this.i));
+    if (!m) this.fail();
+    this.i += m[0].length;
+    return m[0];
+  }
+
+  expect(c: string): void {
+    this.ws();
+    if (this.s[this.i] !== c) this.fail();
+    this.i++;
+  }
+
+  peek(): string {
+    this.ws();
+    return this.s[this.i] ?? '';
+  }
+
+  value(): unknown {
+    const c = this.peek();
+    if (c === '"' || c === "'") return this.str(c);
+    if (c === '[') return this.seq(']');
+    if (c === '(') return this.seq(')');
+    if (c === '{') {
+      this.i++;
+      const o: Record<string, unknown> = {};
+      while (this.peek() !== '}') {
+        const k = this.value();
+        this.expect(':');
+        o[String(k)] = this.value();
+        if (this.peek() === ',') this.i++;
+        else if (this.peek() !== '}') this.fail();
+      }
+      this.i++;
+      return o;
+    }
+    const m = /^(True|False|None|-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)/.exec(this.s.slice(this.i));
+    if (!m) this.fail();
+    this.i += m[0].length;
+    return m[0] === 'True' ? true : m[0] === 'False' ? false : m[0] === 'None' ? null : Number(m[0]);
+  }
+
+  private seq(close: string): unknown[] {
+    this.i++;
+    const out: unknown[] = [];
+    while (this.peek() !== close) {
+      out.push(this.value());
+      if (this.peek() === ',') this.i++;
+      else if (this.peek() !== close) this.fail();
+    }
+    this.i++;
+    return out;
+  }
+
+  private str(q: string): string {
+    this.i++;
+    let out = '';
+    const ESC: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"', '0': '\0' };
+    while (this.i < this.s.length && this.s[this.i] !== q) {
+      const ch = this.s[this.i++]!;
+      if (ch !== '\\') {
+        out += ch;
+        continue;
+      }
+      const e = this.s[this.i++] ?? '';
+      if (e === 'u' || e === 'x') {
+        const n = e === 'u' ? 4 : 2;
+        out += String.fromCharCode(Number.parseInt(this.s.slice(this.i, this.i + n), 16));
+        this.i += n;
+      } else out += ESC[e] ?? `\\${e}`;
+    }
+    if (this.s[this.i] !== q) this.fail();
+    this.i++;
+    return out;
+  }
+}
+
+/** `[f(a=1, b="x"), g()]` read as calls; null if it is not a list of calls with literal arguments. */
+export function pythonicCalls(text: string): { name: string; args: Record<string, unknown> }[] | null {
+  const p = new PyLiteral(text);
+  try {
+    p.expect('[');
+    const calls: { name: string; args: Record<string, unknown> }[] = [];
+    while (p.peek() !== ']') {
+      const name = p.ident();
+      p.expect('(');
+      const args: Record<string, unknown> = {};
+      while (p.peek() !== ')') {
+        const key = p.ident();
+        p.expect('=');
+        args[key] = p.value();
+        if (p.peek() === ',') p.i++;
+        else if (p.peek() !== ')') return null;
+      }
+      p.i++;
+      calls.push({ name, args });
+      if (p.peek() === ',') p.i++;
+      else if (p.peek() !== ']') return null;
+    }
+    p.i++;
+    return p.peek() === '' ? calls : null;
+  } catch {
+    return null;
+  }
+}
+
+const enum Y {
+  Start,
+  List,
+  Text,
+}
+
+/**
+ * Pythonic calls, Llama 3.2 / Llama 4's other format: the whole output is
+ * `[get_weather(city="Paris"), search(q='x', n=3)]`, Python literals as arguments (SGLang
+ * pythonic_detector.py PythonicDetector, vLLM tool_parsers/pythonic_tool_parser.py). The list is
+ * held until its closing `]` (read once, bracket and string aware) and its calls come out whole,
+ * as PythonicDetector.parse_streaming_increment sends them; an output that is not such a list is
+ * content.
+ */
+export class PythonicToolParser extends CallsBase {
+  private state = Y.Start;
+  private list = '';
+  private depth = 0;
+  private quote = '';
+  private esc = false;
+
+  push(text: string, out: ParseOut): void {
+    let t = this.held.length > 0 ? this.held + text : text;
+    this.held = '';
+    if (this.state === Y.Start) {
+      const j = t.search(/\S/);
+      if (j < 0) {
+        this.held = t;
+        return;
+      }
+      if (t[j] !== '[') {
+        this.state = Y.Text;
+        this.content(t, out);
+        return;
+      }
+      this.state = Y.List;
+      t = t.slice(j);
+    }
+    if (this.state === Y.Text) {
+      this.content(t, out);
+      return;
+    }
+    // Find the list's closing bracket, reading each character once.
+    let end = -1;
+    for (let i = 0; i < t.length && end < 0; i++) {
+      const c = t[i]!;
+      if (this.quote !== '') {
+        if (this.esc) this.esc = false;
+        else if (c === '\\') this.esc = true;
+        else if (c === this.quote) this.quote = '';
+      } else if (c === '"' || c === "'") this.quote = c;
+      else if (c === '[' || c === '(' || c === '{') this.depth++;
+      else if (c === ']' || c === ')' || c === '}') {
+        this.depth--;
+        if (this.depth === 0) end = i;
+      }
+    }
+    if (end < 0) {
+      this.list += t;
+      return;
+    }
+    const listText = this.list + t.slice(0, end + 1);
+    this.list = '';
+    this.state = Y.Text;
+    const calls = pythonicCalls(listText);
+    if (calls === null) this.content(listText, out);
+    else {
+      for (const c of calls) {
+        this.nameCall(c.name, out);
+        if (this.curIndex >= 0) {
+          out.args(this.curIndex, pyJson(c.args));
+          this.complete[this.curIndex] = true;
+        }
+      }
+    }
+    this.content(t.slice(end + 1), out);
+  }
+
+  override finish(out: ParseOut): void {
+    // A list never closed (max_tokens): its text is content, as detect_and_parse leaves it.
+    if (this.state === Y.List) this.content(this.list, out);
+    else if (this.held.length > 0) this.content(this.held, out);
+    this.list = '';
     this.held = '';
   }
 }
