@@ -112,6 +112,19 @@ describe('POST /v1/responses through the SDK', () => {
     expect(done.response.usage).toEqual(unary.usage);
   });
 
+  it('the SDK\'s stream helper (client.responses.stream) accumulates the events into the final response', async () => {
+    const body = { model: MODEL, input: `Request 5: what is the weather in ${CITIES[5]}?`, tools };
+    const unary = await client.responses.create(body);
+    const stream = client.responses.stream(body);
+    let argsDeltas = 0;
+    stream.on('response.function_call_arguments.delta', () => argsDeltas++);
+    const final = await stream.finalResponse();
+    expect(argsDeltas).toBeGreaterThan(0);
+    // The helper adds its own parse of the arguments (parsed_arguments); the rest is the server's.
+    expect(shape(final.output).map(({ parsed_arguments: _p, ...rest }) => rest)).toEqual(shape(unary.output));
+    expect(final.usage).toEqual(unary.usage);
+  });
+
   it('input items: a function_call and its output continue the conversation through the chat template', async () => {
     const r = await client.responses.create({
       model: MODEL,
