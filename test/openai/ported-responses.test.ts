@@ -147,6 +147,20 @@ it('test_function_tool_use (required): the tool-call schema reaches the worker; 
   expect(row.admission_reason).toBe('grammar_json_schema');
 });
 
+it('test_function_tool_use (required), streaming: the forced answer arrives as function_call events', async () => {
+  const stream = await client.responses.create({ model: MODEL, input: [{ role: 'user', content: 'What is the weather in Berlin, required?' }], tools: weatherTools, tool_choice: 'required', stream: true });
+  const types: string[] = [];
+  let done: OpenAI.Responses.ResponseCompletedEvent | null = null;
+  for await (const e of stream) {
+    types.push(e.type);
+    if (e.type === 'response.completed') done = e;
+  }
+  expect(types.filter((t) => !t.endsWith('.delta'))).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.function_call_arguments.done', 'response.output_item.done', 'response.completed']);
+  expect(types).toContain('response.function_call_arguments.delta');
+  const call = done!.response.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+  expect([call.name, JSON.parse(call.arguments)]).toEqual(['get_current_weather', { city: 'Berlin', country: 'Germany', unit: 'fahrenheit' }]);
+});
+
 it('test_max_tokens_with_tool_choice_required: no function_call, incomplete for max_output_tokens', async () => {
   const r = await client.responses.create({ model: MODEL, input: [{ role: 'user', content: 'What is the weather in Berlin, required?' }], tools: weatherTools, tool_choice: 'required', max_output_tokens: 10 });
   expect(r.output.length).toBeGreaterThanOrEqual(1);
