@@ -77,6 +77,22 @@ export interface RouterConfig {
   reasoningField: string;
   /** V8's scavenges on the main thread only (`serial`) or with helper threads (router/gc.ts). */
   gcScavenge: GcScavenge;
+  /**
+   * A YAML file of workers, watched and re-read (router/discovery/file-source.ts): a list of URLs
+   * or of `{url, format?, name?, drain_grace_ms?}`. Null: none.
+   */
+  workerFile: string | null;
+  /** How often the worker file is re-read besides its change notifications. */
+  workerFileIntervalMs: number;
+  /** POST /workers/:id/drain without a deadline: the worker is removed this long after. */
+  drainGraceMs: number;
+  /**
+   * A draining worker's streams are moved off it by (deadline - this): the time a continuation
+   * needs to be started and the old attempt aborted before the worker is killed.
+   */
+  drainMarginMs: number;
+  /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
+  shutdownGraceMs: number;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -114,6 +130,11 @@ export const DEFAULTS: RouterConfig = {
   reasoningParser: null,
   reasoningField: 'reasoning_content',
   gcScavenge: 'serial',
+  workerFile: null,
+  workerFileIntervalMs: 5_000,
+  drainGraceMs: 30_000,
+  drainMarginMs: 1_000,
+  shutdownGraceMs: 30_000,
 };
 
 export class ConfigError extends Error {}
@@ -132,6 +153,19 @@ export function flagName(k: Key): string {
   return NAMES[k].flag;
 }
 
+/** Fields whose empty value means unset (null). One key a line: several features add theirs. */
+const NULLABLE_KEYS: ReadonlySet<string> = new Set([
+  'migrationMaxSeqLen',
+  'traceFile',
+  'adminToken',
+  'apiKey',
+  'otlpEndpoint',
+  'traceUrlTemplate',
+  'workerFile',
+  'toolCallParser',
+  'reasoningParser',
+]);
+
 function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   const d = DEFAULTS[key];
   const bad = (what: string) => new ConfigError(`${where}: ${NAMES[key].flag} ${what}, got ${JSON.stringify(value)}`);
@@ -140,7 +174,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
     return list as string[];
   }
-  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate' || key === 'toolCallParser' || key === 'reasoningParser') {
+  if (NULLABLE_KEYS.has(key)) {
     if (value === null || value === '' || value === undefined) return null;
     if (key === 'toolCallParser' && !Object.hasOwn(TOOL_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
     if (key === 'reasoningParser' && !Object.hasOwn(REASONING_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}`);

@@ -3,7 +3,7 @@
 // non-streaming answer's fields), plus the request fields that switch the parsers on and off, and
 // the config's refusal of an unknown parser name; then vLLM's Qwen3 reasoning cases.
 import { describe, expect, it } from 'vitest';
-import { ChatParser, chatParsing, resolveParsers, type ChatParsing, type ParseOut } from '../../router/format/openai/parsers/index.ts';
+import { ChatParser, chatParsing, resolveParsers, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/format/openai/parsers/index.ts';
 import { configFromArgv } from '../../cli/router.ts';
 import { loadTokenizer } from '../../router/tokenizer/index.ts';
 import { dirname } from 'node:path';
@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 
 const tools = (...names: string[]) => new Set(names);
 const reasoningOnly = (format: 'qwen3' | 'deepseek-r1' | 'qwen3-thinking', streamReasoning = true): ChatParsing => ({ tool: null, reasoning: format, streamReasoning, reasoningField: 'reasoning_content' });
-const toolsOnly = (format: 'qwen25' | 'llama3' | 'mistral' | 'deepseekv3' | 'qwen3_coder', names: Set<string>, schemas?: Map<string, Record<string, unknown>>): ChatParsing => ({ tool: { format, names, schemas }, reasoning: null, streamReasoning: true, reasoningField: 'reasoning_content' });
+const toolsOnly = (format: ToolFormat, names: Set<string>, schemas?: Map<string, Record<string, unknown>>): ChatParsing => ({ tool: { format, names, schemas }, reasoning: null, streamReasoning: true, reasoningField: 'reasoning_content' });
 
 /** SGLang's detect_and_parse through Baton: the non-streaming answer. */
 const whole = (p: ChatParsing, text: string) => new ChatParser(p, true, (i) => `call_${i}`).parseWhole(text);

@@ -81,10 +81,13 @@ async function chat(client: OpenAI, i: number, tag: string, onArgs?: () => void)
   return a;
 }
 
+// Loaded once, before the clock of the test starts (the cut points are located in the script's ids).
+const tok = loadTokenizer(QWEN3, 'qwen3');
+
 it('16 streaming tool-calling chats with thinking: a kill -9 mid-call changes no tool call, thought, finish_reason or usage; 8 migrated, some inside the arguments', async () => {
   // Page size 256: the prompts (the tools' system prompt and a question, about 216 tokens) fill no
   // page, so no run finds another's prefix cached and usage's cached_tokens is 0 in both runs.
-  cluster = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 8, tokenizer: QWEN3, modelPath: MODEL, pageSize: 256, script });
+  cluster = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 5, tokenizer: QWEN3, modelPath: MODEL, pageSize: 256, script });
   router = await spawnRouter([...cluster.workers().flatMap((w) => ['--worker', w.url]), '--tokenizer', QWEN3, '--policy', 'round_robin', '--health-interval-ms', '300', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3']);
   const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 
@@ -99,7 +102,6 @@ it('16 streaming tool-calling chats with thinking: a kill -9 mid-call changes no
   expect(killed).not.toBeNull();
   await killed;
 
-  const tok = loadTokenizer(QWEN3, 'qwen3');
   for (let i = 0; i < N; i++) {
     const r = reference[i]!;
     // The fault-free run is the script, parsed as SGLang parses it.
@@ -129,3 +131,28 @@ it('16 streaming tool-calling chats with thinking: a kill -9 mid-call changes no
   expect(migrated).toBe(8);
   expect(midArgs).toBeGreaterThan(0);
 }, 60_000);
+
+it('non-streaming: message.tool_calls and reasoning_content; tool_choice "none" and separate_reasoning false leave the text as it is', async () => {
+  // The same router (one worker left): answers through the SDK's non-streaming path.
+  const client = new OpenAI({ baseURL: `${router!.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const ask = (extra: Record<string, unknown>) => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `Request 3: what is the weather in ${CITIES[3]}?` }], tools, ...extra } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+  const full = answer('3', CITIES[3]!);
+  const parsed = await ask({});
+  const m = parsed.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & { reasoning_content?: string | null };
+  expect(parsed.choices[0]!.finish_reason).toBe('tool_calls');
+  expect(m.content).toBeNull();
+  expect(m.reasoning_content).toBe(`\nThe user asks for the weather in ${CITIES[3]}. I will call get_weather for request 3.\n`);
+  expect(m.tool_calls).toHaveLength(1);
+  const call = m.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+  expect(call.id).toMatch(/^call_[0-9a-f]{24}$/);
+  expect(call.function.name).toBe('get_weather');
+  expect(call.function.arguments).toBe(full.slice(full.indexOf('"arguments": ') + '"arguments": '.length, full.lastIndexOf('}}') + 1));
+  // tool_choice "none": no tool parsing (the thought is still separated).
+  const none = await ask({ tool_choice: 'none' });
+  expect(none.choices[0]!.finish_reason).toBe('stop');
+  expect(none.choices[0]!.message.content).toBe(full.slice(full.indexOf('</think>') + '</think>'.length));
+  expect(none.choices[0]!.message.tool_calls ?? []).toEqual([]);
+  // separate_reasoning false: the thought stays in the content too.
+  const raw = await ask({ tool_choice: 'none', separate_reasoning: false });
+  expect(raw.choices[0]!.message.content).toBe(full);
+}, 30_000);
