@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import type { FrontContext } from './format/fronts.ts';
 import { requestIdHeaders, type Front, type Parsed } from './http/request-path.ts';
 import { httpError } from './http/admin-api.ts';
-import { reportedModels, type WorkerPool } from './pool/worker-pool.ts';
-import { formatNamed } from './format/registry.ts';
-import type { FormatName, WireFormat } from './format/types.ts';
+import { reportedModels } from './pool/worker-pool.ts';
+import type { WireFormat } from './format/types.ts';
+import { contextLengthFor, workerFormatFor } from './openai-workers.ts';
 import { OpenAiError, parseOpenAi, type OpenAiKind } from './format/openai/request.ts';
 import { resolveParsers, type ReasoningField } from './format/openai/parsers/index.ts';
 import { OPENAI_ERRORS, openAiOver, writeOpenAiError } from './format/openai/index.ts';
@@ -26,24 +26,7 @@ export function jsonContentType(ct: string | undefined): boolean {
   return main === 'application' && sub !== undefined && (sub === 'json' || sub.endsWith('+json'));
 }
 
-/** Worker formats that can serve the front, in order of preference. */
-const TOKEN_FORMATS: FormatName[] = ['sglang', 'vllm'];
-
-/**
- * The context length a request is checked against (request.ts: prompt + max_tokens ≤ it, and the
- * default max_tokens is the rest), as the workers of `format` bound a request. vLLM's is
- * max_model_len itself (vllm/renderers/params.py TokenizeParams._token_len_check), the smallest
- * its probed workers report; SGLang's scheduler takes at most context_len − 1 (WorkerPool.maxReqLen).
- */
-export function contextLengthFor(pool: Pick<WorkerPool, 'list' | 'maxReqLen'>, format: FormatName): number | null {
-  if (format !== 'vllm') return pool.maxReqLen(format);
-  let min: number | null = null;
-  for (const w of pool.list()) {
-    if (!w.probed || w.format !== 'vllm' || w.contextLength === null) continue;
-    if (min === null || w.contextLength < min) min = w.contextLength;
-  }
-  return min;
-}
+export { contextLengthFor } from './openai-workers.ts';
 
 /**
  * The OpenAI front's routes with tokenizers; without, GET /v1/models is the workers' own (the
@@ -72,14 +55,7 @@ function addOpenAiRoutes(c: FrontContext): void {
   // The config checked the names (router/config.ts).
   const parsers = resolveParsers(config.toolCallParser, config.reasoningParser, config.reasoningField as ReasoningField);
 
-  /** The worker format whose eligible workers serve `model` (SGLang first), or null. */
-  const workerFormat = (model: string): WireFormat | null => {
-    const now = Date.now();
-    for (const name of TOKEN_FORMATS) {
-      if (pool.list().some((w) => (w.format ?? 'sglang') === name && w.eligible(now) && (w.modelPath === null || w.modelPath === model))) return formatNamed(name);
-    }
-    return null;
-  };
+  const workerFormat = (model: string): WireFormat | null => workerFormatFor(pool, model);
 
   const contextLength = (model: string, tokLen: number | null): number | null => {
     const f = workerFormat(model);

@@ -24,6 +24,12 @@ export interface SimStats {
   inFlight: number;
   /** Every request id seen by the generate endpoint, oldest first (the last 10 000). */
   rids: string[];
+  /**
+   * The decoding constraints generate requests carried (SGLang's grammar fields, vLLM's
+   * structured_outputs), by request id, the last 1 000: the simulator records them but cannot
+   * enforce a grammar.
+   */
+  constraints: { rid: string; fields: Record<string, unknown> }[];
   tokenIntervalMs: number;
   hung: boolean;
   rejecting: boolean;
@@ -141,6 +147,7 @@ export class WorkerCore implements SchedulingHost {
   queued = 0;
   readonly counts = { requestsStarted: 0, requestsFinished: 0, requestsAborted: 0, clientDisconnects: 0, tokensGenerated: 0 };
   private readonly rids: string[] = [];
+  private readonly constraints: { rid: string; fields: Record<string, unknown> }[] = [];
   private format!: WireFormat;
   url = '';
   port = 0;
@@ -206,6 +213,7 @@ export class WorkerCore implements SchedulingHost {
       ...this.counts,
       inFlight: this.running.size,
       rids: [...this.rids],
+      constraints: [...this.constraints],
       tokenIntervalMs: this.tokenIntervalMs,
       hung: this.hung,
       rejecting: this.rejecting,
@@ -232,6 +240,13 @@ export class WorkerCore implements SchedulingHost {
   noteRid(rid: string): void {
     this.rids.push(rid);
     if (this.rids.length > MAX_RIDS) this.rids.splice(0, this.rids.length - MAX_RIDS);
+  }
+
+  /** The constraint fields a generate request carried (stats().constraints). */
+  noteConstraint(rid: string, fields: Record<string, unknown> | null): void {
+    if (fields === null) return;
+    this.constraints.push({ rid, fields });
+    if (this.constraints.length > 1000) this.constraints.shift();
   }
 
   /** A generation joins the running set. */

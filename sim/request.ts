@@ -88,6 +88,11 @@ export interface SampleRequest {
   skipSpecialTokens: boolean;
   spacesBetweenSpecialTokens: boolean;
   streamInterval: number;
+  /**
+   * The grammar fields the request carried (json_schema, regex, ebnf, structural_tag), or null.
+   * Recorded in stats().constraints; the simulated model cannot enforce a grammar.
+   */
+  constraint: Record<string, unknown> | null;
 }
 
 export interface GenerateRequest {
@@ -108,6 +113,13 @@ const SAMPLING_DEFAULTS = {
   min_new_tokens: 0,
   n: 1,
 } as const;
+
+/** The constraint fields a request carries, as sent (null: none). */
+function grammarFields(sp: Record<string, unknown>): Record<string, unknown> | null {
+  const out: Record<string, unknown> = {};
+  for (const k of [...GRAMMARS, 'structural_tag']) if (sp[k] !== undefined && sp[k] !== null) out[k] = sp[k];
+  return Object.keys(out).length > 0 ? out : null;
+}
 
 /** The grammars SamplingParams.verify counts (structural_tag is not among them). */
 const GRAMMARS = ['json_schema', 'regex', 'ebnf'] as const;
@@ -269,6 +281,7 @@ export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: 
         skipSpecialTokens: resolved.skipSpecialTokens,
         spacesBetweenSpecialTokens: resolved.spacesBetweenSpecialTokens,
         streamInterval: resolved.streamInterval,
+        constraint: grammarFields(sp),
       });
     }
   });

@@ -343,6 +343,7 @@ class SglangWorker implements WireFormat, GenerationHost {
       this.running.set(sample.rid, g);
       this.core.started(g);
       this.core.noteRid(sample.rid);
+      this.core.noteConstraint(sample.rid, sample.constraint);
     }
     res.on('close', () => {
       if (call.done) return;

@@ -12,6 +12,7 @@ import type { ServedModels } from './openai/models.ts';
 import { addSglangFront } from '../sglang-api/generate.ts';
 import { addVllmFront } from './vllm/front.ts';
 import { addOpenAiFront } from '../openai-api.ts';
+import { addResponsesFront } from '../responses-api.ts';
 import { methodNotAllowed, notFound } from '../sglang-api/errors.ts';
 
 /** What a front registers its routes with: built once by startRouter. */
@@ -32,6 +33,7 @@ export const FRONTS: readonly ((c: FrontContext) => void)[] = [
   addSglangFront, // SGLang's native API: /generate, /abort_request, /flush_cache, /server_info, ...
   addVllmFront, // vLLM's /inference/v1/generate and its aborts
   addOpenAiFront, // /v1/completions, /v1/chat/completions, /v1/models
+  addResponsesFront, // /v1/responses (the stateless subset), with tokenizers
 ];
 
 /** Paths and methods no route serves: Starlette's answers, as SGLang gives them. */

@@ -248,8 +248,24 @@ export interface TokenSampling {
   logit_bias: Record<string, number> | null;
 }
 
+/**
+ * A decoding constraint, neutrally (format/openai/constraints.ts reads the client's fields; each
+ * worker format writes its own: SGLang's json_schema / regex / ebnf / structural_tag, vLLM's
+ * structured_outputs). `options`: vLLM's StructuredOutputsParams options, as the client sent them.
+ */
+export type TokenConstraint = (
+  | { kind: 'json'; schema: JsonObject | boolean }
+  | { kind: 'json_object' }
+  | { kind: 'regex'; pattern: string }
+  | { kind: 'choice'; choices: string[] }
+  | { kind: 'grammar'; grammar: string }
+  | { kind: 'structural_tag'; tag: string }
+) & { options?: JsonObject };
+
 /** A token-only generate request, as the front hands it to a worker format. */
 export interface TokenRequest {
+  /** A decoding constraint for the worker's grammar backend (none: undefined or null). */
+  constraint?: TokenConstraint | null;
   promptIds: number[];
   /** The explicit budget (null: none, the worker's default applies). */
   maxTokens: number | null;

@@ -112,6 +112,8 @@ export interface VllmRequest {
   priority: number;
   /** A refusal of the engine's input processor: the stream has started when it surfaces. */
   engineError: EngineError | null;
+  /** sampling_params.structured_outputs as sent (null: none), for stats().constraints. */
+  structuredOutputs: Record<string, unknown> | null;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -262,6 +264,7 @@ export function parseVllmGenerate(raw: unknown, headers: Record<string, string |
     returnTokenIds: returnTokenIds === true,
     cacheSalt: typeof cacheSalt === 'string' ? cacheSalt : null,
     priority: priority as number,
+    structuredOutputs: structured && isObject(spRaw) && isObject(spRaw.structured_outputs) ? spRaw.structured_outputs : null,
     engineError: engineCheck(promptIds, sp, s, { structured, thinkingBudget, logprobTokenIds, promptLogprobTokenIds, priority: priority as number, dpRank: header('x-data-parallel-rank') }),
   };
 }

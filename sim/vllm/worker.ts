@@ -344,6 +344,7 @@ class VllmWorker implements WireFormat, VllmGenerationHost {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
       res.flushHeaders();
     }
+    this.core.noteConstraint(parsed.requestId, parsed.structuredOutputs === null ? null : { structured_outputs: parsed.structuredOutputs });
     // The input processor runs when the response generator first iterates: in band for a stream.
     if (parsed.engineError) return this.engineRefusal(call, parsed.engineError);
     this.core.noteRid(parsed.requestId);

@@ -37,6 +37,7 @@ export function openAiOver(native: WireFormat, oreq: OpenAiRequest): { format: W
     logprobs: oreq.logprobs,
     promptLogprobs: oreq.promptLogprobs ?? null,
     model: oreq.model,
+    constraint: oreq.constraint,
   });
   request.model = oreq.model;
   const format: WireFormat = {

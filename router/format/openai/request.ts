@@ -7,7 +7,8 @@
 import type { ChatMessage, Tokenizer } from '../../tokenizer/index.ts';
 import { TemplateError } from '../../tokenizer/index.ts';
 import { isObject } from '../json.ts';
-import type { JsonObject, TokenSampling } from '../types.ts';
+import type { JsonObject, TokenConstraint, TokenSampling } from '../types.ts';
+import { readConstraint, readToolChoice, type ToolChoice } from './constraints.ts';
 import { chatParsing, ParsingInputError, type ChatParsing, type OutputParsers } from './parsers/index.ts';
 
 export type OpenAiKind = 'completion' | 'chat';
@@ -44,6 +45,12 @@ export interface OpenAiRequest {
   echo: boolean;
   skipSpecialTokens: boolean;
   spacesBetweenSpecialTokens: boolean;
+  /** The decoding constraint the worker enforces (constraints.ts); null: none. */
+  constraint?: TokenConstraint | null;
+  /** The constraint is tool_choice's ("required" or named): the answer is a JSON array of calls. */
+  forcedTools?: boolean;
+  /** Chat's tool_choice, read and checked (completions: none). */
+  toolChoice?: ToolChoice;
   /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none. */
   parsing?: ChatParsing | null;
   // --- Fan-out (fanout.ts): n > 1 and lists of prompts. Optional: absent on a one-choice request.
@@ -253,7 +260,6 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
   const bestOf = int(body, 'best_of', 1);
   if (bestOf !== null && bestOf !== 1 && bestOf !== n) throw bad(`best_of=${bestOf} is not supported (vLLM serves none; Baton serves best_of only when it equals n=${n})`, 'best_of');
   if (body.suffix !== undefined && body.suffix !== null) throw bad('suffix is not supported', 'suffix');
-  if (isObject(body.response_format) && body.response_format.type !== 'text') throw bad(`response_format ${JSON.stringify(body.response_format.type)} is not supported (text only)`, 'response_format');
 
   let prompts: { ids: number[]; text: string }[];
   let logprobs: number | null;
@@ -261,6 +267,8 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
   /** The field the budget came from, for vLLM's error param. */
   let budgetParam = 'max_tokens';
   let echo = false;
+  let tools: JsonObject[] | null = null;
+  let toolChoice: ToolChoice = { mode: 'none', name: null };
   let parsing: ChatParsing | null = null;
   let chatEcho: string | undefined;
   let role: string | undefined;
@@ -272,8 +280,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
   } else {
     const msgs = messages(body);
-    const tools = body.tools === undefined || body.tools === null ? null : body.tools;
-    if (tools !== null && !Array.isArray(tools)) throw bad('tools must be a list', 'tools');
+    ({ tools, choice: toolChoice } = readToolChoice(body));
     const kwargs = body.chat_template_kwargs;
     if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
     // vLLM ChatCompletionRequest.check_generation_prompt: continue_final_message renders the last
@@ -289,7 +296,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     try {
       promptText = tok.applyChatTemplate(msgs, {
         addGenerationPrompt: addGen,
-        tools: body.tool_choice === 'none' ? null : (tools as unknown[] | null),
+        tools: toolChoice.mode === 'none' ? null : tools,
         extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
       });
       if (cont) promptText = continueFinal(promptText, typeof last.content === 'string' ? last.content : '');
@@ -349,7 +356,11 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     logitBias = lb as Record<string, number>;
   }
   const seed = int(body, 'seed', Number.MIN_SAFE_INTEGER);
+  const { constraint, forcedTools } = readConstraint(body, tools, toolChoice);
   return {
+    constraint,
+    forcedTools,
+    toolChoice,
     kind,
     model,
     tokenizer: tok,
@@ -379,7 +390,8 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     echo,
     skipSpecialTokens: bool(body, 'skip_special_tokens', true),
     spacesBetweenSpecialTokens: bool(body, 'spaces_between_special_tokens', true),
-    parsing,
+    // A forced tool_choice's answer is a JSON array of calls (forced-tools.ts), not the model's own call format.
+    parsing: forcedTools ? null : parsing,
     n,
     prompts: items,
     promptLogprobs,

@@ -13,6 +13,7 @@ import type { ClientSink } from '../client-sink.ts';
 import { JsonFrameAttempt } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
+import { forcedToolCalls, type ForcedCall } from './forced-tools.ts';
 import { ChatParser, type ParseOut } from './parsers/index.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
@@ -30,7 +31,7 @@ const REGEX_TAIL = 256;
 const matchedStop = (end: Ended): string | number | null => (end.reason !== 'stop' ? null : end.matched !== undefined ? end.matched : end.stopReason);
 
 interface Ended {
-  reason: 'stop' | 'length' | 'abort';
+  reason: 'stop' | 'length' | 'abort' | 'tool_calls';
   /** vLLM's `stop_reason`: the matched stop string or stop token id (null: EOS or length). */
   stopReason: string | number | null;
   /**
@@ -61,11 +62,24 @@ export class TextChunk {
   }
 }
 
+/** The session side an attempt feeds (the chat/completions session, the Responses session). */
+export interface TokenAbsorber {
+  cachedTokens: number | null;
+  /**
+   * Take an attempt's new tokens; true when a stop string ended the answer. `flush` false: the
+   * frame also finishes, and its text goes out with the finish.
+   */
+  absorb(a: OpenAiAttempt, ids: readonly number[], logprobs: readonly TokenLogprob[] | null, flush?: boolean): boolean;
+  finishFromWorker(f: TokenFinish): void;
+  /** The prompt's logprobs, which the first attempt's first frame carries when asked (absent: never asked). */
+  notePromptLogprobs?(rows: readonly (TokenLogprob | null)[]): void;
+}
+
 export class OpenAiAttempt extends JsonFrameAttempt {
   version: string | null = null;
 
   constructor(
-    private readonly session: OpenAiSession,
+    private readonly session: TokenAbsorber,
     spec: AttemptSpec,
     host: AttemptHost,
     private readonly reader: TokenReader,
@@ -114,7 +128,7 @@ export class OpenAiAttempt extends JsonFrameAttempt {
     this.frames++;
     if (f.weightVersion !== null) this.version = f.weightVersion;
     if (f.cachedTokens !== null) this.noteCached(f.cachedTokens);
-    if (f.prompt) this.session.notePromptLogprobs(f.prompt);
+    if (f.prompt) this.session.notePromptLogprobs?.(f.prompt);
     // The frame that finishes: its text goes out with the finish (vLLM's last chunk carries both).
     const stopped = this.session.absorb(this, f.ids, f.logprobs, f.finish === null);
     if (stopped) {
@@ -184,6 +198,8 @@ export class OpenAiSession implements FormatSession {
   private regexTail = '';
   /** The last output token (the one a stop finish ended on). */
   private lastId: number | null = null;
+  /** A forced tool_choice's calls, read from the whole answer at its end (forced-tools.ts). */
+  private toolCalls: ForcedCall[] | null = null;
   readonly created: number;
   readonly responseId: string;
 
@@ -266,7 +282,8 @@ export class OpenAiSession implements FormatSession {
       }
       if (this.stopRegex !== null && this.regexStop(piece)) return true;
     }
-    if (flush && this.sink.streaming && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0 || (this.tokenIds !== null && this.tokenIds.length > 0))) this.flushChunk(null);
+    // A forced tool_choice's answer is read whole at the end: nothing streams before it.
+    if (flush && this.sink.streaming && !this.req.forcedTools && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0 || (this.tokenIds !== null && this.tokenIds.length > 0))) this.flushChunk(null);
     return false;
   }
 
@@ -452,7 +469,8 @@ export class OpenAiSession implements FormatSession {
         delta.role = this.req.role ?? 'assistant';
         this.roleSent = true;
       }
-      if (text.length > 0 || end === null) delta.content = text;
+      if (this.toolCalls) delta.tool_calls = this.toolCalls.map((t, index) => ({ index, id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+      else if (text.length > 0 || end === null) delta.content = text;
       c.delta = delta;
     } else {
       c.text = text;
@@ -580,6 +598,13 @@ export class OpenAiSession implements FormatSession {
 
   private finishWith(end: Ended): void {
     if (this.ended) return;
+    if (this.req.forcedTools && this.req.kind === 'chat') {
+      this.toolCalls = forcedToolCalls(this.pendingText);
+      if (this.toolCalls) {
+        this.pendingText = '';
+        if (end.reason === 'stop') end = { reason: 'tool_calls', stopReason: null };
+      }
+    }
     this.ended = end;
     const sink = this.sink;
     if (sink.streaming) {
@@ -601,7 +626,9 @@ export class OpenAiSession implements FormatSession {
     this.pendingText = '';
     const choice: JsonObject = { index: this.index };
     let reason: string = end.reason;
-    if (this.parser !== null) {
+    if (req.kind === 'chat' && this.toolCalls) {
+      choice.message = { role: 'assistant', content: null, tool_calls: this.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } })) };
+    } else if (this.parser !== null) {
       // SGLang's _build_chat_response: reasoning split first, then the tool calls. A chat echo
       // leads the content unparsed: it is the client's own text, not the model's.
       const m = this.parser.parseWhole(text.slice(lead.length));

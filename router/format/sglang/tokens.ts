@@ -2,7 +2,7 @@
 // request built from token ids and explicit sampling values, and its frames (cumulative or
 // incremental, learnt as stitch.ts learns them) read as new ids, logprobs and a finish. Any
 // `text` a worker without --skip-tokenizer-init returns is ignored: Baton renders the text.
-import type { Json, JsonObject, TokenFrame, TokenLogprob, TokenReader, TokenRequest, TokenWorker, WorkerView } from '../types.ts';
+import type { Json, JsonObject, TokenConstraint, TokenFrame, TokenLogprob, TokenReader, TokenRequest, TokenWorker, WorkerView } from '../types.ts';
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import { parseGenerateRequest } from './request.ts';
 import { AttemptOutput, finishReasonOf, metaOf } from './stitch.ts';
@@ -21,7 +21,35 @@ function samplingParams(t: TokenRequest): JsonObject {
   if (s.presence_penalty !== 0) sp.presence_penalty = s.presence_penalty;
   if (s.repetition_penalty !== null) sp.repetition_penalty = s.repetition_penalty;
   if (s.logit_bias !== null) sp.logit_bias = s.logit_bias;
+  if (t.constraint) Object.assign(sp, constraintFields(t.constraint));
   return sp;
+}
+
+/** Python re.escape, for the regex of a choice (SGLang has no choice constraint). */
+const reEscape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\\-#&~\s]/g, (c) => `\\${c}`);
+
+/**
+ * SGLang's sampling_params fields for a constraint (sampling_params.py: json_schema as a JSON
+ * string, regex, ebnf, structural_tag as a JSON string). json_object is SGLang's own
+ * `{"type": "object"}` schema (openai/protocol.py ChatCompletionRequest.to_sampling_params); a
+ * choice becomes the regex of its alternatives, as vLLM's outlines backend built it. vLLM's
+ * StructuredOutputsParams options have no SGLang field and are not sent.
+ */
+export function constraintFields(c: TokenConstraint): JsonObject {
+  switch (c.kind) {
+    case 'json':
+      return { json_schema: JSON.stringify(c.schema) };
+    case 'json_object':
+      return { json_schema: '{"type": "object"}' };
+    case 'regex':
+      return { regex: c.pattern };
+    case 'choice':
+      return { regex: `(${c.choices.map(reEscape).join('|')})` };
+    case 'grammar':
+      return { ebnf: c.grammar };
+    case 'structural_tag':
+      return { structural_tag: c.tag };
+  }
 }
 
 function logprobEntry(tok: Json, top: Json | undefined): TokenLogprob {

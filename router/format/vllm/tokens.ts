@@ -3,7 +3,7 @@
 // frames (choices[0].token_ids deltas, logprobs.content in either shape) read as new ids,
 // logprobs and a finish.
 import { isObject } from '../json.ts';
-import type { JsonObject, TokenFrame, TokenLogprob, TokenReader, TokenRequest, TokenWorker } from '../types.ts';
+import type { JsonObject, TokenConstraint, TokenFrame, TokenLogprob, TokenReader, TokenRequest, TokenWorker } from '../types.ts';
 import { classifyVllmError, classifyVllmFinish } from './failure.ts';
 import { parseVllmRequest } from './request.ts';
 
@@ -22,7 +22,25 @@ function samplingParams(t: TokenRequest): JsonObject {
   if (s.repetition_penalty !== null) sp.repetition_penalty = s.repetition_penalty;
   if (s.logit_bias !== null) sp.logit_bias = s.logit_bias;
   if (t.logprobs !== null) sp.logprobs = t.logprobs;
+  if (t.constraint) sp.structured_outputs = structuredOutputs(t.constraint);
   return sp;
+}
+
+/**
+ * vLLM's sampling_params.structured_outputs (sampling_params.py StructuredOutputsParams: exactly
+ * one of json, regex, choice, grammar, json_object, structural_tag, plus its options), as
+ * chat_completion/protocol.py builds it from response_format and structured_outputs.
+ */
+export function structuredOutputs(c: TokenConstraint): JsonObject {
+  const so: JsonObject = {};
+  if (c.kind === 'json') so.json = c.schema;
+  else if (c.kind === 'json_object') so.json_object = true;
+  else if (c.kind === 'regex') so.regex = c.pattern;
+  else if (c.kind === 'choice') so.choice = c.choices;
+  else if (c.kind === 'grammar') so.grammar = c.grammar;
+  else so.structural_tag = c.tag;
+  if (c.options) Object.assign(so, c.options);
+  return so;
 }
 
 /** A logprob entry's token id: the newer integer `token_id`, or the older `"token_id:N"`. */

@@ -1,0 +1,13 @@
+// The Responses front (`POST /v1/responses`) as a wire format over a token-only worker format: the
+// OpenAI front's worker side (its native request, admission, continuation and abort: the request
+// migrates exactly as a chat completion does), with the Responses session rendering the answer.
+import type { FormatRequest, WireFormat } from '../../types.ts';
+import { openAiOver } from '../index.ts';
+import type { ResponsesRequest } from './request.ts';
+import { ResponsesSession } from './session.ts';
+
+export function responsesOver(native: WireFormat, rreq: ResponsesRequest): { format: WireFormat; request: FormatRequest } {
+  const { format, request } = openAiOver(native, rreq.chat);
+  const tokens = native.tokens!;
+  return { format: { ...format, session: (_req, info, sink) => new ResponsesSession(rreq, tokens, info, sink) }, request };
+}
