@@ -48,6 +48,11 @@ export interface CoreOptions {
   tokenIntervalMs?: number;
   /** Prefill cost per uncached prompt token, µs. Default 20. */
   prefillUsPerToken?: number;
+  /**
+   * SGLang's --max-total-tokens: the KV pool, and so the prefix cache's capacity in tokens
+   * (advertised as max_total_num_tokens). Default 1 << 20.
+   */
+  maxTotalTokens?: number;
   /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
   eosEvery?: number;
   /**
@@ -126,6 +131,8 @@ export class WorkerCore implements SchedulingHost {
   private readonly salted = new Map<string, PrefixCache>();
   private readonly pageSize: number;
   readonly prefillUsPerToken: number;
+  /** The prefix cache's capacity in tokens (max_total_num_tokens). */
+  readonly maxTotalTokens: number;
   private readonly baseInterval: number;
   tokenIntervalMs: number;
   private readonly schedule = new FaultSchedule();
@@ -148,7 +155,9 @@ export class WorkerCore implements SchedulingHost {
     pageSize: number,
   ) {
     this.pageSize = pageSize;
-    this.cache = new PrefixCache(MAX_TOTAL_TOKENS, pageSize);
+    this.maxTotalTokens = opts.maxTotalTokens ?? MAX_TOTAL_TOKENS;
+    if (!Number.isInteger(this.maxTotalTokens) || this.maxTotalTokens < 1) throw new Error(`max total tokens must be a positive integer, got ${this.maxTotalTokens}`);
+    this.cache = new PrefixCache(this.maxTotalTokens, pageSize);
     this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
     this.baseInterval = opts.tokenIntervalMs ?? 0;
     this.tokenIntervalMs = this.baseInterval;
@@ -217,7 +226,7 @@ export class WorkerCore implements SchedulingHost {
     if (salt === null) return this.cache;
     let c = this.salted.get(salt);
     if (!c) {
-      c = new PrefixCache(MAX_TOTAL_TOKENS / MAX_SALTED_CACHES, this.pageSize);
+      c = new PrefixCache(Math.floor(this.maxTotalTokens / MAX_SALTED_CACHES), this.pageSize);
       if (this.salted.size >= MAX_SALTED_CACHES) this.salted.delete(this.salted.keys().next().value!);
       this.salted.set(salt, c);
     }
@@ -350,6 +359,18 @@ export class WorkerCore implements SchedulingHost {
       socket.once('close', () => this.controlSockets.delete(socket));
     }
     if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, JSON.stringify(this.stats()));
+    if (path === '/_sim/cache_match' && req.method === 'POST') {
+      // The oracle's view (the control API): how much of these tokens this worker's cache holds
+      // now, read without touching its LRU order.
+      let ids: unknown;
+      try {
+        ids = (JSON.parse(await readBody(req)) as { input_ids?: unknown }).input_ids;
+      } catch (err) {
+        return this.format.controlError(res, (err as Error).message);
+      }
+      if (!Array.isArray(ids) || !ids.every((t) => Number.isInteger(t))) return this.format.controlError(res, 'input_ids must be a list of integers');
+      return json(res, 200, JSON.stringify({ cached_tokens: this.cache.peek(ids as number[]), cache_tokens: this.cache.tokens, capacity_tokens: this.maxTotalTokens }));
+    }
     if (path === '/_sim/fault' && req.method === 'POST') {
       let fault: Fault;
       try {
