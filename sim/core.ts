@@ -53,6 +53,12 @@ export interface CoreOptions {
    * (advertised as max_total_num_tokens). Default 1 << 20.
    */
   maxTotalTokens?: number;
+  /**
+   * Prefills run one after another, as SGLang's scheduler runs one prefill batch at a time, so a
+   * worker's time to first token grows with the uncached tokens queued before it. Default false:
+   * prefills overlap (each waits only its own cost).
+   */
+  serialPrefill?: boolean;
   /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
   eosEvery?: number;
   /**
@@ -131,6 +137,9 @@ export class WorkerCore implements SchedulingHost {
   private readonly salted = new Map<string, PrefixCache>();
   private readonly pageSize: number;
   readonly prefillUsPerToken: number;
+  private readonly serialPrefill: boolean;
+  /** When the last queued prefill ends (performance.now() ms), with --serial-prefill. */
+  private prefillFreeAt = 0;
   /** The prefix cache's capacity in tokens (max_total_num_tokens). */
   readonly maxTotalTokens: number;
   private readonly baseInterval: number;
@@ -159,6 +168,7 @@ export class WorkerCore implements SchedulingHost {
     if (!Number.isInteger(this.maxTotalTokens) || this.maxTotalTokens < 1) throw new Error(`max total tokens must be a positive integer, got ${this.maxTotalTokens}`);
     this.cache = new PrefixCache(this.maxTotalTokens, pageSize);
     this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
+    this.serialPrefill = opts.serialPrefill ?? false;
     this.baseInterval = opts.tokenIntervalMs ?? 0;
     this.tokenIntervalMs = this.baseInterval;
     this.server = createServer((req, res) => this.onRequest(req, res));
@@ -219,6 +229,14 @@ export class WorkerCore implements SchedulingHost {
       crashed: this.crashed,
       pendingFaults: this.schedule.size,
     };
+  }
+
+  prefillDelay(ms: number): number {
+    if (!this.serialPrefill) return ms;
+    const now = performance.now();
+    const start = Math.max(now, this.prefillFreeAt);
+    this.prefillFreeAt = start + ms;
+    return this.prefillFreeAt - now;
   }
 
   /** A prefix cache per cache_salt: a salted prompt never hits another salt's blocks (null: the shared cache). */
