@@ -50,6 +50,9 @@ const W5 = {
   tokenIntervalMs: 4,
 };
 
+/** W4S: W5's conversations with a longer shared system prompt and fewer turns. */
+const W4S = { ...W5, systemTokens: 1536, turns: 3 };
+
 const say = (s: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${s}`);
 
 /** Deterministic ids: system prompt s, or conversation c's turn t user message. */
@@ -99,17 +102,17 @@ interface Route {
 }
 
 /** The conversations: `concurrency` at a time, each turn's prompt = the last prompt + answer + a new user message. */
-async function conversations(route: Route, n: number, concurrency: number, answerTokens = W5.answerTokens): Promise<{ turns: TurnResult[]; wallMs: number; errors: string[] }> {
+async function conversations(route: Route, n: number, concurrency: number, answerTokens = W5.answerTokens, shape: typeof W5 = W5): Promise<{ turns: TurnResult[]; wallMs: number; errors: string[] }> {
   const turns: TurnResult[] = [];
   const errors: string[] = [];
   let next = 0;
   const t0 = performance.now();
   const one = async (c: number) => {
-    let prompt = ids(1_000_000 + (c % W5.systemPrompts), W5.systemTokens);
-    for (let t = 0; t < W5.turns; t++) {
+    let prompt = ids(1_000_000 + (c % shape.systemPrompts), shape.systemTokens);
+    for (let t = 0; t < shape.turns; t++) {
       const h = ids(c * 100 + t + 7, 2);
-      if (t > 0) await new Promise((r) => setTimeout(r, W5.thinkMs + (h[0]! % W5.thinkSpreadMs)));
-      prompt = [...prompt, ...ids(c * 100 + t + 7, W5.userTokens + (h[1]! % W5.userTokensSpread))];
+      if (t > 0) await new Promise((r) => setTimeout(r, shape.thinkMs + (h[0]! % shape.thinkSpreadMs)));
+      prompt = [...prompt, ...ids(c * 100 + t + 7, shape.userTokens + (h[1]! % shape.userTokensSpread))];
       const r = await route.pick(prompt);
       const g = await generate(r.pool, { input_ids: prompt, sampling_params: { max_new_tokens: answerTokens, ignore_eos: true, temperature: 0 } });
       r.release();
@@ -280,13 +283,15 @@ async function runW4S(group: ProcessGroup): Promise<GapRow[]> {
   const cluster = await startCluster({ workers: W5.workers, maxTotalTokens: W5.cacheTokens, prefillUsPerToken: W5.prefillUs, tokenIntervalMs: 8, serialPrefill: true });
   const rows: GapRow[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'baton-cache-bench-'));
-  const kills = quick ? 8 : 20;
+  const kills = quick ? 12 : 24;
   try {
     const urls = cluster.workers().map((w) => w.url);
     for (const placement of [true, false]) {
       await flushAll(cluster);
       const traceFile = join(dir, `trace-${placement}.jsonl`);
-      const router = await startBaton(group, urls, { flags: ['--policy', 'cache_aware', '--continuation-placement', String(placement), '--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile] });
+      // Balance thresholds at this run's scale (16 streams, not the gateway's batches of 64): a
+      // hot system prompt spreads over several workers, so survivors hold it when one dies.
+      const router = await startBaton(group, urls, { flags: ['--policy', 'cache_aware', '--continuation-placement', String(placement), '--balance-abs-threshold', '2', '--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile] });
       const pool = new Pool(router.urls[0]!, { connections: W5.concurrency });
       let stop = false;
       let done = 0;
@@ -303,7 +308,7 @@ async function runW4S(group: ProcessGroup): Promise<GapRow[]> {
         }
       })();
       say(`W4S placement=${placement}: conversations with ${kills} kills`);
-      const r = await conversations({ pick: async () => ({ pool, worker: -1, release: () => undefined }) }, quick ? 96 : 240, W5.concurrency, 64);
+      const r = await conversations({ pick: async () => ({ pool, worker: -1, release: () => undefined }) }, quick ? 160 : 320, W5.concurrency, 64, W4S);
       stop = true;
       await killer;
       await router.stop();
