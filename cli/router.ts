@@ -11,7 +11,16 @@ const HELP = `usage: baton router [options]
   --worker URL                 an SGLang worker (repeatable)
   --migration-limit N          migrations per request (default 3; 0 = off)
   --migration-max-seq-len N    stop migrating when prompt + replayed tokens exceed N
-  --policy NAME                least_inflight (default), round_robin, power_of_two
+  --policy NAME                least_inflight (default), round_robin, power_of_two, cache_aware
+  --cache-threshold F          cache_aware: a cached prefix above F of the prompt picks its
+                               worker (default 0.3; docs/routing.md)
+  --balance-abs-threshold N    cache_aware: load is imbalanced when max - min > N (default 64)
+  --balance-rel-threshold F    ... and max > min * F (default 1.5)
+  --max-tree-size N            cache_aware: prefix tokens remembered per worker (default 262144)
+  --continuation-placement B   cache_aware: continuations go where prompt + replayed tokens are
+                               cached (default true)
+  --load-interval-ms T         read the workers' own load every T ms, for cache_aware and
+                               power_of_two (default 1000; 0 = off)
   --inter-token-timeout-ms T   no data for T ms after the first token counts as a stalled
                                worker (default 30000; 0 = off)
   --first-token-timeout-ms T   no first token within T ms (queue + prefill) moves the attempt
@@ -73,6 +82,12 @@ const OPTIONS = {
   'migration-limit': { type: 'string' },
   'migration-max-seq-len': { type: 'string' },
   policy: { type: 'string' },
+  'cache-threshold': { type: 'string' },
+  'balance-abs-threshold': { type: 'string' },
+  'balance-rel-threshold': { type: 'string' },
+  'max-tree-size': { type: 'string' },
+  'continuation-placement': { type: 'string' },
+  'load-interval-ms': { type: 'string' },
   'inter-token-timeout-ms': { type: 'string' },
   'first-token-timeout-ms': { type: 'string' },
   'connect-timeout-ms': { type: 'string' },
@@ -115,6 +130,12 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         migrationLimit: v['migration-limit'],
         migrationMaxSeqLen: v['migration-max-seq-len'],
         policy: v.policy,
+        cacheThreshold: v['cache-threshold'],
+        balanceAbsThreshold: v['balance-abs-threshold'],
+        balanceRelThreshold: v['balance-rel-threshold'],
+        maxTreeSize: v['max-tree-size'],
+        continuationPlacement: v['continuation-placement'],
+        loadIntervalMs: v['load-interval-ms'],
         interTokenTimeoutMs: v['inter-token-timeout-ms'],
         firstTokenTimeoutMs: v['first-token-timeout-ms'],
         connectTimeoutMs: v['connect-timeout-ms'],

@@ -25,6 +25,10 @@ options:
   --enable-return-hidden-states    accept return_hidden_states (SGLang refuses it without this flag)
   --page-size P                prefix cache page size, like SGLang's --page-size / vLLM's --block-size
                                (default 1 for sglang, 16 for vllm)
+  --max-total-tokens N         the prefix cache's capacity in tokens, like SGLang's --max-total-tokens
+                               (advertised as max_total_num_tokens; default 1048576)
+  --serial-prefill             prefills run one after another, as SGLang's scheduler runs one prefill
+                               batch at a time (default: they overlap)
   --model-path NAME            model_path / served_model_name (default baton-sim)
   --weight-version V           weight_version (default "default"); path and version salt the model
   --tokenizer DIR              a Hugging Face model directory (tokenizer.json, tokenizer_config.json): the

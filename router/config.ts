@@ -14,6 +14,18 @@ export interface RouterConfig {
   migrationLimit: number;
   migrationMaxSeqLen: number | null;
   policy: string;
+  /** cache_aware: match rate (cached prefix / prompt tokens) above which the best-matching worker wins (docs/routing.md). */
+  cacheThreshold: number;
+  /** cache_aware: load is imbalanced when max - min exceeds this (requests)... */
+  balanceAbsThreshold: number;
+  /** ...and max exceeds min times this. */
+  balanceRelThreshold: number;
+  /** cache_aware: tokens of prefix remembered per worker (LRU), capped by the worker's max_total_num_tokens. */
+  maxTreeSize: number;
+  /** cache_aware: a continuation goes to the survivor with the longest cached prefix of prompt + replayed tokens. */
+  continuationPlacement: boolean;
+  /** How often the workers' own load (SGLang /get_load, vLLM /metrics) is read, for cache_aware and power_of_two. 0 = off. */
+  loadIntervalMs: number;
   /** No data from a worker for this long, once its first token came, counts as a stall. 0 = off. */
   interTokenTimeoutMs: number;
   /**
@@ -102,6 +114,12 @@ export const DEFAULTS: RouterConfig = {
   migrationLimit: 3,
   migrationMaxSeqLen: null,
   policy: 'least_inflight',
+  cacheThreshold: 0.3,
+  balanceAbsThreshold: 64,
+  balanceRelThreshold: 1.5,
+  maxTreeSize: 262_144,
+  continuationPlacement: true,
+  loadIntervalMs: 1_000,
   interTokenTimeoutMs: 30_000,
   firstTokenTimeoutMs: 120_000,
   connectTimeoutMs: 5_000,
@@ -186,6 +204,17 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (key === 'otlpEndpoint' && !/^https?:\/\/[^/\s]+/.test(String(value))) throw bad('must be an http:// or https:// URL');
     if (key === 'traceUrlTemplate' && !String(value).includes('{trace_id}')) throw bad('must contain {trace_id}');
     return String(value);
+  }
+  if (key === 'cacheThreshold' || key === 'balanceRelThreshold') {
+    const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+    if (!Number.isFinite(n) || n < 0 || (key === 'cacheThreshold' && n > 1)) throw bad(key === 'cacheThreshold' ? 'must be a number from 0 to 1' : 'must be a non-negative number');
+    return n;
+  }
+  if (key === 'continuationPlacement') {
+    if (typeof value === 'boolean') return value;
+    if (value === 'true' || value === '1') return true;
+    if (value === 'false' || value === '0') return false;
+    throw bad('must be true or false');
   }
   if (typeof d === 'number') {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;

@@ -66,8 +66,10 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       healthFailureThreshold: config.healthFailureThreshold,
       benchMs: config.benchMs,
       spareConnections: config.spareConnections,
+      loadIntervalMs: config.loadIntervalMs,
+      continuationPlacement: config.continuationPlacement,
     },
-    createPolicy(config.policy),
+    createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
     (w) => telemetry.workerChanged(w.info()),
     (id) => telemetry.workerRemoved(id, null),
   );

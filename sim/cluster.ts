@@ -56,6 +56,8 @@ export interface SimCluster {
   restart(i: number): Promise<void>;
   fault(i: number, f: Fault): Promise<void>;
   stats(i: number): Promise<SimStats>;
+  /** Tokens of `ids`' longest prefix worker i's cache holds now (read without touching its LRU): the oracle's view. */
+  cacheMatch(i: number, ids: readonly number[]): Promise<number>;
   /** Hears every alive/dead transition; returns the unsubscribe function. */
   onChange(fn: (change: ClusterChange) => void): () => void;
   /** Ends every child and waits for them. */
@@ -193,6 +195,12 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
       await (await control(i, '/_sim/fault', { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
     },
     stats: async (i) => (await (await control(i, '/_sim/stats')).json()) as SimStats,
+    cacheMatch: async (i, ids) => {
+      const r = await control(i, '/_sim/cache_match', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_ids: ids }) });
+      const body = (await r.json()) as { cached_tokens?: number; error?: { message: string } };
+      if (typeof body.cached_tokens !== 'number') throw new Error(`cache_match on worker ${i}: ${JSON.stringify(body).slice(0, 200)}`);
+      return body.cached_tokens;
+    },
     onChange: (fn) => {
       listeners.add(fn);
       return () => listeners.delete(fn);

@@ -6,6 +6,8 @@
 //   POST /workers/:i/restart       -> 200 once it listens again (same port)
 //   POST /workers/:i/fault  {kind, after_tokens?, interval_ms?}
 //   GET  /workers/:i/stats         -> the worker's /_sim/stats
+//   POST /workers/:i/cache_match {input_ids} -> {cached_tokens}: how much of the prefix the
+//                                   worker's cache holds now (an oracle's view; LRU untouched)
 
 import { createServer, type Server } from 'node:http';
 import type { SimCluster } from './cluster.ts';
@@ -28,12 +30,17 @@ export async function startControlServer(cluster: SimCluster, port: number, host
       const path = (req.url ?? '/').split('?')[0]!;
       const run = async (): Promise<unknown> => {
         if (path === '/workers' && req.method === 'GET') return cluster.workers();
-        const m = /^\/workers\/(\d+)\/(kill|restart|fault|stats)$/.exec(path);
+        const m = /^\/workers\/(\d+)\/(kill|restart|fault|stats|cache_match)$/.exec(path);
         if (!m) throw Object.assign(new Error('Not Found'), { status: 404 });
         const i = Number(m[1]);
         const action = m[2]!;
         if (action === 'stats' && req.method === 'GET') return cluster.stats(i);
         if (req.method !== 'POST') throw Object.assign(new Error('Method Not Allowed'), { status: 405 });
+        if (action === 'cache_match') {
+          const ids = (JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { input_ids?: unknown }).input_ids;
+          if (!Array.isArray(ids) || !ids.every((t) => Number.isInteger(t))) throw new Error('input_ids must be a list of integers');
+          return { cached_tokens: await cluster.cacheMatch(i, ids as number[]) };
+        }
         if (action === 'kill') await cluster.kill(i);
         else if (action === 'restart') await cluster.restart(i);
         else await cluster.fault(i, parseFault(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')));

@@ -54,6 +54,17 @@ export interface CoreOptions {
   tokenIntervalMs?: number;
   /** Prefill cost per uncached prompt token, µs. Default 20. */
   prefillUsPerToken?: number;
+  /**
+   * SGLang's --max-total-tokens: the KV pool, and so the prefix cache's capacity in tokens
+   * (advertised as max_total_num_tokens). Default 1 << 20.
+   */
+  maxTotalTokens?: number;
+  /**
+   * Prefills run one after another, as SGLang's scheduler runs one prefill batch at a time, so a
+   * worker's time to first token grows with the uncached tokens queued before it. Default false:
+   * prefills overlap (each waits only its own cost).
+   */
+  serialPrefill?: boolean;
   /** EOS ranks first in one context state out of this many (0 = never). Default 64. */
   eosEvery?: number;
   /**
@@ -134,6 +145,11 @@ export class WorkerCore implements SchedulingHost {
   private readonly salted = new Map<string, PrefixCache>();
   private readonly pageSize: number;
   readonly prefillUsPerToken: number;
+  private readonly serialPrefill: boolean;
+  /** When the last queued prefill ends (performance.now() ms), with --serial-prefill. */
+  private prefillFreeAt = 0;
+  /** The prefix cache's capacity in tokens (max_total_num_tokens). */
+  readonly maxTotalTokens: number;
   private readonly baseInterval: number;
   tokenIntervalMs: number;
   private readonly schedule = new FaultSchedule();
@@ -157,8 +173,11 @@ export class WorkerCore implements SchedulingHost {
     pageSize: number,
   ) {
     this.pageSize = pageSize;
-    this.cache = new PrefixCache(MAX_TOTAL_TOKENS, pageSize);
+    this.maxTotalTokens = opts.maxTotalTokens ?? MAX_TOTAL_TOKENS;
+    if (!Number.isInteger(this.maxTotalTokens) || this.maxTotalTokens < 1) throw new Error(`max total tokens must be a positive integer, got ${this.maxTotalTokens}`);
+    this.cache = new PrefixCache(this.maxTotalTokens, pageSize);
     this.prefillUsPerToken = opts.prefillUsPerToken ?? 20;
+    this.serialPrefill = opts.serialPrefill ?? false;
     this.baseInterval = opts.tokenIntervalMs ?? 0;
     this.tokenIntervalMs = this.baseInterval;
     this.server = createServer((req, res) => this.onRequest(req, res));
@@ -222,12 +241,20 @@ export class WorkerCore implements SchedulingHost {
     };
   }
 
+  prefillDelay(ms: number): number {
+    if (!this.serialPrefill) return ms;
+    const now = performance.now();
+    const start = Math.max(now, this.prefillFreeAt);
+    this.prefillFreeAt = start + ms;
+    return this.prefillFreeAt - now;
+  }
+
   /** A prefix cache per cache_salt: a salted prompt never hits another salt's blocks (null: the shared cache). */
   cacheFor(salt: string | null): PrefixCache {
     if (salt === null) return this.cache;
     let c = this.salted.get(salt);
     if (!c) {
-      c = new PrefixCache(MAX_TOTAL_TOKENS / MAX_SALTED_CACHES, this.pageSize);
+      c = new PrefixCache(Math.floor(this.maxTotalTokens / MAX_SALTED_CACHES), this.pageSize);
       if (this.salted.size >= MAX_SALTED_CACHES) this.salted.delete(this.salted.keys().next().value!);
       this.salted.set(salt, c);
     }
@@ -367,6 +394,18 @@ export class WorkerCore implements SchedulingHost {
       socket.once('close', () => this.controlSockets.delete(socket));
     }
     if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, JSON.stringify(this.stats()));
+    if (path === '/_sim/cache_match' && req.method === 'POST') {
+      // The oracle's view (the control API): how much of these tokens this worker's cache holds
+      // now, read without touching its LRU order.
+      let ids: unknown;
+      try {
+        ids = (JSON.parse(await readBody(req)) as { input_ids?: unknown }).input_ids;
+      } catch (err) {
+        return this.format.controlError(res, (err as Error).message);
+      }
+      if (!Array.isArray(ids) || !ids.every((t) => Number.isInteger(t))) return this.format.controlError(res, 'input_ids must be a list of integers');
+      return json(res, 200, JSON.stringify({ cached_tokens: this.cache.peek(ids as number[]), cache_tokens: this.cache.tokens, capacity_tokens: this.maxTotalTokens }));
+    }
     if (path === '/_sim/fault' && req.method === 'POST') {
       let fault: Fault;
       try {

@@ -34,6 +34,8 @@ export const WORKER_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'prefill-us-per-token': { option: 'prefillUsPerToken', kind: 'int' },
   'eos-every': { option: 'eosEvery', kind: 'int', processOnly: true },
   'page-size': { option: 'pageSize', kind: 'int', min: 1 },
+  'max-total-tokens': { option: 'maxTotalTokens', kind: 'int', min: 1 },
+  'serial-prefill': { option: 'serialPrefill', kind: 'bool' },
   'model-path': { option: 'modelPath', kind: 'string' },
   'weight-version': { option: 'weightVersion', kind: 'string' },
   tokenizer: { option: 'tokenizer', kind: 'string' },

@@ -149,7 +149,10 @@ export class Generation extends ScheduledGeneration<Call> {
     if (reason.type === 'abort' && 'status_code' in reason && reason.status_code !== null && reason.status_code >= 500) {
       this.engineAbort = { message: reason.message, status_code: reason.status_code };
     }
-    this.w.cache.insertSequence([...this.req.promptIds, ...this.answer.tokens]);
+    // SGLang's cache_finished_req inserts (origin_input_ids + output_ids)[:-1]: the last token's
+    // KV was never computed.
+    const out = this.answer.tokens;
+    if (out.length > 1) this.w.cache.insertSequence([...this.req.promptIds, ...out.slice(0, -1)]);
     const e2e = (performance.now() - this.arrived) / 1000;
     this.w.metrics.e2e.observe(e2e);
     this.w.metrics.requests.inc();

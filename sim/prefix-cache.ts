@@ -1,102 +1,171 @@
-// A stand-in for SGLang's radix cache: it remembers which token prefixes this worker has already
-// computed, one page (`page_size` tokens, SGLang's --page-size, default 1) at a time, so
-// `cached_tokens` and prefill time respond to prefix reuse the way a real worker's do (a continuation that lands on the worker that served the original
-// prompt finds it cached; one that lands elsewhere pays the full prefill).
+// A stand-in for SGLang's radix cache (python/sglang/srt/mem_cache/radix_cache.py): the token
+// prefixes this worker has computed, one page (`page_size` tokens, SGLang's --page-size, default
+// 1) at a time, at most `capacityTokens` of them (SGLang's pool of max_total_num_tokens), the
+// least recently used leaf evicted first (RadixCache.evict: a heap of leaves by last_access_time).
+// `cached_tokens` and prefill time follow from it, so a request that lands where its prefix was
+// computed (a later turn of a conversation, a continuation on the worker that served the original
+// prompt) finds it cached, and one that lands elsewhere pays the full prefill.
 //
-// A prefix is identified by its length and the model's context hash at that length; recency is
-// Map insertion order, which makes the LRU bound O(1). A touched page moves to the back (delete,
-// then set) only once it is a quarter of the capacity old: moving it at every touch left a deleted
-// slot in the Map for every request's shared prefix (a chat template's first tokens), each one
-// bringing a rehash of the whole table nearer, and the worker spent twice the CPU per request on
-// such prompts (1,190 against 580 µs, the OpenAI bench's requests, 2026-12-01). A page touched
-// again within about three quarters of the capacity's inserts stays; one untouched for about a
-// whole capacity of inserts is evicted, as with exact LRU.
+// A page is named by its length and the model's context hash at that length, so a prefix is a
+// chain of page keys and the tree needs no nodes with children. Recency is an intrusive doubly
+// linked list in typed arrays (no object per page). Whatever touches a path touches it from its
+// deepest page up to its root, so a page is always more recent than every page below it: the
+// least recently used page is a leaf, as in SGLang, and eviction never cuts a path in the middle.
 
 import { INITIAL_STATE, foldToken } from './model.ts';
 
+const NIL = -1;
 const key = (length: number, hash: number) => length * 4294967296 + hash;
 
 export class PrefixCache {
-  /** Page key → the insert count when it last moved to the back. */
-  private readonly blocks = new Map<number, number>();
-  private readonly capacityBlocks: number;
-  private readonly refreshAfter: number;
-  private inserts = 0;
-  /** Where eviction has got to in the Map's order (evictOldest). */
-  private order: Iterator<number> | null = null;
+  private readonly slots = new Map<number, number>();
+  private keyOf = new Float64Array(64);
+  private prev = new Int32Array(64);
+  private next = new Int32Array(64);
+  private head = NIL;
+  private tail = NIL;
+  private free: number[] = [];
+  private used = 0;
+  /** Page keys of the sequence being matched or inserted (reused). */
+  private path = new Float64Array(256);
+  private readonly capacityPages: number;
+  /** Pages evicted so far. */
+  evictions = 0;
 
-  /** `capacityTokens` bounds what is remembered (LRU); prefixes are matched in whole pages. */
-  constructor(capacityTokens: number, readonly pageSize = 1) {
+  /** `capacityTokens` bounds what is remembered (LRU leaves first); prefixes are matched in whole pages. */
+  constructor(readonly capacityTokens: number, readonly pageSize = 1) {
     if (!Number.isInteger(pageSize) || pageSize < 1) throw new Error(`page size must be a positive integer, got ${pageSize}`);
-    this.capacityBlocks = Math.floor(capacityTokens / pageSize);
-    this.refreshAfter = Math.floor(this.capacityBlocks / 4);
+    this.capacityPages = Math.floor(capacityTokens / pageSize);
+  }
+
+  /** Pages held. */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** Tokens held (whole pages). */
+  get tokens(): number {
+    return this.slots.size * this.pageSize;
   }
 
   /**
-   * Drop the oldest page. One iterator serves every eviction: a Map keeps deleted slots until it
-   * rehashes, and a new iterator starts at the first slot, so `keys().next()` per eviction walked
-   * every page evicted since the last rehash (quadratic in a full cache). The iterator is live: it
-   * skips what was deleted and reaches pages moved to the back in their new place.
+   * Length of the longest cached page-aligned prefix of `tokens` (at most `limit`); what it
+   * matched becomes the most recent (RadixCache.match_prefix updates last_access_time).
    */
-  private evictOldest(): void {
-    for (let fresh = 0; fresh < 2; fresh++) {
-      this.order ??= this.blocks.keys();
-      const next = this.order.next();
-      if (!next.done) {
-        this.blocks.delete(next.value);
-        return;
-      }
-      this.order = null;
-    }
-  }
-
-  /** Mark page `k` used now: to the back of the order if it has not moved for a while, or new. */
-  private touch(k: number): void {
-    const at = this.blocks.get(k);
-    if (at !== undefined && this.inserts - at < this.refreshAfter) return;
-    if (at !== undefined) this.blocks.delete(k);
-    this.blocks.set(k, this.inserts);
-  }
-
-  get size(): number {
-    return this.blocks.size;
-  }
-
-  /** Length of the longest cached page-aligned prefix of `tokens` (at most `limit`), refreshing what it touches. */
   match(tokens: readonly number[], limit: number): number {
+    const pages = this.walk(tokens, limit);
+    for (let i = pages - 1; i >= 0; i--) this.toTail(this.slots.get(this.path[i]!)!);
+    return pages * this.pageSize;
+  }
+
+  /** `match` without touching anything: what the oracle of the control API reads. */
+  peek(tokens: readonly number[], limit = tokens.length): number {
+    return this.walk(tokens, limit) * this.pageSize;
+  }
+
+  /** Pages of the longest cached prefix of `tokens` (at most `limit` tokens); their keys in `path`. */
+  private walk(tokens: readonly number[], limit: number): number {
     let s = INITIAL_STATE;
-    let hit = 0;
+    let pages = 0;
+    const page = this.pageSize;
     for (let i = 0; i < tokens.length; i++) {
       s = foldToken(s, tokens[i]!);
       const len = i + 1;
-      if (len % this.pageSize !== 0) continue;
+      if (len % page !== 0) continue;
       if (len > limit) break;
       const k = key(len, s);
-      if (!this.blocks.has(k)) break;
-      this.touch(k);
-      hit = len;
+      if (!this.slots.has(k)) break;
+      if (pages >= this.path.length) this.growPath(pages + 1);
+      this.path[pages++] = k;
     }
-    return hit;
+    return pages;
   }
 
-  /** Records a page boundary reached while folding a sequence. */
-  insert(length: number, hash: number): void {
-    if (length % this.pageSize !== 0 || this.capacityBlocks <= 0) return;
-    this.inserts++;
-    this.touch(key(length, hash));
-    if (this.blocks.size > this.capacityBlocks) this.evictOldest();
-  }
-
+  /** Every whole page of `tokens` is cached now, as the most recent (RadixCache.insert). */
   insertSequence(tokens: readonly number[]): void {
+    if (this.capacityPages <= 0) return;
+    const page = this.pageSize;
+    const pages = Math.floor(tokens.length / page);
+    if (pages > this.path.length) this.growPath(pages);
     let s = INITIAL_STATE;
-    for (let i = 0; i < tokens.length; i++) {
+    for (let i = 0; i < pages * page; i++) {
       s = foldToken(s, tokens[i]!);
-      this.insert(i + 1, s);
+      if ((i + 1) % page === 0) this.path[(i + 1) / page - 1] = key(i + 1, s);
     }
+    // Deepest first: each page ends up more recent than the pages below it.
+    for (let i = pages - 1; i >= 0; i--) {
+      const k = this.path[i]!;
+      const slot = this.slots.get(k);
+      if (slot !== undefined) this.toTail(slot);
+      else this.append(k);
+    }
+    while (this.slots.size > this.capacityPages) this.evictHead();
   }
 
   clear(): void {
-    this.blocks.clear();
-    this.order = null;
+    this.slots.clear();
+    this.head = this.tail = NIL;
+    this.free = [];
+    this.used = 0;
+  }
+
+  private growPath(n: number): void {
+    const p = new Float64Array(Math.max(n, this.path.length * 2));
+    p.set(this.path);
+    this.path = p;
+  }
+
+  private append(k: number): void {
+    let s = this.free.pop();
+    if (s === undefined) {
+      s = this.used++;
+      if (s >= this.keyOf.length) {
+        const n = this.keyOf.length * 2;
+        const keyOf = new Float64Array(n);
+        keyOf.set(this.keyOf);
+        const prev = new Int32Array(n);
+        prev.set(this.prev);
+        const next = new Int32Array(n);
+        next.set(this.next);
+        this.keyOf = keyOf;
+        this.prev = prev;
+        this.next = next;
+      }
+    }
+    this.keyOf[s] = k;
+    this.slots.set(k, s);
+    this.link(s);
+  }
+
+  private link(s: number): void {
+    this.prev[s] = this.tail;
+    this.next[s] = NIL;
+    if (this.tail !== NIL) this.next[this.tail] = s;
+    else this.head = s;
+    this.tail = s;
+  }
+
+  private unlink(s: number): void {
+    const p = this.prev[s]!;
+    const n = this.next[s]!;
+    if (p !== NIL) this.next[p] = n;
+    else this.head = n;
+    if (n !== NIL) this.prev[n] = p;
+    else this.tail = p;
+  }
+
+  private toTail(s: number): void {
+    if (s === this.tail) return;
+    this.unlink(s);
+    this.link(s);
+  }
+
+  private evictHead(): void {
+    const s = this.head;
+    if (s === NIL) return;
+    this.unlink(s);
+    this.slots.delete(this.keyOf[s]!);
+    this.free.push(s);
+    this.evictions++;
   }
 }

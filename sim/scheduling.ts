@@ -10,6 +10,11 @@ export type Ending = 'finished' | 'aborted' | 'disconnected' | 'killed';
 /** What a generation needs from the worker core (core.ts) that runs it. */
 export interface SchedulingHost {
   readonly prefillUsPerToken: number;
+  /**
+   * How long from now a prefill of `ms` ends: `ms` when prefills overlap (the default), or after
+   * the prefills queued before it when the worker prefills one at a time (--serial-prefill).
+   */
+  prefillDelay(ms: number): number;
   readonly tokenIntervalMs: number;
   queued: number;
   /** Counts a token; returns faults that came due, to run once its frame is on the wire. */
@@ -47,7 +52,7 @@ export abstract class ScheduledGeneration<C extends CallState = CallState> {
   /** Queues the prefill of `uncached` prompt tokens; `prefill` runs once it is done. */
   protected enqueue(uncached: number, prefill: () => void): void {
     this.host.queued++;
-    this.schedule((uncached * this.host.prefillUsPerToken) / 1000, prefill);
+    this.schedule(this.host.prefillDelay((uncached * this.host.prefillUsPerToken) / 1000), prefill);
   }
 
   /** The prefill is done: the generation leaves the queue. */

@@ -7,7 +7,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import { allow, startSimWorker, MAX_TOTAL_TOKENS, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from './core.ts';
+import { allow, startSimWorker, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from './core.ts';
 import { FAULT_KINDS, type FaultKind } from './faults.ts';
 import { Generation, type Call, type GenerationHost } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
@@ -103,7 +103,7 @@ class SglangWorker implements WireFormat, GenerationHost {
       running: this.running.size - core.queued,
       queued: core.queued,
       usedTokens: [...this.running.values()].reduce((n, g) => n + g.contextTokens, 0),
-      maxTotalTokens: MAX_TOTAL_TOKENS,
+      maxTotalTokens: core.maxTotalTokens,
     }));
   }
 
@@ -167,6 +167,14 @@ class SglangWorker implements WireFormat, GenerationHost {
       case '/abort_request':
         if (!allowed('POST')) return;
         return this.abortRequest(req, res);
+      case '/get_load': {
+        // http_server.py get_load (the legacy shim over /v1/loads): one entry per DP rank.
+        if (!allowed('GET')) return;
+        const queued = this.core.queued;
+        let tokens = 0;
+        for (const g of this.running.values()) tokens += g.contextTokens;
+        return json(res, 200, [{ dp_rank: 0, num_reqs: this.running.size, num_waiting_reqs: queued, num_tokens: tokens, num_pending_tokens: this.core.maxTotalTokens - tokens, ts_tic: performance.now() / 1000 }]);
+      }
       case '/flush_cache': {
         if (!allowed('GET', 'POST')) return;
         const busy = this.core.running.size > 0;
@@ -229,7 +237,7 @@ class SglangWorker implements WireFormat, GenerationHost {
       enable_custom_logit_processor: this.settings.enableCustomLogitProcessor,
       enable_return_hidden_states: this.settings.enableReturnHiddenStates,
       weight_version: this.weightVersion,
-      max_total_num_tokens: MAX_TOTAL_TOKENS,
+      max_total_num_tokens: this.core.maxTotalTokens,
       max_req_input_len: CONTEXT_LENGTH - 1,
       internal_states: [{ last_gen_throughput: 0, memory_usage: { kvcache: 0 }, token_interval_ms: this.core.tokenIntervalMs }],
       version: SIM_VERSION,

@@ -15,6 +15,10 @@ export interface WorkerInfo {
   model_path: string | null;           // null until probed (or not advertised)
   weight_version: string | null;       // probed, and re-read from each attempt's meta_info
   in_flight: number;
+  /** The worker's own load as last read (SGLang /get_load num_reqs, vLLM running + waiting); null: not read. */
+  reported_load?: number | null;
+  /** Cached / prompt tokens over the attempts it served (cached_tokens as the worker reported them); null: none yet. */
+  hit_rate?: number | null;
   simulated: boolean;                  // a worker of the embedded simulated cluster (has fault controls)
   sim_index: number | null;
   draining: boolean;

@@ -182,6 +182,8 @@ export interface ProbeResult {
   weightVersion: string | null;
   contextLength: number | null;
   maxTotalTokens: number | null;
+  /** Tokens per KV-cache page: the granularity of its prefix cache (SGLang's page_size); null: unknown, taken as 1. */
+  pageSize?: number | null;
   /**
    * The abort endpoint the worker serves, where the format's servers differ in it (vLLM): the
    * path, null when it serves none, undefined when not probed (the format's own path is used).

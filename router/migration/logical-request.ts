@@ -12,6 +12,7 @@ import { frameSpacing } from '../upstream/stall-watch.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';
 import type { ContinuationPin, WorkerPool } from '../pool/worker-pool.ts';
+import type { Placement } from '../pool/policies/policy.ts';
 import type { Worker } from '../pool/worker.ts';
 import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
@@ -51,6 +52,7 @@ class AttemptState implements AttemptHost {
     readonly budgetBefore: number | null,
     readonly promptSent: number,
     private readonly sink: ClientSink,
+    readonly placement: Placement,
   ) {}
 
   // --- AttemptHost: what the format's reader asks of the loop, on the per-frame path ---
@@ -327,7 +329,9 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
       const pin = this.attempts > 0 ? this.pin : this.firstPin;
-      const worker = this.ctx.pool.pick(this.exclude, pin, this.format.workers);
+      // A continuation is placed by prompt + replayed tokens: where the longest prefix is cached.
+      const placement: Placement = { prompt: this.promptIds, replayed: this.attempts > 0 ? this.out.ids : null, prefix: null, reason: null };
+      const worker = this.ctx.pool.pick(this.exclude, pin, this.format.workers, placement);
       if (!worker) {
         const message = lastFailure
           ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null }, this.format.workers)})`
@@ -341,7 +345,7 @@ export class LogicalRequest implements ProgressSource {
         telemetry.migrated(this.id, pending.from, worker.url, replayed, this.attempts, pending.kind, pending.ongoing, replayed);
         pending = null;
       }
-      const a = this.startAttempt(worker);
+      const a = this.startAttempt(worker, placement);
       let result = await a.call.result;
       // A finish the format held for the frame after it (vLLM's usage chunk) is the answer, whatever
       // ended the call before that frame came: the answer is whole.
@@ -473,7 +477,7 @@ export class LogicalRequest implements ProgressSource {
     else this.sink.fail(status, message, type);
   }
 
-  private startAttempt(worker: Worker): AttemptState {
+  private startAttempt(worker: Worker, placement: Placement): AttemptState {
     const index = this.attempts++;
     const replayedIds = this.out.ids;
     const replayed = replayedIds.length;
@@ -491,7 +495,7 @@ export class LogicalRequest implements ProgressSource {
     };
     const body = this.format.attemptBody(this.req, this.promptIds, spec, this.admission.minNewTokens);
     const promptSent = (this.req.promptLength ?? 0) + replayed;
-    const a = new AttemptState(this, index, rid, worker, replayed, budgetBefore, promptSent, this.sink);
+    const a = new AttemptState(this, index, rid, worker, replayed, budgetBefore, promptSent, this.sink, placement);
     // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.
     // The counts travel only with a unary answer (a stream's headers are long gone by its end).
     a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
@@ -532,6 +536,7 @@ export class LogicalRequest implements ProgressSource {
 
   private endAttempt(a: AttemptState, outcome: AttemptOutcome, failure: Failure | null): void {
     const tokens = a.reader.tokens;
+    this.ctx.pool.noteCached(a.worker, a.promptSent, a.reader.cachedTokens);
     this.segments.push({ attempt: a.index, worker: a.worker.url, from_token: a.replayed, tokens });
     this.ctx.telemetry.attemptEnded({
       kind: 'attempt',
@@ -548,6 +553,8 @@ export class LogicalRequest implements ProgressSource {
       budget_before: a.budgetBefore,
       budget_after: a.budgetBefore === null ? null : Math.max(0, a.budgetBefore - tokens),
       cached_tokens: a.reader.cachedTokens,
+      placement_prefix: a.placement.prefix,
+      placement_reason: a.placement.reason,
       outcome,
       error_kind: failure?.kind ?? null,
       error: failure?.message ?? null,

@@ -3,7 +3,8 @@
 import type { WorkerInfo } from '../events/types.ts';
 import type { SpareStats } from '../metrics.ts';
 import type { CircuitOptions } from './circuit-breaker.ts';
-import type { Policy } from './policies/policy.ts';
+import type { Placement, Policy } from './policies/policy.ts';
+import { readLoad } from './load.ts';
 import { checkHealth } from './probe.ts';
 import { TokenedFailures, probeHealth } from './evidence.ts';
 import { judge, type Verdict } from '../migration/failure.ts';
@@ -22,6 +23,10 @@ export interface PoolOptions {
   benchMs: number;
   /** Most spare connections per worker for continuations (spares.ts); 0 = off. */
   spareConnections: number;
+  /** How often the workers' own load is read, when the policy uses it; 0 = off. */
+  loadIntervalMs?: number;
+  /** A continuation's placement sees its prompt + replayed tokens (false: placed by load alone). */
+  continuationPlacement?: boolean;
 }
 
 /** How often spare connections are resized to the load and renewed. */
@@ -64,6 +69,8 @@ export class WorkerPool {
   private nextId = 0;
   private timer: NodeJS.Timeout | null = null;
   private spareTimer: NodeJS.Timeout | null = null;
+  private loadTimer: NodeJS.Timeout | null = null;
+  private readingLoads = false;
   private checking = false;
   /** samplingDefaults() per format, recomputed only when a probe changed what workers advertise. */
   private defaultsCache = new Map<FormatName, SamplingDefaults>();
@@ -128,6 +135,7 @@ export class WorkerPool {
     this.workers.delete(id);
     this.defaultsCache.clear();
     this.tokenedFailures.forget(id);
+    this.policy.forget?.(w);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id);
@@ -146,14 +154,46 @@ export class WorkerPool {
    * Pick a worker for an attempt, never one in `exclude` nor one that may not take work now. A
    * continuation passes its `pin`: only workers that can continue it exactly qualify.
    */
-  pick(exclude: ReadonlySet<string>, pin: ContinuationPin | null = null, format: FormatName = 'sglang'): Worker | null {
+  pick(exclude: ReadonlySet<string>, pin: ContinuationPin | null = null, format: FormatName = 'sglang', placement: Placement | null = null): Worker | null {
     const now = Date.now();
     const candidates: Worker[] = [];
     for (const w of this.workers.values()) {
       if (!exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
     if (candidates.length === 0) return null;
-    return this.policy.select(candidates);
+    // Without continuation placement a continuation is placed as a request with no tokens: by load.
+    if (placement !== null && placement.replayed !== null && this.opts.continuationPlacement === false) {
+      placement.prompt = [];
+      placement.replayed = null;
+    }
+    return this.policy.select(candidates, placement);
+  }
+
+  /** The worker answered /flush_cache: its prefix cache is empty. */
+  cacheFlushed(w: Worker): void {
+    this.policy.forget?.(w);
+  }
+
+  /** An attempt on `w` ended: count its prompt and cached tokens (the Workers view's hit rate). */
+  noteCached(w: Worker, promptTokens: number, cachedTokens: number | null): void {
+    if (cachedTokens === null || promptTokens <= 0) return;
+    w.promptTokens += promptTokens;
+    w.cachedTokens += Math.min(cachedTokens, promptTokens);
+  }
+
+  /** Read every worker's own load (SGLang /get_load, vLLM /metrics); one round at a time. */
+  async readLoads(): Promise<void> {
+    if (this.readingLoads) return;
+    this.readingLoads = true;
+    try {
+      const timeout = Math.min(this.opts.healthTimeoutMs, 1000);
+      await Promise.all(this.list().map(async (w) => {
+        if (!w.probed || w.dead || !w.healthy) return;
+        w.reportedLoad = await readLoad(w.pool, w.format ?? 'sglang', timeout);
+      }));
+    } finally {
+      this.readingLoads = false;
+    }
   }
 
   /** Whether pick() would find a worker, without asking the policy (which may count the pick). */
@@ -234,7 +274,12 @@ export class WorkerPool {
     w.benchedUntil = Date.now() + this.opts.benchMs;
     w.circuit.recordFailure();
     // A refused connection is strong evidence: take the worker out until a health check answers.
-    if (connectFailed) w.dead = true;
+    // Its process is likely gone, and its prefix cache with it.
+    if (connectFailed) {
+      w.dead = true;
+      w.reportedLoad = null;
+      this.policy.forget?.(w);
+    }
     this.onChange(w);
   }
 
@@ -262,6 +307,11 @@ export class WorkerPool {
     if (this.opts.spareConnections > 0 && !this.spareTimer) {
       this.spareTimer = setInterval(() => this.maintainSpares(), SPARE_INTERVAL_MS);
       this.spareTimer.unref();
+    }
+    const loadMs = this.opts.loadIntervalMs ?? 0;
+    if (this.policy.usesReportedLoad && loadMs > 0 && !this.loadTimer) {
+      this.loadTimer = setInterval(() => void this.readLoads(), loadMs);
+      this.loadTimer.unref();
     }
     if (this.timer || this.opts.healthIntervalMs <= 0) return;
     this.timer = setInterval(() => void this.checkAll(), this.opts.healthIntervalMs);
@@ -295,6 +345,8 @@ export class WorkerPool {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     if (this.spareTimer) clearInterval(this.spareTimer);
+    if (this.loadTimer) clearInterval(this.loadTimer);
+    this.loadTimer = null;
     this.timer = null;
     this.spareTimer = null;
     await Promise.all(this.list().map((w) => w.destroy().catch(() => undefined)));
@@ -334,6 +386,7 @@ export class WorkerPool {
         w.weightVersion = probe.weightVersion;
         w.contextLength = probe.contextLength;
         w.maxTotalTokens = probe.maxTotalTokens;
+        w.pageSize = probe.pageSize ?? null;
         w.streamInterval = probe.streamInterval ?? null;
         w.probed = true;
       }
@@ -342,6 +395,9 @@ export class WorkerPool {
     } else if (++w.healthFailures >= this.opts.healthFailureThreshold || !w.probed) {
       w.healthy = false;
     }
+    // A worker that was out (dead, unhealthy) and answers again may be a restarted process with
+    // an empty cache: what was sent to it before no longer tells where prefixes are cached.
+    if (!w.healthy || (w.healthy && before.health !== 'healthy' && (before.health === 'dead' || before.health === 'unhealthy'))) this.policy.forget?.(w);
     const after = w.info();
     // A worker back in service gets its spares now, not at the next tick: it is the least loaded,
     // so the next burst of continuations goes to it.

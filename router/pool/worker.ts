@@ -57,6 +57,13 @@ export class Worker {
   weightVersion: string | null = null;
   contextLength: number | null = null;
   maxTotalTokens: number | null = null;
+  /** Tokens per KV page (probed page_size; null: unknown, taken as 1). */
+  pageSize: number | null = null;
+  /** Requests the worker itself reports running + waiting (null: not read), from every router's traffic. */
+  reportedLoad: number | null = null;
+  /** Prompt tokens sent and cached tokens reported over its attempts (the Workers view's hit rate). */
+  promptTokens = 0;
+  cachedTokens = 0;
   /** The abort endpoint it serves, as probed (vLLM: format/vllm/probe.ts); undefined: the format's own. */
   abortPath: string | null | undefined = undefined;
   /** Tokens per streamed frame when a request names none (probed; null: unknown, taken as 1). */
@@ -124,6 +131,15 @@ export class Worker {
     return t === null ? c - 1 : Math.min(c, t) - 1;
   }
 
+  /**
+   * The load policies compare: what the worker reported, or the router's own attempts in flight
+   * when that is higher (the report is up to one poll old) or there is no report.
+   */
+  load(): number {
+    const r = this.reportedLoad;
+    return r === null || r < this.inFlight ? this.inFlight : r;
+  }
+
   /** May take new attempts now. */
   eligible(now = Date.now()): boolean {
     return !this.draining && !this.dead && this.healthy && this.benchedUntil <= now && this.circuit.allows(now);
@@ -141,6 +157,8 @@ export class Worker {
       model_path: this.modelPath,
       weight_version: this.weightVersion,
       in_flight: this.inFlight,
+      reported_load: this.reportedLoad,
+      hit_rate: this.promptTokens > 0 ? this.cachedTokens / this.promptTokens : null,
       simulated: this.simulated,
       sim_index: this.simIndex,
       draining: this.draining,

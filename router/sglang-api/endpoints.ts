@@ -171,6 +171,8 @@ export function addSglangRoutes(routes: Routes, ctx: SglangApiContext): void {
       try {
         const up = await w.pool.request({ path: '/flush_cache', method: 'POST', signal: AbortSignal.timeout(ctx.forwardTimeoutMs) });
         const text = await up.body.text();
+        // The worker's cache is empty now: so is what cache_aware believes of it.
+        if (up.statusCode === 200) ctx.pool.cacheFlushed(w);
         return { ok: up.statusCode === 200, text, ct: up.headers['content-type'] };
       } catch {
         return { ok: false, text: null, ct: undefined };

@@ -7,7 +7,7 @@ export const TRACE_COLUMNS = [
   'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after',
   'cached_tokens', 'outcome', 'error_kind', 'error', 'error_evidence', 'finish_reason',
   'attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens',
-  'duration_ms', 'stream', 'max_new_tokens', 'trace_id', 'format',
+  'duration_ms', 'stream', 'max_new_tokens', 'trace_id', 'format', 'placement_prefix', 'placement_reason',
 ] as const;
 
 export type TraceColumn = (typeof TRACE_COLUMNS)[number];

@@ -54,6 +54,13 @@ export interface AttemptRow {
   budget_before: number | null;
   budget_after: number | null;
   cached_tokens: number | null;
+  /**
+   * Tokens of the prefix the policy believed the chosen worker held when it chose it (cache_aware:
+   * of the prompt, and for a continuation of prompt + replayed tokens); null: not placed by prefix.
+   */
+  placement_prefix?: number | null;
+  /** Why the policy chose this worker (cache_aware: `cache_hit 480/512`, `below_threshold ...`, `imbalanced: load ...`); null: not said. */
+  placement_reason?: string | null;
   outcome: AttemptOutcome;
   error_kind: ErrorKind | null;
   error: string | null;

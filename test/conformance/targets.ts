@@ -72,6 +72,9 @@ export async function startTarget(s: TargetSpec): Promise<{ target: Target; clos
       healthIntervalMs: 0,
       circuitFailureThreshold: 1_000_000,
       interTokenTimeoutMs: 10_000,
+      // The SGLang model gateway's default policy: requests that share a prefix meet where it is
+      // cached, as they would on one worker (test_cache_tokens).
+      policy: 'cache_aware',
     });
   }
   const target: Target = {

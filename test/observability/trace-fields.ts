@@ -10,6 +10,8 @@ export const ATTEMPT_FIELDS = [
   'error_evidence', 'finish_reason',
   // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
   'trace_id', 'format',
+  // issue 29: what placed the attempt (docs/routing.md), null unless cache_aware placed it
+  'placement_prefix', 'placement_reason',
 ] as const;
 
 export const REQUEST_FIELDS = [
@@ -24,7 +26,7 @@ export const REQUEST_FIELDS = [
 const NUMBERS = new Set([
   'attempt', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before',
   'budget_after', 'cached_tokens', 'attempts', 'migrations', 'prompt_tokens', 'completion_tokens', 'duration_ms',
-  'max_new_tokens',
+  'max_new_tokens', 'placement_prefix',
 ]);
 const BOOLEANS = new Set(['admitted', 'stream']);
 

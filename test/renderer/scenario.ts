@@ -31,7 +31,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
       const row: AttemptRow = {
         kind: 'attempt', format: 'sglang', request_id: id, attempt: k, rid: `${id}-${k}`, worker: plan.worker, started_at: t - 10 - plan.tokens, ended_at: t,
         ttft_ms: plan.tokens > 0 ? 5 : null, prompt_tokens_sent: 8 + produced, replayed_tokens: produced, tokens: plan.tokens,
-        budget_before: budgetBefore, budget_after: budgetBefore === null ? null : budgetBefore - plan.tokens, cached_tokens: 0,
+        budget_before: budgetBefore, budget_after: budgetBefore === null ? null : budgetBefore - plan.tokens, cached_tokens: 0, placement_prefix: null, placement_reason: null,
         outcome: plan.fails ? 'failed' : 'finished', error_kind: plan.fails ? 'stream_broken' : null, error_evidence: null, trace_id: null,
         error: plan.fails ? 'socket closed mid-body' : null, finish_reason: plan.fails ? null : 'length',
       };

@@ -29,7 +29,7 @@ describe('CircuitBreaker', () => {
   });
 });
 
-const fake = (id: string, inFlight: number) => ({ id, inFlight }) as unknown as Worker;
+const fake = (id: string, inFlight: number) => ({ id, inFlight, load: () => inFlight }) as unknown as Worker;
 
 describe('policies', () => {
   it('round_robin cycles', () => {

@@ -36,4 +36,36 @@ describe('PrefixCache', () => {
     for (let i = 0; i < 16; i++) c.insertSequence([1000 + i]);
     expect(c.match([7], 10)).toBe(0);
   });
+
+  it('evicts the least recently used leaf first, so a shared root outlives the branches under it (RadixCache.evict)', () => {
+    const c = new PrefixCache(5);
+    c.insertSequence([1, 2, 3]);
+    c.insertSequence([1, 2, 9]);
+    expect(c.size).toBe(4);
+    // Two more pages: the oldest leaf goes first ([1,2,3]'s last page), then the next oldest
+    // leaf ([1,2,9]'s last page, older than the new pages); [1] and [1,2] are more recent than
+    // any page below them and stay.
+    c.insertSequence([7, 8]);
+    expect(c.peek([1, 2, 3])).toBe(2);
+    expect(c.peek([1, 2, 9])).toBe(3);
+    c.insertSequence([7, 8, 6]);
+    expect(c.peek([1, 2, 9])).toBe(2);
+    expect(c.peek([1, 2])).toBe(2);
+    expect(c.evictions).toBe(2);
+  });
+
+  it('peek reads without touching: a peeked page is still the next to go', () => {
+    const c = new PrefixCache(2);
+    c.insertSequence([4]);
+    c.insertSequence([5]);
+    expect(c.peek([4])).toBe(1);
+    c.insertSequence([6]);
+    expect(c.peek([4])).toBe(0);
+    expect(c.peek([5])).toBe(1);
+    // match does touch: [5] is now more recent than [6].
+    expect(c.match([5], 1)).toBe(1);
+    c.insertSequence([7]);
+    expect(c.peek([6])).toBe(0);
+    expect(c.peek([5])).toBe(1);
+  });
 });

@@ -206,7 +206,7 @@ export function RequestDetail({ id }: { id: string }) {
       <h3>Attempts</h3>
       <table className="grid attempts" data-testid="attempts-table">
         <thead>
-          <tr><th>#</th><th>worker</th><th>started</th><th>TTFT</th><th>replayed</th><th>produced</th><th>budget</th><th>outcome</th></tr>
+          <tr><th>#</th><th>worker</th><th>started</th><th>TTFT</th><th>replayed</th><th>cached</th><th>produced</th><th>budget</th><th>outcome</th><th>why this worker</th></tr>
         </thead>
         {r.attempts.map((a) => (
           <tbody key={a.attempt}>
@@ -216,13 +216,15 @@ export function RequestDetail({ id }: { id: string }) {
               <td title={`${fmtIso(a.startedAt)} · ${a.startedAt}`}>{fmtClock(a.startedAt)}</td>
               <td>{fmtMs(a.ttftMs)}</td>
               <td>{a.replayed}</td>
+              <td data-testid="attempt-cached" title="prompt tokens the worker found in its prefix cache (cached_tokens)">{a.row?.cached_tokens ?? '—'}</td>
               <td>{a.tokens}</td>
               <td>{a.budgetBefore ?? '—'} → {a.budgetAfter ?? (a.outcome === 'running' ? '…' : '—')}</td>
               <td className={a.outcome === 'failed' ? 'health-dead' : a.outcome === 'finished' ? 'health-healthy' : ''}>{a.outcome}</td>
+              <td data-testid="attempt-placement" title={a.row?.placement_prefix !== null && a.row?.placement_prefix !== undefined ? `the policy believed ${a.row.placement_prefix} tokens of the prefix were cached there` : 'the policy (least_inflight, round_robin, power_of_two) chooses by load or in turn'}>{a.row?.placement_reason ?? (a.row ? 'by load / in turn' : '…')}</td>
             </tr>
             {(a.error || a.errorKind) && (
               <tr className="error-line">
-                <td colSpan={8} data-testid="attempt-error">
+                <td colSpan={10} data-testid="attempt-error">
                   <span className="error-kind">{a.errorKind ?? 'error'}</span>
                   {a.error && <span className="error-text">{a.error}</span>}
                   {a.row?.error_evidence && <span className="error-evidence">read from: {a.row.error_evidence}</span>}

@@ -96,6 +96,9 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
         <div title={readAt ? `the router's count at ${fmtClock(readAt)}` : undefined}>
           <b data-testid="worker-inflight" data-at={readAt ?? ''}>{worker.in_flight}</b><span>in flight (router)</span>
         </div>
+        <div title="cached / prompt tokens over the attempts it served, as the worker reported cached_tokens">
+          <b data-testid="worker-hit-rate">{worker.hit_rate === null || worker.hit_rate === undefined ? '—' : `${(worker.hit_rate * 100).toFixed(0)}%`}</b><span>prefix hit rate</span>
+        </div>
       </div>
       {probe && (
         <div className="probe-error" data-testid="worker-probe-error" title={`the host's own GET ${worker.url}/health at ${fmtClock(probe.at)}`}>

@@ -23,6 +23,8 @@ export async function probeWorker(pool: Pool, timeoutMs: number): Promise<ProbeR
     weightVersion: str(model?.weight_version) ?? str(server?.weight_version),
     contextLength: positiveInt(server?.context_length),
     maxTotalTokens: positiveInt(server?.max_total_num_tokens),
+    // ServerArgs.page_size: the radix cache matches whole pages (radix_cache.py, page-aligned keys).
+    pageSize: positiveInt(server?.page_size),
     // The scheduler streams every `req.sampling_params.stream_interval or self.stream_interval`
     // tokens (scheduler_output_processor_mixin.py `stream_output_generation`; the second is
     // ServerArgs.stream_interval, in /server_info), the request's merged over the preferred

@@ -65,6 +65,10 @@ export async function probeVllm(pool: Pool, timeoutMs: number): Promise<ProbeRes
     weightVersion: null,
     contextLength: positiveInt(card.max_model_len),
     maxTotalTokens: null,
+    // vLLM advertises no block size; prefix caching hits whole blocks, 16 tokens by default
+    // (CacheConfig.block_size, set to 16 by the CUDA platform when not given). cache_aware's tree
+    // pages by it, so it never counts a partial block as cached.
+    pageSize: 16,
     abortPath: await probeAbortPath(pool, timeoutMs),
   };
 }

@@ -1,9 +1,15 @@
 import type { Policy } from './policy.ts';
 import type { Worker } from '../worker.ts';
 
-/** Two random choices, the less loaded wins: near-least-loaded without herding. */
+/**
+ * Two random choices, the less loaded wins: near-least-loaded without herding. Load is what the
+ * worker last reported (SGLang's /get_load, vLLM's /metrics), or the router's own count of
+ * attempts in flight when that is higher (fresher) or unknown, as the gateway's `power_of_two`
+ * (sgl-model-gateway/src/policies/power_of_two.rs) prefers the workers' own loads.
+ */
 export class PowerOfTwo implements Policy {
   readonly name = 'power_of_two';
+  readonly usesReportedLoad = true;
 
   constructor(private readonly random: () => number = Math.random) {}
 
@@ -14,6 +20,6 @@ export class PowerOfTwo implements Policy {
     if (j >= i) j++;
     const a = candidates[i]!;
     const b = candidates[j]!;
-    return b.inFlight < a.inFlight ? b : a;
+    return b.load() < a.load() ? b : a;
   }
 }
