@@ -43,6 +43,14 @@ const HELP = `usage: baton router [options]
   --gc-scavenge serial|parallel
                                V8's young-generation GC on the main thread only (default
                                serial: cheaper beside a busy host's load) or with helper threads
+  --service-discovery          discover workers from Kubernetes (docs/kubernetes.md)
+  --selector K=V               label a worker pod carries (repeatable; pods mode)
+  --service-discovery-port P   workers' port on a pod (default 8000; annotation baton.dev/port)
+  --service-discovery-namespace NS  namespace to watch (default: all)
+  --service-discovery-mode pods|endpointslices
+  --service-discovery-service NAME  the Service whose EndpointSlices list the workers
+  --service-discovery-relist-ms T   full re-list period (default 60000)
+  --service-discovery-watchdog-ms T a watch open this long past its timeout is stuck (default 10000)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -75,6 +83,14 @@ const OPTIONS = {
   'trace-url-template': { type: 'string' },
   tokenizer: { type: 'string', multiple: true },
   'gc-scavenge': { type: 'string' },
+  'service-discovery': { type: 'boolean' },
+  selector: { type: 'string', multiple: true },
+  'service-discovery-port': { type: 'string' },
+  'service-discovery-namespace': { type: 'string' },
+  'service-discovery-mode': { type: 'string' },
+  'service-discovery-service': { type: 'string' },
+  'service-discovery-relist-ms': { type: 'string' },
+  'service-discovery-watchdog-ms': { type: 'string' },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -109,6 +125,14 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         traceUrlTemplate: v['trace-url-template'],
         tokenizers: v.tokenizer,
         gcScavenge: v['gc-scavenge'],
+        serviceDiscovery: v['service-discovery'],
+        selector: v.selector,
+        serviceDiscoveryPort: v['service-discovery-port'],
+        serviceDiscoveryNamespace: v['service-discovery-namespace'],
+        serviceDiscoveryMode: v['service-discovery-mode'],
+        serviceDiscoveryService: v['service-discovery-service'],
+        serviceDiscoveryRelistMs: v['service-discovery-relist-ms'],
+        serviceDiscoveryWatchdogMs: v['service-discovery-watchdog-ms'],
       },
     });
   } catch (err) {

@@ -106,6 +106,8 @@ interface Watcher {
   selector: Selector;
   fieldName: string | null;
   res: http.ServerResponse;
+  /** The lines sent on this watch (a test compares them with what kubectl saw). */
+  sent: { type: string; object: Record<string, unknown> }[];
   silent: boolean;
   timers: NodeJS.Timeout[];
   rv: number;
@@ -142,6 +144,8 @@ export class FakeApiServer {
   readonly emitted: EmittedEvent[] = [];
   /** Requests served, by verb and kind (a test waits on a re-list). */
   readonly counts = { list: 0, watch: 0, watchFaults: 0 };
+  /** Every watch served, with the events it sent. */
+  readonly watches: { query: string; sent: { type: string; object: Record<string, unknown> }[] }[] = [];
   /** Every request's method and path (kubectl's needs, for the docs). */
   readonly requests: string[] = [];
   private ipCounter = 10;
@@ -471,7 +475,7 @@ export class FakeApiServer {
     else if (now) type = 'ADDED';
     else if (before) type = 'DELETED';
     w.rv = e.rv;
-    if (type) w.res.write(JSON.stringify({ type, object: e.obj }) + '\n');
+    if (type) send(w, type, e.obj);
   }
 
   private status(res: http.ServerResponse, code: number, reason: string, message: string, details?: Record<string, unknown>): void {
@@ -572,7 +576,8 @@ export class FakeApiServer {
     if (from !== null && !Number.isFinite(from)) return this.status(res, 400, 'BadRequest', `invalid resource version: ${rvParam}`);
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
-    const w: Watcher = { kind, namespace, selector, fieldName, res, silent: false, timers: [], rv: from ?? this.rvCounter };
+    const w: Watcher = { kind, namespace, selector, fieldName, res, sent: [], silent: false, timers: [], rv: from ?? this.rvCounter };
+    this.watches.push({ query: q.toString(), sent: w.sent });
     if (from !== null && from < this.compactedRv) {
       res.end(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${this.compactedRv})`, reason: 'Expired', code: 410 } }) + '\n');
       return;
@@ -583,7 +588,7 @@ export class FakeApiServer {
       const all = kind === 'Pod' ? [...this.pods.values()].map((p) => podJson(p)) : this.currentSlices();
       for (const o of all) {
         const md = o.metadata as { name: string; namespace: string; labels?: Record<string, string> };
-        if ((!namespace || md.namespace === namespace) && (!fieldName || md.name === fieldName) && selector(md.labels ?? {})) res.write(JSON.stringify({ type: 'ADDED', object: o }) + '\n');
+        if ((!namespace || md.namespace === namespace) && (!fieldName || md.name === fieldName) && selector(md.labels ?? {})) send(w, 'ADDED', o);
       }
     } else {
       for (const e of this.log) if (e.rv > from) this.deliver(w, e);
@@ -591,7 +596,7 @@ export class FakeApiServer {
     const bookmarks = q.get('allowWatchBookmarks') === 'true';
     const bookmark = () => {
       if (w.silent || res.writableEnded) return;
-      res.write(JSON.stringify({ type: 'BOOKMARK', object: { kind, apiVersion: kind === 'Pod' ? 'v1' : 'discovery.k8s.io/v1', metadata: { resourceVersion: String(Math.max(w.rv, this.rvCounter)), annotations: { 'k8s.io/initial-events-end': 'false' } } } }) + '\n');
+      send(w, 'BOOKMARK', { kind, apiVersion: kind === 'Pod' ? 'v1' : 'discovery.k8s.io/v1', metadata: { resourceVersion: String(Math.max(w.rv, this.rvCounter)), annotations: { 'k8s.io/initial-events-end': 'false' } } });
     };
     if (bookmarks) w.timers.push(setInterval(bookmark, this.bookmarkMs));
     const timeout = Number(q.get('timeoutSeconds') ?? '0');
@@ -623,7 +628,7 @@ export class FakeApiServer {
 
   private expire(w: Watcher): void {
     if (!this.watchers.has(w)) return;
-    w.res.write(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${w.rv} (${this.rvCounter})`, reason: 'Expired', code: 410 } }) + '\n');
+    send(w, 'ERROR', { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${w.rv} (${this.rvCounter})`, reason: 'Expired', code: 410 });
     this.endWatch(w);
   }
 
@@ -632,6 +637,11 @@ export class FakeApiServer {
     for (const t of w.timers) clearTimeout(t);
     if (!w.res.writableEnded) w.res.end();
   }
+}
+
+function send(w: Watcher, type: string, object: Record<string, unknown>): void {
+  w.sent.push({ type, object });
+  w.res.write(JSON.stringify({ type, object }) + '\n');
 }
 
 /** A pod as the API server renders it (v1.Pod). */
@@ -653,8 +663,8 @@ export function podJson(p: PodModel): Record<string, unknown> {
       uid: p.uid,
       resourceVersion: String(p.rv),
       creationTimestamp: iso(p.created),
-      labels: p.labels,
-      ...(Object.keys(p.annotations).length ? { annotations: p.annotations } : {}),
+      labels: { ...p.labels },
+      ...(Object.keys(p.annotations).length ? { annotations: { ...p.annotations } } : {}),
       ...(p.deletionTimestamp !== null ? { deletionTimestamp: iso(p.deletionTimestamp), deletionGracePeriodSeconds: p.deletionGracePeriodSeconds } : {}),
     },
     spec: {
