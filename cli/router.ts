@@ -51,6 +51,16 @@ const HELP = `usage: baton router [options]
   --service-discovery-service NAME  the Service whose EndpointSlices list the workers
   --service-discovery-relist-ms T   full re-list period (default 60000)
   --service-discovery-watchdog-ms T a watch open this long past its timeout is stuck (default 10000)
+  --worker-file PATH           a YAML list of workers, watched and re-read: URLs or
+                               {url, format?, name?, drain_grace_ms?} (docs/configuration.md)
+  --worker-file-interval-ms T  re-read the worker file every T ms besides its change
+                               notifications (default 5000)
+  --drain-grace-ms T           POST /workers/:id/drain without a deadline drains for T ms
+                               (default 30000)
+  --drain-margin-ms T          a draining worker's streams are moved off it by its deadline
+                               less T ms (default 1000)
+  --shutdown-grace-ms T        on SIGTERM, /readyz answers 503 and requests in flight get up
+                               to T ms to end before the router exits (default 30000)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -91,6 +101,11 @@ const OPTIONS = {
   'service-discovery-service': { type: 'string' },
   'service-discovery-relist-ms': { type: 'string' },
   'service-discovery-watchdog-ms': { type: 'string' },
+  'worker-file': { type: 'string' },
+  'worker-file-interval-ms': { type: 'string' },
+  'drain-grace-ms': { type: 'string' },
+  'drain-margin-ms': { type: 'string' },
+  'shutdown-grace-ms': { type: 'string' },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -133,6 +148,11 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         serviceDiscoveryService: v['service-discovery-service'],
         serviceDiscoveryRelistMs: v['service-discovery-relist-ms'],
         serviceDiscoveryWatchdogMs: v['service-discovery-watchdog-ms'],
+        workerFile: v['worker-file'],
+        workerFileIntervalMs: v['worker-file-interval-ms'],
+        drainGraceMs: v['drain-grace-ms'],
+        drainMarginMs: v['drain-margin-ms'],
+        shutdownGraceMs: v['shutdown-grace-ms'],
       },
     });
   } catch (err) {
@@ -167,7 +187,7 @@ export async function run(argv: string[]): Promise<void> {
     if (e.message?.startsWith('invalid worker URL') || e.message?.startsWith('worker URL')) throw new UsageError(e.message);
     throw err;
   }
-  if (config.workers.length === 0) console.error('warning: no --worker given; add workers with POST /workers');
+  if (config.workers.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers');
   // Before the `listening on` line, which scripts and tests wait for: whoever reads that line has this one too.
   const open = openSurface(config);
   if (open) console.log(open);
@@ -179,5 +199,13 @@ export async function run(argv: string[]): Promise<void> {
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
+  // An orchestrator's stop (Kubernetes sends SIGTERM, then SIGKILL after the pod's grace):
+  // unready at once, requests in flight end (up to --shutdown-grace-ms), then exit.
+  process.once('SIGTERM', () => {
+    console.log(`SIGTERM: not ready; waiting up to ${config.shutdownGraceMs} ms for requests in flight`);
+    void router.shutdown!().then((allEnded) => {
+      console.log(allEnded ? 'every request ended; exiting' : `grace period over with requests in flight; exiting`);
+      process.exit(0);
+    });
+  });
 }

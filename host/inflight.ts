@@ -22,6 +22,7 @@ export class InFlightEvents {
     switch (event.type) {
       case 'worker_state':
       case 'worker_removed':
+      case 'discovery_state':
         return;
       case 'request_finished':
         this.requests.delete(event.row.request_id);

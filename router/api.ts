@@ -37,4 +37,9 @@ export interface RouterHandle {
   /** Extra HTTP routes on the router's own server (the dashboard host adds its API this way). */
   addRoute(method: string, path: string, handler: RouteHandler): void;
   close(): Promise<void>;
+  /**
+   * SIGTERM: /readyz turns 503, requests in flight get up to `graceMs` (default
+   * --shutdown-grace-ms) to end, then the router closes. True: every request ended in time.
+   */
+  shutdown?(graceMs?: number): Promise<boolean>;
 }

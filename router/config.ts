@@ -85,6 +85,22 @@ export interface RouterConfig {
   serviceDiscoveryRelistMs: number;
   /** A watch still open this long after its timeoutSeconds is stuck: aborted, state `stale`. */
   serviceDiscoveryWatchdogMs: number;
+  /**
+   * A YAML file of workers, watched and re-read (router/discovery/file-source.ts): a list of URLs
+   * or of `{url, format?, name?, drain_grace_ms?}`. Null: none.
+   */
+  workerFile: string | null;
+  /** How often the worker file is re-read besides its change notifications. */
+  workerFileIntervalMs: number;
+  /** POST /workers/:id/drain without a deadline: the worker is removed this long after. */
+  drainGraceMs: number;
+  /**
+   * A draining worker's streams are moved off it by (deadline - this): the time a continuation
+   * needs to be started and the old attempt aborted before the worker is killed.
+   */
+  drainMarginMs: number;
+  /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
+  shutdownGraceMs: number;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -127,6 +143,11 @@ export const DEFAULTS: RouterConfig = {
   serviceDiscoveryService: null,
   serviceDiscoveryRelistMs: 60_000,
   serviceDiscoveryWatchdogMs: 10_000,
+  workerFile: null,
+  workerFileIntervalMs: 5_000,
+  drainGraceMs: 30_000,
+  drainMarginMs: 1_000,
+  shutdownGraceMs: 30_000,
 };
 
 export class ConfigError extends Error {}
@@ -169,7 +190,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
     return list as string[];
   }
-  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate') {
+  if (key === 'migrationMaxSeqLen' || key === 'traceFile' || key === 'adminToken' || key === 'apiKey' || key === 'otlpEndpoint' || key === 'traceUrlTemplate' || key === 'workerFile') {
     if (value === null || value === '' || value === undefined) return null;
     if (key === 'migrationMaxSeqLen') {
       const n = Number(value);

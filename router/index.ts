@@ -22,6 +22,8 @@ import { FRONTS, ServedModels, UNROUTED } from './format/fronts.ts';
 import type { LoopContext } from './migration/logical-request.ts';
 import type { TraceRow } from './trace/row.ts';
 import { applyGcScavenge } from './gc.ts';
+import { Drainer } from './migration/drain.ts';
+import { Reconciler, startDiscovery } from './discovery/index.ts';
 
 export type { RouterHandle } from './api.ts';
 export type { RouterConfig } from './config.ts';
@@ -69,18 +71,23 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     (w) => telemetry.workerChanged(w.info()),
     (id) => telemetry.workerRemoved(id, null),
   );
-  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats() });
+  const drainer = new Drainer(pool, { marginMs: config.drainMarginMs });
+  const reconciler = new Reconciler(pool, drainer, (s) => telemetry.discoveryState(s));
+  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status() });
   const stalls = new StallWatch(config.interTokenTimeoutMs, config.firstTokenTimeoutMs);
   const loop: LoopContext = {
     settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen },
     pool,
     telemetry,
     stalls,
+    drainer,
   };
   const routes = new Routes();
   const path = new RequestPath({ maxConcurrentRequests: config.maxConcurrentRequests, maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: config.bodyTimeoutMs, clientWriteTimeoutMs: config.clientWriteTimeoutMs }, loop);
   for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys });
-  addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry });
+  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight });
+  // Before binding: a bad --worker-file fails the start with nothing listening.
+  const discovery = await startDiscovery(config, reconciler);
 
   // --- server ------------------------------------------------------------------------
   // headersTimeout ends slowloris on the headers; Node enforces it on a sweep every
@@ -164,14 +171,16 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     workers: () => pool.infos(),
     addWorker: async (u, o) => (await pool.add(u, o)).info(),
     removeWorker: (id) => pool.remove(id),
-    drainWorker: (id, draining = true) => pool.setDraining(id, draining),
+    drainWorker: (id, draining = true) => (draining ? pool.setDraining(id, true) : drainer.undrain(id)),
     requestOutput: (id: string) => telemetry.outputs.get(id),
     stats: () => telemetry.stats(pool.infos()),
     traceRows: (f?: TraceFilter): TraceRow[] => [...traces.rows(f)],
     addRoute: (method: string, path: string, handler: RouteHandler) => routes.add(method, path, handler, true),
+    shutdown: async (graceMs = config.shutdownGraceMs) => lifecycle.shutdown(graceMs, discovery.stop).finally(() => handle_.close()),
     close: async () => {
       if (closed) return;
       closed = true;
+      await discovery.stop().finally(() => drainer.close());
       stalls.close();
       telemetry.close();
       await new Promise<void>((resolve) => {

@@ -3,7 +3,7 @@
 // described, with its labels, in docs/metrics.md. Names follow Dynamo's migration metrics where
 // one exists (migrations by migration_type new_request / ongoing_request, max-seq-len exceeded).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { WorkerInfo } from './events/types.ts';
+import type { DiscoveryStatus, WorkerInfo } from './events/types.ts';
 
 /** What the scrape reads from the router at scrape time, rather than tracking it by events. */
 export interface ScrapeSources {
@@ -11,7 +11,12 @@ export interface ScrapeSources {
   traceFileErrors(): number;
   /** Spare connections per worker (pool/spares.ts); empty when they are off. */
   spares(): SpareStats[];
+  /** Each discovery source's state (router/discovery/reconciler.ts); absent: no discovery. */
+  discovery?(): DiscoveryStatus[];
 }
+
+/** The states a discovery source reports (router/discovery/types.ts DiscoveryState). */
+const DISCOVERY_STATES = ['synced', 'stale', 'forbidden', 'unreachable'] as const;
 
 export interface SpareStats {
   worker: string;
@@ -103,6 +108,8 @@ export class RouterMetrics {
     inFlight: 0,
     /** baton_migrations_total by migration_type. Counted between a failure and its continuation's write (W4's gap). */
     migrations: { new_request: 0, ongoing_request: 0 },
+    /** baton_drain_migrations_total: streams moved off a draining worker (not failures). */
+    drainMigrations: 0,
   };
 
   readonly requests: Counter = new Counter({
@@ -127,6 +134,21 @@ export class RouterMetrics {
       const m = this.count.migrations;
       this.migrations.inc({ migration_type: 'new_request' }, m.new_request);
       this.migrations.inc({ migration_type: 'ongoing_request' }, m.ongoing_request);
+    },
+  });
+  readonly drainMigrations = this.plainCounter('baton_drain_migrations_total', 'Streams continued on another worker because their worker was draining toward a deadline (not failures; not in baton_migrations_total)', () => this.count.drainMigrations);
+  readonly discoveryState: Gauge = new Gauge({
+    name: 'baton_discovery_state', help: '1 for the state each discovery source is in now (synced, stale, forbidden, unreachable), 0 for the others', labelNames: ['source', 'state'], registers: [this.registry],
+    collect: () => {
+      this.discoveryState.reset();
+      for (const d of this.sources?.discovery?.() ?? []) for (const st of DISCOVERY_STATES) this.discoveryState.set({ source: d.source, state: st }, d.state === st ? 1 : 0);
+    },
+  });
+  readonly discoveryWorkers: Gauge = new Gauge({
+    name: 'baton_discovery_workers', help: 'Workers a discovery source added that are in the pool now', labelNames: ['source'], registers: [this.registry],
+    collect: () => {
+      this.discoveryWorkers.reset();
+      for (const d of this.sources?.discovery?.() ?? []) this.discoveryWorkers.set({ source: d.source }, d.workers);
     },
   });
   readonly migrationDuration = new Histogram({

@@ -3,7 +3,7 @@
 // here; it never writes a row or bumps a counter itself.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { BatonEvent, RouterStats, WorkerInfo } from './events/types.ts';
+import type { BatonEvent, DiscoveryStatus, RouterStats, WorkerInfo } from './events/types.ts';
 import type { EventBus } from './events/bus.ts';
 import type { RouterMetrics } from './metrics.ts';
 import type { TraceStore } from './trace/store.ts';
@@ -126,7 +126,9 @@ export class Telemetry {
 
   /** `_replayed` is not counted here: recompute is counted when the continuation ends (see attemptEnded). */
   migrated(requestId: string, from: string, to: string | null, atToken: number, attempt: number, kind: ErrorKind, ongoing: boolean, _replayed: number): void {
-    if (ongoing) this.metrics.count.migrations.ongoing_request++;
+    // A drain's move is planned, not a failure: counted apart (baton_drain_migrations_total).
+    if (kind === 'drain') this.metrics.count.drainMigrations++;
+    else if (ongoing) this.metrics.count.migrations.ongoing_request++;
     else this.metrics.count.migrations.new_request++;
     if (this.tracing !== null) this.tracing.migrated(requestId, attempt, kind, atToken, ongoing);
     if (this.bus.active) this.bus.emit({ type: 'migrated', t: Date.now(), request_id: requestId, from_worker: from, to_worker: to, at_token: atToken, attempt, error_kind: kind });
@@ -161,6 +163,11 @@ export class Telemetry {
   workerChanged(info: WorkerInfo): void {
     if (this.tracing !== null) this.tracing.noteWorker(info);
     if (this.bus.active) this.bus.emit({ type: 'worker_state', t: Date.now(), worker: info });
+  }
+
+  /** A discovery source's state changed (router/discovery/): the dashboard shows it. */
+  discoveryState(status: DiscoveryStatus): void {
+    if (this.bus.active) this.bus.emit({ type: 'discovery_state', t: Date.now(), discovery: status });
   }
 
   workerRemoved(id: string, _url: string | null): void {

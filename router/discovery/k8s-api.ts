@@ -12,6 +12,8 @@
 //    missing RBAC verb.
 import http from 'node:http';
 import https from 'node:https';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 /** A failed request: the HTTP status (0: no response), the Status reason and message when the server sent one. */
@@ -58,6 +60,12 @@ export interface K8sClient {
 /** A client from a kubeconfig; `kc` defaults to KubeConfig.loadFromDefault(). */
 export async function clientFromKubeConfig(kc?: KubeConfig): Promise<K8sClient> {
   if (!kc) {
+    // Without any of these, loadFromDefault quietly points at http://localhost:8080 and every
+    // request fails with a TLS complaint: say what is missing instead.
+    const home = process.env.HOME ?? process.env.USERPROFILE ?? '';
+    if (!process.env.KUBECONFIG && !(home && existsSync(join(home, '.kube', 'config'))) && !process.env.KUBERNETES_SERVICE_HOST) {
+      throw new Error('no kubeconfig: KUBECONFIG is unset, ~/.kube/config does not exist, and this is not a pod (KUBERNETES_SERVICE_HOST is unset)');
+    }
     const { KubeConfig } = await import('@kubernetes/client-node');
     kc = new KubeConfig();
     kc.loadFromDefault();
@@ -66,6 +74,10 @@ export async function clientFromKubeConfig(kc?: KubeConfig): Promise<K8sClient> 
   if (!cluster) throw new Error('kubeconfig: no current cluster (set KUBECONFIG, or run in a pod with a service account)');
   const server = cluster.server.replace(/\/+$/, '');
   const config = kc;
+  // The library refuses plain http unless insecure-skip-tls-verify is set: check once, here.
+  await config.applyToHTTPSOptions({}).catch((err: Error) => {
+    throw new Error(`kubeconfig cluster ${server}: ${err.message}`);
+  });
   // Options are rebuilt per request: an in-cluster or exec-plugin token rotates.
   async function open(path: string, query: Record<string, string>, signal: AbortSignal): Promise<http.IncomingMessage> {
     const opts: https.RequestOptions = {};

@@ -18,6 +18,8 @@ export interface DiscoveredWorker {
 export interface DiscoveredMeta {
   /** The source's name: 'static', 'file', 'k8s-pods', 'k8s-endpointslices'. */
   source: string;
+  /** A name the source gives the worker (the watched file's `name`). */
+  name?: string;
   pod?: string;
   namespace?: string;
   node?: string;

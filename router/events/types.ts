@@ -24,6 +24,33 @@ export interface WorkerInfo {
    * absent: the format's own (SGLang's `/abort_request`), or not probed.
    */
   abort_path?: string | null;
+  /** Where a draining worker's time runs out (epoch ms): it is removed then. Absent: not draining toward a deadline. */
+  drain_deadline?: number;
+  /** Set when a discovery source added the worker (router/discovery/); absent for one added by hand. */
+  discovery?: WorkerDiscovery;
+}
+
+/** Which discovery source added a worker, and what it says about it (the dashboard shows it). */
+export interface WorkerDiscovery {
+  source: string;
+  key: string;
+  name?: string;
+  pod?: string;
+  namespace?: string;
+  node?: string;
+  reason?: string;
+}
+
+/** A discovery source's own health, as /workers, /metrics and the dashboard show it. */
+export interface DiscoveryStatus {
+  source: string;
+  /** synced | stale | forbidden | unreachable */
+  state: string;
+  /** synced: when; stale: since when (epoch ms). */
+  at: number | null;
+  detail: string | null;
+  /** Workers this source added that are in the pool now. */
+  workers: number;
 }
 
 export type BatonEvent =
@@ -40,7 +67,8 @@ export type BatonEvent =
       at_token: number; attempt: number; error_kind: ErrorKind }
   | { type: 'request_finished'; t: number; row: RequestRow }
   | { type: 'worker_state'; t: number; worker: WorkerInfo }
-  | { type: 'worker_removed'; t: number; worker_id: string };
+  | { type: 'worker_removed'; t: number; worker_id: string }
+  | { type: 'discovery_state'; t: number; discovery: DiscoveryStatus };
 
 export type BatonEventType = BatonEvent['type'];
 

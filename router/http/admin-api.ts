@@ -8,8 +8,11 @@ import type { RouterMetrics } from '../metrics.ts';
 import type { Telemetry } from '../telemetry.ts';
 import type { TraceStore } from '../trace/store.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
+import type { Drainer } from '../migration/drain.ts';
+import type { DiscoveryStatus } from '../events/types.ts';
 import type { Routes } from './routes.ts';
 import { readBody } from './body.ts';
+import { Lifecycle } from './lifecycle.ts';
 import { serveEvents } from './events-endpoint.ts';
 import { TraceQueryError, parseTraceQuery, streamTraces } from './traces-endpoint.ts';
 
@@ -31,10 +34,39 @@ export interface AdminParts {
   traces: TraceStore;
   metrics: RouterMetrics;
   telemetry: Telemetry;
+  drainer: Drainer;
+  /** Each discovery source's state, for GET /workers. */
+  discovery: () => DiscoveryStatus[];
+  /** Requests in flight at the router (readiness, shutdown). */
+  inFlight: () => number;
 }
 
-export function addRouterRoutes(routes: Routes, p: AdminParts): void {
-  const { config, pool, bus, traces, metrics, telemetry } = p;
+const DRAIN_BODY = 'body must be empty or JSON {"grace_ms": N} or {"deadline_ms": EPOCH_MS}';
+
+/** The deadline a POST /workers/:id/drain body asks for (epoch ms), or an error message. */
+export function drainDeadline(text: string, now: number, defaultGraceMs: number): number | string {
+  if (text.trim() === '') return now + defaultGraceMs;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return DRAIN_BODY;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return DRAIN_BODY;
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) if (k !== 'grace_ms' && k !== 'deadline_ms') return `unknown field '${k}': ${DRAIN_BODY}`;
+  if (b.grace_ms !== undefined && b.deadline_ms !== undefined) return 'give grace_ms or deadline_ms, not both';
+  const v = b.grace_ms ?? b.deadline_ms;
+  if (v === undefined) return now + defaultGraceMs;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) return `${b.grace_ms !== undefined ? 'grace_ms' : 'deadline_ms'} must be a non-negative integer (ms), got ${JSON.stringify(v)}`;
+  return b.grace_ms !== undefined ? now + v : v;
+}
+
+/** The router's own routes; returns its Lifecycle (/livez, /readyz, shutdown). */
+export function addRouterRoutes(routes: Routes, p: AdminParts): Lifecycle {
+  const { config, pool, bus, traces, metrics, telemetry, drainer, discovery } = p;
+  const lifecycle = new Lifecycle(pool, p.inFlight);
+  lifecycle.addRoutes(routes);
   routes.add('GET', '/health', (_req, res) => {
     const ok = pool.list().some((w) => w.eligible());
     res.writeHead(ok ? 200 : 503, { 'content-length': '0' });
@@ -48,7 +80,7 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): void {
   }, false);
 
   // --- worker API (SGLang gateway's shape) ---------------------------------------------
-  routes.add('GET', '/workers', (_req, res) => sendJson(res, 200, { workers: pool.infos() }), true);
+  routes.add('GET', '/workers', (_req, res) => sendJson(res, 200, { workers: pool.infos(), discovery: discovery() }), true);
   routes.add('POST', '/workers', async (req, res) => {
     let url: unknown;
     try {
@@ -77,10 +109,25 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): void {
       return httpError(res, 400, 'body must be JSON {"draining": true|false}');
     }
     if (typeof body?.draining !== 'boolean') return httpError(res, 400, 'body must be JSON {"draining": true|false}');
-    if (!pool.setDraining(p.id!, body.draining)) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
+    // Draining with no deadline (a drain's deadline comes from POST /workers/:id/drain); false calls any drain off.
+    if (!(body.draining ? pool.setDraining(p.id!, true) : drainer.undrain(p.id!))) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
+    sendJson(res, 200, pool.get(p.id!)!.info());
+  }, true);
+  // Drain toward a deadline: nothing new, streams moved off before it, removed at it (migration/drain.ts).
+  routes.add('POST', '/workers/:id/drain', async (req, res, p) => {
+    let text: string;
+    try {
+      text = (await readBody(req, 64 * 1024, config.bodyTimeoutMs)).toString('utf8');
+    } catch {
+      return httpError(res, 400, DRAIN_BODY);
+    }
+    const deadline = drainDeadline(text, Date.now(), config.drainGraceMs);
+    if (typeof deadline === 'string') return httpError(res, 400, deadline);
+    if (drainer.drain(p.id!, deadline, 'drained through the worker API') === false) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
     sendJson(res, 200, pool.get(p.id!)!.info());
   }, true);
   routes.add('DELETE', '/workers/:id', (_req, res, p) => {
+    drainer.forget(p.id!);
     if (!pool.remove(p.id!)) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
     sendJson(res, 200, { removed: p.id });
   }, true);
@@ -104,4 +151,5 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): void {
   routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
   // Settings the dashboard reads: the trace link (--trace-url-template, docs/tracing.md).
   routes.add('GET', '/config/ui', (_req, res) => sendJson(res, 200, { trace_url_template: config.traceUrlTemplate, tracing: telemetry.tracing !== null }), true);
+  return lifecycle;
 }

@@ -156,7 +156,9 @@ export function keyMatches(headers: IncomingHttpHeaders, key: string): boolean {
  * scraping without embedding secrets"; matched by prefix, so /health_generate too).
  */
 export function keyExempt(method: string, pathname: string): boolean {
-  return method === 'OPTIONS' || pathname.startsWith('/health') || pathname.startsWith('/ready') || pathname.startsWith('/metrics');
+  return method === 'OPTIONS' || pathname.startsWith('/health') || pathname.startsWith('/ready') || pathname.startsWith('/metrics')
+    // Baton's own liveness probes (http/lifecycle.ts), exempt for the same reason; SGLang serves no such path.
+    || pathname === '/livez' || pathname === '/liveness';
 }
 
 /**

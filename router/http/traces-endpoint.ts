@@ -15,7 +15,7 @@ export type TraceFormat = 'jsonl' | 'csv';
 export class TraceQueryError extends Error {}
 
 const PARAMS = new Set(['format', 'request', 'worker', 'outcome', 'kind', 'since', 'until', 'request_prefix', 'iso']);
-const OUTCOMES = new Set(['finished', 'failed', 'cancelled', 'budget_exhausted']);
+const OUTCOMES = new Set(['finished', 'failed', 'cancelled', 'budget_exhausted', 'drained']);
 /** Rows are rendered this many bytes at a time: big enough to amortise writes, small enough to bound memory. */
 const CHUNK_BYTES = 64 * 1024;
 

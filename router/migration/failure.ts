@@ -23,6 +23,7 @@ export const MIGRATES: Record<ErrorKind, boolean> = {
   worker_abort: false,
   client_cancel: false,
   no_worker: false,
+  drain: true,
 };
 
 /**
@@ -44,6 +45,7 @@ export const BLAMES_WORKER: Record<ErrorKind, boolean> = {
   worker_abort: false,
   client_cancel: false,
   no_worker: false,
+  drain: false,
 };
 
 /** The message of an error body: `{"error": {"message"}}`, `{"message"}`, `{"detail"}`, else its start. */

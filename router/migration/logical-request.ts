@@ -16,6 +16,7 @@ import type { Worker } from '../pool/worker.ts';
 import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
+import type { Drainer } from './drain.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -30,6 +31,8 @@ export interface LoopContext {
   pool: WorkerPool;
   telemetry: Telemetry;
   stalls: StallWatch;
+  /** Drains with a deadline move streams off their worker (drain.ts); absent: no drains. */
+  drainer?: Drainer;
 }
 
 /** Per-attempt state of the loop: the connection, the worker, and what the trace row reports. */
@@ -106,6 +109,8 @@ export class LogicalRequest implements ProgressSource {
   /** Attempt 0's constraint: the model the request names, if it names one (OpenAI's `model`). */
   private readonly firstPin: ContinuationPin | null;
   private firstFailureAt: number | null = null;
+  /** Attempts moved off a draining worker: not failures, not counted against the migration limit. */
+  private drained = 0;
   private logicalFirstTokenSeen = false;
   /**
    * Failures before the request's first token that no evidence showed to be their worker's
@@ -147,6 +152,43 @@ export class LogicalRequest implements ProgressSource {
     if (!a) return { tokens: 0, completion: this.out.ids.length };
     const tokens = a.reader.progressTokens();
     return { tokens, completion: a.replayed + tokens };
+  }
+
+  /** The worker of the attempt in flight, if any (drain.ts finds a draining worker's streams). */
+  currentWorkerId(): string | null {
+    return this.current?.worker.id ?? null;
+  }
+
+  /**
+   * Whether the attempt in flight will have finished by `cutoff`: its remaining budget times the
+   * inter-token time it has shown. No budget, or fewer than two tokens seen: not known, so no.
+   */
+  finishesBy(cutoff: number, now: number): boolean {
+    const a = this.current;
+    const budget = this.out.budget;
+    if (!a || a.firstFrameAt === null || budget === null) return false;
+    const tokens = a.reader.progressTokens();
+    const remaining = budget - a.replayed - tokens;
+    if (remaining <= 0) return true;
+    if (tokens < 2) return false;
+    return now + (remaining * (now - a.firstFrameAt)) / (tokens - 1) <= cutoff;
+  }
+
+  /**
+   * Move the attempt in flight off its draining worker: abort it (error_kind `drain`) and let the
+   * loop continue it elsewhere at once from the tokens the client has (drain.ts). False when the
+   * request may not be continued (not admitted, text, the sequence limit, the client gone): it
+   * stays and ends with its worker.
+   */
+  drainMove(reason: string): boolean {
+    const a = this.current;
+    if (!a || a.call.ended || this.cancelled || this.aborted || !this.admission.admitted || this.unproven.length >= 2) return false;
+    if (this.out.sawText && this.out.ids.length + a.reader.progressTokens() > 0) return false;
+    const maxSeq = this.ctx.settings.migrationMaxSeqLen;
+    if (maxSeq !== null && this.promptIds.length + this.out.ids.length + a.reader.progressTokens() > maxSeq) return false;
+    a.failed({ kind: 'drain', message: `${a.worker.url} is draining (${reason}): continued on another worker`, status: 503, evidence: `drain of ${a.worker.url} (${reason})` });
+    this.sendAbort(a); // the worker frees the slot now, not when it notices the closed socket
+    return true;
   }
 
   /** The client went away: abort the upstream attempt at once; never migrate. */
@@ -205,6 +247,7 @@ export class LogicalRequest implements ProgressSource {
       max_new_tokens: this.out.budget,
     });
     let end: LoopEnd;
+    this.ctx.drainer?.live.add(this);
     try {
       end = await this.attemptLoop();
     } catch (err) {
@@ -214,6 +257,7 @@ export class LogicalRequest implements ProgressSource {
       this.sink.fail(500, lastFailure.message, 'internal_error');
       end = { outcome: 'failed', finishReason: null, lastFailure, exhausted: false };
     }
+    this.ctx.drainer?.live.delete(this);
     const { outcome, finishReason, lastFailure, exhausted } = end;
 
     const ended = Date.now();
@@ -344,7 +388,8 @@ export class LogicalRequest implements ProgressSource {
       }
       if (BLAMES_WORKER[failure.kind]) await this.judgeBlame(a, failure);
       this.exclude.add(worker.id);
-      this.firstFailureAt ??= Date.now();
+      if (failure.kind === 'drain') this.drained++;
+      else this.firstFailureAt ??= Date.now();
 
       const budget = this.out.budget;
       if (this.admission.admitted && budget !== null && remainingBudget(budget, this.out.ids.length) === 0
@@ -359,7 +404,7 @@ export class LogicalRequest implements ProgressSource {
         outcome = 'finished';
         break;
       }
-      this.endAttempt(a, 'failed', failure);
+      this.endAttempt(a, failure.kind === 'drain' ? 'drained' : 'failed', failure);
 
       const refusal = this.migrationRefusal();
       if (refusal !== null) {
@@ -408,7 +453,7 @@ export class LogicalRequest implements ProgressSource {
         status: 500,
       };
     }
-    if (this.attempts > this.ctx.settings.migrationLimit) {
+    if (this.attempts - this.drained > this.ctx.settings.migrationLimit) {
       return { message: `migration exhausted after ${this.attempts} attempts (limit ${this.ctx.settings.migrationLimit})`, type: 'migration_exhausted', exhausted: true };
     }
     const maxSeq = this.ctx.settings.migrationMaxSeqLen;

@@ -94,10 +94,31 @@ export class WorkerPool {
     const normalized = normalizeWorkerUrl(url);
     const existing = this.byUrl(normalized);
     if (existing) return existing;
+    const w = this.insert(normalized, opts);
+    await this.refresh(w);
+    return w;
+  }
+
+  /**
+   * Add a worker now and check it in the background (discovery adds workers from a source's
+   * callbacks, which do not wait). The existing worker when one has the URL: the caller decides
+   * whether it is its own (router/discovery/reconciler.ts never touches one added by hand).
+   */
+  adopt(url: string, prepare?: (w: Worker) => void): { worker: Worker; added: boolean } {
+    const normalized = normalizeWorkerUrl(url);
+    const existing = this.byUrl(normalized);
+    if (existing) return { worker: existing, added: false };
+    const w = this.insert(normalized, {});
+    prepare?.(w);
+    this.onChange(w);
+    void this.refresh(w).catch(() => undefined);
+    return { worker: w, added: true };
+  }
+
+  private insert(normalized: string, opts: { simulated?: boolean; simIndex?: number }): Worker {
     const w = new Worker(`w${this.nextId++}`, normalized, this.opts.circuit, this.opts.connectTimeoutMs, opts.simulated ?? false, opts.simIndex ?? null, this.opts.spareConnections);
     this.workers.set(w.id, w);
     this.defaultsCache.clear();
-    await this.refresh(w);
     return w;
   }
 

@@ -2,7 +2,7 @@
 // and its health, bench and circuit state.
 import { Pool, buildConnector } from 'undici';
 import { H1Pool, KEEP_ALIVE_MARGIN_MS } from '../upstream/h1.ts';
-import type { WorkerHealth, WorkerInfo } from '../events/types.ts';
+import type { WorkerDiscovery, WorkerHealth, WorkerInfo } from '../events/types.ts';
 import type { FormatName } from '../format/types.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
 import { SpareConnections } from './spares.ts';
@@ -39,6 +39,10 @@ export class Worker {
   dead = false; // connect refused: gone until a health check answers
   benchedUntil = 0;
   draining = false;
+  /** When a drain with a deadline removes the worker (epoch ms; migration/drain.ts); null: none. */
+  drainDeadline: number | null = null;
+  /** The discovery source that added it (router/discovery/); null: added by hand, never touched by discovery. */
+  discovery: WorkerDiscovery | null = null;
   inFlight = 0;
   /** The wire format the worker speaks, detected by probing (null until then: taken for SGLang). */
   format: FormatName | null = null;
@@ -141,6 +145,8 @@ export class Worker {
       sim_index: this.simIndex,
       draining: this.draining,
       abort_path: this.abortPath,
+      ...(this.drainDeadline !== null ? { drain_deadline: this.drainDeadline } : {}),
+      ...(this.discovery !== null ? { discovery: this.discovery } : {}),
     };
   }
 }

@@ -1,7 +1,8 @@
 // Trace rows: the debugging record of Baton. Field names are part of the product (exports,
 // docs/trace-rows.md, the dashboard), so they are snake_case like SGLang's own meta_info.
 
-export type AttemptOutcome = 'finished' | 'failed' | 'cancelled' | 'budget_exhausted';
+/** `drained`: moved off a draining worker before its deadline (error_kind `drain`): not a failure. */
+export type AttemptOutcome = 'finished' | 'failed' | 'cancelled' | 'budget_exhausted' | 'drained';
 export type RequestOutcome = 'finished' | 'failed' | 'cancelled';
 
 /** Why an attempt failed, as a short table of named kinds (see router/migration/failure.ts). */
@@ -18,7 +19,8 @@ export type ErrorKind =
   | 'weights_changed'  // a continuation's worker reported other weights than the request started on
   | 'client_cancel'    // the client went away
   | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
-  | 'no_worker';       // no eligible worker was left to try
+  | 'no_worker'        // no eligible worker was left to try
+  | 'drain';           // the worker is draining (deadline near): continued elsewhere, the worker not blamed
 
 /**
  * A classified failure (router/migration/failure.ts makes them): what an attempt's row records

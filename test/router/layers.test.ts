@@ -53,6 +53,14 @@ describe('router layers', () => {
     expect(violations((f) => f === 'router/index.ts', ONE_FORMAT)).toEqual([]);
   });
 
+  it('router/discovery/ knows the pool and types only; only router/index.ts wires it in', () => {
+    // A source reports to the reconciler, which adds and removes pool workers and hands drains to
+    // whoever index.ts gives it: no edge, loop, transport, format folder or telemetry at run time.
+    expect(violations((f) => f.startsWith('router/discovery/'), /^router\/(http|migration|upstream|sglang-api|otel)\/|^router\/(telemetry|metrics|index)\.ts$/)).toEqual([]);
+    expect(violations((f) => f.startsWith('router/discovery/'), ONE_FORMAT)).toEqual([]);
+    expect(violations((f) => f !== 'router/index.ts' && !f.startsWith('router/discovery/'), /^router\/discovery\//)).toEqual([]);
+  });
+
   it('router/upstream/ imports nothing from the loop (router/migration/) or one format\'s folder', () => {
     expect(violations((f) => f.startsWith('router/upstream/'), /^router\/migration\//)).toEqual([]);
     expect(violations((f) => f.startsWith('router/upstream/'), ONE_FORMAT)).toEqual([]);

@@ -16,7 +16,7 @@ import { fmtBytes, fmtClock, fmtIso, fmtMs } from './format.ts';
 import { hoverCard, type CardContent } from './HoverCard.tsx';
 import { showError } from './toast.tsx';
 
-const OUTCOMES = ['finished', 'failed', 'cancelled', 'budget_exhausted'];
+const OUTCOMES = ['finished', 'failed', 'cancelled', 'budget_exhausted', 'drained'];
 
 /** A row's key, made once per row (the table asks for all of them whenever its rows change). */
 const keyCache = new WeakMap<TraceRow, string>();
