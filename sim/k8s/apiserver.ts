@@ -653,7 +653,8 @@ export function podJson(p: PodModel): Record<string, unknown> {
     { type: 'ContainersReady', status: p.ready ? 'True' : 'False' },
     { type: 'Ready', status: p.ready ? 'True' : 'False' },
   ].map((c) => ({ ...c, lastProbeTime: null, lastTransitionTime: iso(p.created) }));
-  const running = p.phase === 'Running' && !p.terminated;
+  // After an OOM kill the kubelet restarts the container: ready again means running again.
+  const running = p.phase === 'Running' && (p.ready || !p.terminated);
   return {
     kind: 'Pod',
     apiVersion: 'v1',
