@@ -133,6 +133,8 @@ export class FakeApiServer {
   private readonly pods = new Map<string, PodModel>(); // ns/name
   private readonly services = new Map<string, ServiceModel>();
   private readonly log: LogEntry[] = [];
+  /** Objects of other kinds created through the API (namespaces, secrets, the manifests), by path. */
+  private readonly stored = new Map<string, Record<string, unknown>>();
   private readonly watchers = new Set<Watcher>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private forbidden: { resource: string; verb: string }[] = [];
@@ -504,8 +506,13 @@ export class FakeApiServer {
     const kind = resource === 'pods' && group === '' ? 'Pod' : resource === 'endpointslices' && group === 'discovery.k8s.io' ? 'EndpointSlice' : null;
     if (!kind) {
       // Other kinds (the manifests' Deployment, Service, ...): none exist here, as in an empty namespace.
+      const stored = name ? this.stored.get(`${path}`) : undefined;
+      if (req.method === 'GET' && stored) return this.json(res, stored);
       if (req.method === 'GET' && name) return this.status(res, 404, 'NotFound', `${resource}${group ? `.${group}` : ''} "${name}" not found`, { name, group, kind: resource });
       if (req.method === 'GET') return this.json(res, { kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: this.resourceVersion }, items: [] });
+      // A create (kubectl create namespace / secret, kubectl apply) is answered as the API server
+      // does, with the object it stored; the fake keeps none of them (it runs no controllers).
+      if (req.method === 'POST' && !name) return this.created(req, res, path);
       return this.status(res, 405, 'MethodNotAllowed', `${req.method} is not supported on ${resource} by this fake API server`);
     }
     const watch = q.get('watch') === 'true' || q.get('watch') === '1';
@@ -545,6 +552,29 @@ export class FakeApiServer {
       delete it.apiVersion;
     }
     return this.json(res, { kind: `${kind}List`, apiVersion: kind === 'Pod' ? 'v1' : 'discovery.k8s.io/v1', metadata: { resourceVersion: this.resourceVersion }, items });
+  }
+
+  private created(req: http.IncomingMessage, res: http.ServerResponse, collection: string): void {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      let obj: { metadata?: Record<string, unknown> };
+      try {
+        // kubectl create sends built-in kinds as protobuf (application/vnd.kubernetes.protobuf).
+        obj = (req.headers['content-type'] ?? '').includes('protobuf') ? protoObject(body) : (JSON.parse(body.toString('utf8')) as { metadata?: Record<string, unknown> });
+      } catch (err) {
+        return this.status(res, 400, 'BadRequest', `the body cannot be read: ${(err as Error).message}`);
+      }
+      const iso = new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      obj.metadata = { ...(obj.metadata ?? {}), uid: randomUUID(), resourceVersion: String(++this.rvCounter), creationTimestamp: iso };
+      const name = obj.metadata.name;
+      if (typeof name !== 'string' || name === '') return this.status(res, 422, 'Invalid', 'metadata.name: Required value');
+      if (this.stored.has(`${collection}/${name}`)) return this.status(res, 409, 'AlreadyExists', `"${name}" already exists`);
+      this.stored.set(`${collection}/${name}`, obj);
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(obj));
+    });
   }
 
   private deleteFromRequest(req: http.IncomingMessage, res: http.ServerResponse, namespace: string, name: string, q: URLSearchParams): void {
@@ -637,6 +667,52 @@ export class FakeApiServer {
     for (const t of w.timers) clearTimeout(t);
     if (!w.res.writableEnded) w.res.end();
   }
+}
+
+/**
+ * The kind and metadata of a protobuf-encoded object (k8s.io/apimachinery runtime.Unknown after
+ * the "k8s\0" magic: 1 typeMeta {1 apiVersion, 2 kind}, 2 raw object whose field 1 is ObjectMeta
+ * {1 name, 3 namespace}). The rest of the object is not read: the fake stores no spec.
+ */
+export function protoObject(buf: Buffer): { apiVersion?: string; kind?: string; metadata: Record<string, unknown> } {
+  if (buf.subarray(0, 4).toString('latin1') !== 'k8s\0') throw new Error('no k8s protobuf magic');
+  const unknown = protoFields(buf.subarray(4));
+  const tm = unknown.get(1) ? protoFields(unknown.get(1)!) : new Map<number, Buffer>();
+  const raw = unknown.get(2) ? protoFields(unknown.get(2)!) : new Map<number, Buffer>();
+  const md = raw.get(1) ? protoFields(raw.get(1)!) : new Map<number, Buffer>();
+  const str = (m: Map<number, Buffer>, f: number) => m.get(f)?.toString('utf8');
+  return { apiVersion: str(tm, 1), kind: str(tm, 2), metadata: { name: str(md, 1), ...(str(md, 3) ? { namespace: str(md, 3) } : {}) } };
+}
+
+/** The length-delimited fields of one protobuf message (the first of each number). */
+function protoFields(buf: Buffer): Map<number, Buffer> {
+  const out = new Map<number, Buffer>();
+  let i = 0;
+  const varint = () => {
+    let v = 0;
+    let shift = 0;
+    for (;;) {
+      if (i >= buf.length) throw new Error('truncated protobuf');
+      const b = buf[i++]!;
+      v += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return v;
+      shift += 7;
+    }
+  };
+  while (i < buf.length) {
+    const key = varint();
+    const wire = key & 7;
+    const field = Math.floor(key / 8);
+    if (wire === 0) varint();
+    else if (wire === 1) i += 8;
+    else if (wire === 5) i += 4;
+    else if (wire === 2) {
+      const len = varint();
+      if (!out.has(field)) out.set(field, buf.subarray(i, i + len));
+      i += len;
+    } else throw new Error(`protobuf wire type ${wire}`);
+  }
+  return out;
 }
 
 function send(w: Watcher, type: string, object: Record<string, unknown>): void {
@@ -757,7 +833,7 @@ function discovery(path: string, server: string): unknown {
     return {
       kind: 'APIResourceList',
       groupVersion: 'v1',
-      resources: [apiResource('pods', 'Pod', true, ['po']), apiResource('services', 'Service', true, ['svc']), apiResource('configmaps', 'ConfigMap', true, ['cm']), apiResource('serviceaccounts', 'ServiceAccount', true, ['sa']), apiResource('namespaces', 'Namespace', false, ['ns'])],
+      resources: [apiResource('pods', 'Pod', true, ['po']), apiResource('services', 'Service', true, ['svc']), apiResource('configmaps', 'ConfigMap', true, ['cm']), apiResource('secrets', 'Secret'), apiResource('serviceaccounts', 'ServiceAccount', true, ['sa']), apiResource('namespaces', 'Namespace', false, ['ns'])],
     };
   }
   if (path === '/apis') {
