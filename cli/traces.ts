@@ -10,7 +10,7 @@ const HELP = `usage: baton traces --url ROUTER [options] > out.jsonl
   --format F           jsonl (default) or csv
   --request ID         rows of one logical request
   --worker URL         attempt rows on one worker
-  --outcome O          finished, failed, cancelled or budget_exhausted
+  --outcome O          finished, failed, cancelled, budget_exhausted or drained
   --kind K             attempt or request
   --since MS           rows that ended at or after MS (epoch milliseconds)
   --admin-token T      the router's admin token (default: $BATON_ADMIN_TOKEN)

@@ -173,7 +173,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     removeWorker: (id) => pool.remove(id),
     drainWorker: (id, draining = true) => (draining ? pool.setDraining(id, true) : drainer.undrain(id)),
     requestOutput: (id: string) => telemetry.outputs.get(id),
-    stats: () => telemetry.stats(pool.infos()),
+    stats: () => telemetry.stats(pool.infos(), reconciler.status()),
     traceRows: (f?: TraceFilter): TraceRow[] => [...traces.rows(f)],
     addRoute: (method: string, path: string, handler: RouteHandler) => routes.add(method, path, handler, true),
     shutdown: async (graceMs = config.shutdownGraceMs) => lifecycle.shutdown(graceMs, discovery.stop).finally(() => handle_.close()),

@@ -196,7 +196,7 @@ export class Telemetry {
   }
 
   /** Totals since this router started, read from its metrics (what /metrics shows), and the workers given. */
-  async stats(workers: WorkerInfo[]): Promise<RouterStats> {
+  async stats(workers: WorkerInfo[], discovery: DiscoveryStatus[] = []): Promise<RouterStats> {
     const m = this.metrics;
     const [requests, migrations, attempts, tokens, inFlight] = await Promise.all([
       m.requests.get(), m.migrations.get(), m.attemptsStarted.get(), m.tokens.get(), m.inFlight.get(),
@@ -218,6 +218,7 @@ export class Telemetry {
         in_flight: sum(inFlight.values),
       },
       workers,
+      ...(discovery.length > 0 ? { discovery } : {}),
     };
   }
 

@@ -91,7 +91,8 @@ export class FileSource implements DiscoverySource {
   private again = false;
   private staleSince: number | null = null;
 
-  constructor(private readonly path: string, private readonly intervalMs: number) {
+  /** `watch: false`: re-read only on the timer and read() (tests that ask for each read). */
+  constructor(private readonly path: string, private readonly intervalMs: number, private readonly watchFile = true) {
     this.path = resolve(path);
   }
 
@@ -101,13 +102,15 @@ export class FileSource implements DiscoverySource {
     const entries = parseWorkerFile(await readFile(this.path, 'utf8'), this.path);
     this.apply(entries);
     const name = basename(this.path);
-    try {
-      this.watcher = watch(dirname(this.path), { persistent: false }, (_event, file) => {
-        if (file === null || file === name) this.soon();
-      });
-      this.watcher.on('error', () => undefined); // the timer still re-reads
-    } catch {
-      // No notifications here (some file systems): the timer re-reads.
+    if (this.watchFile) {
+      try {
+        this.watcher = watch(dirname(this.path), { persistent: false }, (_event, file) => {
+          if (file === null || file === name) this.soon();
+        });
+        this.watcher.on('error', () => undefined); // the timer still re-reads
+      } catch {
+        // No notifications here (some file systems): the timer re-reads.
+      }
     }
     if (this.intervalMs > 0) {
       this.timer = setInterval(() => void this.read(), this.intervalMs);

@@ -1,6 +1,6 @@
 // The discovery sources a config asks for, started against one reconciler. A source kind is one
 // factory in SOURCES: it reads its settings from RouterConfig and returns null when they are off.
-import type { RouterConfig } from '../config.ts';
+import { ConfigError, type RouterConfig } from '../config.ts';
 import type { Reconciler } from './reconciler.ts';
 
 export { Reconciler } from './reconciler.ts';
@@ -38,7 +38,8 @@ export async function startDiscovery(config: RouterConfig, reconciler: Reconcile
     }
   } catch (err) {
     await stop();
-    throw err;
+    // A usage error (the CLI prints one line and exits 2), naming the source.
+    throw new ConfigError(`discovery (${started.at(-1)?.name ?? 'source'}): ${(err as Error).message}`);
   }
   return { sources: started, stop };
 }

@@ -139,8 +139,11 @@ export class Reconciler {
     }
   }
 
+  /** Told on a change of kind or detail only: a source re-reads (and is synced again) every few seconds. */
   private setState(source: string, s: DiscoveryState): void {
+    const before = this.states.get(source);
     this.states.set(source, s);
+    if (before && before.kind === s.kind && ('detail' in before ? before.detail : null) === ('detail' in s ? s.detail : null)) return;
     this.onState(this.status().find((x) => x.source === source)!);
   }
 

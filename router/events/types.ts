@@ -91,4 +91,6 @@ export interface RouterStats {
   t: number;                 // epoch ms of this reading
   totals: RouterTotals;
   workers: WorkerInfo[];
+  /** Each discovery source's state (absent: no discovery source runs). */
+  discovery?: DiscoveryStatus[];
 }

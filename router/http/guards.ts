@@ -157,8 +157,9 @@ export function keyMatches(headers: IncomingHttpHeaders, key: string): boolean {
  */
 export function keyExempt(method: string, pathname: string): boolean {
   return method === 'OPTIONS' || pathname.startsWith('/health') || pathname.startsWith('/ready') || pathname.startsWith('/metrics')
-    // Baton's own liveness probes (http/lifecycle.ts), exempt for the same reason; SGLang serves no such path.
-    || pathname === '/livez' || pathname === '/liveness';
+    // Baton's own probes (http/lifecycle.ts) that the prefixes miss, exempt for the same reason;
+    // SGLang serves no such path. (/readyz is under /ready; /readiness is not.)
+    || pathname === '/livez' || pathname === '/liveness' || pathname === '/readiness';
 }
 
 /**

@@ -3,8 +3,9 @@
 //
 // - GET /livez (alias /liveness, the SGLang model gateway's name): 200 while the process answers.
 // - GET /readyz (alias /readiness): 200 when at least one worker may take requests and the
-//   router is not shutting down; 503 otherwise, with the reason. The gateway answers its
-//   /readiness the same way (503 with no healthy worker).
+//   router is not shutting down; 503 otherwise, with the reason. The gateway's own pair is
+//   `/liveness` ("always returns OK") and `/readiness` ("checks healthy worker availability"):
+//   sgl-project/sglang docs/advanced_features/sgl_model_gateway.md, "Admin and Health Endpoints".
 // - shutdown(grace): readiness turns 503 at once (the Service stops sending new connections),
 //   requests still arriving are served, and the router waits for the requests in flight to end,
 //   up to the grace period; then the caller closes it.

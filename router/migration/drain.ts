@@ -21,6 +21,25 @@
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { LogicalRequest } from './logical-request.ts';
 
+/** When each of `n` moves goes, in ms from now: evenly over `window` ms, the first at once. */
+export function staggered(n: number, window: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(Math.floor((Math.max(0, window) * i) / n));
+  return out;
+}
+
+/**
+ * Whether an attempt will have finished by `cutoff`: its `remaining` tokens at the inter-token
+ * time it has shown (`tokens` since its first token at `firstAt`). Not known (no first token,
+ * fewer than two tokens, no budget): no.
+ */
+export function finishesBy(cutoff: number, now: number, firstAt: number | null, tokens: number, remaining: number | null): boolean {
+  if (remaining === null || firstAt === null) return false;
+  if (remaining <= 0) return true;
+  if (tokens < 2) return false;
+  return now + (remaining * (now - firstAt)) / (tokens - 1) <= cutoff;
+}
+
 export interface DrainSettings {
   /** Streams are off the worker by (deadline - marginMs). */
   marginMs: number;
@@ -39,7 +58,7 @@ export class Drainer {
   readonly live = new Set<LogicalRequest>();
   private readonly drains = new Map<string, Drain>();
 
-  constructor(private readonly pool: WorkerPool, private readonly settings: DrainSettings, private readonly onMoved: (n: number) => void = () => undefined) {}
+  constructor(private readonly pool: WorkerPool, private readonly settings: DrainSettings) {}
 
   /** Whether the worker is draining toward a deadline. */
   deadline(workerId: string): number | null {
@@ -66,10 +85,7 @@ export class Drainer {
     const cutoff = deadline - this.settings.marginMs;
     const moving = this.onWorker(workerId).filter((r) => !r.finishesBy(cutoff, now));
     const window = Math.max(0, cutoff - now);
-    moving.forEach((r, i) => {
-      const at = moving.length === 0 ? 0 : Math.floor((window * i) / moving.length);
-      d.timers.push(this.at(at, () => this.move(workerId, r, cutoff)));
-    });
+    staggered(moving.length, window).forEach((at, i) => d.timers.push(this.at(at, () => this.move(workerId, moving[i]!, cutoff))));
     d.timers.push(this.at(window, () => this.sweep(workerId)));
     d.timers.push(this.at(Math.max(0, deadline - now), () => this.expire(workerId)));
     return done;
@@ -103,15 +119,13 @@ export class Drainer {
   /** One stream's turn: still on the worker and still not finishing in time → move it. */
   private move(workerId: string, r: LogicalRequest, cutoff: number): void {
     if (r.currentWorkerId() !== workerId || r.finishesBy(cutoff, Date.now())) return;
-    if (r.drainMove(this.drains.get(workerId)?.reason ?? 'drain')) this.onMoved(1);
+    r.drainMove(this.drains.get(workerId)?.reason ?? 'drain');
   }
 
   /** (deadline - margin): whatever is still on the worker moves now. */
   private sweep(workerId: string): void {
     const reason = this.drains.get(workerId)?.reason ?? 'drain';
-    let n = 0;
-    for (const r of this.onWorker(workerId)) if (r.drainMove(reason)) n++;
-    if (n > 0) this.onMoved(n);
+    for (const r of this.onWorker(workerId)) r.drainMove(reason);
   }
 
   private expire(workerId: string): void {

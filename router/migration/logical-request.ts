@@ -16,7 +16,7 @@ import type { Worker } from '../pool/worker.ts';
 import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
-import type { Drainer } from './drain.ts';
+import { finishesBy, type Drainer } from './drain.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -165,20 +165,17 @@ export class LogicalRequest implements ProgressSource {
    */
   finishesBy(cutoff: number, now: number): boolean {
     const a = this.current;
+    if (!a) return false;
     const budget = this.out.budget;
-    if (!a || a.firstFrameAt === null || budget === null) return false;
     const tokens = a.reader.progressTokens();
-    const remaining = budget - a.replayed - tokens;
-    if (remaining <= 0) return true;
-    if (tokens < 2) return false;
-    return now + (remaining * (now - a.firstFrameAt)) / (tokens - 1) <= cutoff;
+    return finishesBy(cutoff, now, a.firstFrameAt, tokens, budget === null ? null : budget - a.replayed - tokens);
   }
 
   /**
    * Move the attempt in flight off its draining worker: abort it (error_kind `drain`) and let the
    * loop continue it elsewhere at once from the tokens the client has (drain.ts). False when the
    * request may not be continued (not admitted, text, the sequence limit, the client gone): it
-   * stays and ends with its worker.
+   * stays and ends with its worker; so does one no other worker could continue now.
    */
   drainMove(reason: string): boolean {
     const a = this.current;
@@ -186,6 +183,9 @@ export class LogicalRequest implements ProgressSource {
     if (this.out.sawText && this.out.ids.length + a.reader.progressTokens() > 0) return false;
     const maxSeq = this.ctx.settings.migrationMaxSeqLen;
     if (maxSeq !== null && this.promptIds.length + this.out.ids.length + a.reader.progressTokens() > maxSeq) return false;
+    // No other worker could continue it: moving would fail it, staying may let it finish.
+    const pin = this.pin ?? { modelPath: a.worker.modelPath, weightVersion: a.worker.weightVersion, textOk: this.out.rendersOwnText === true };
+    if (!this.ctx.pool.canPick(this.exclude, a.worker.id, pin, this.format.workers)) return false;
     a.failed({ kind: 'drain', message: `${a.worker.url} is draining (${reason}): continued on another worker`, status: 503, evidence: `drain of ${a.worker.url} (${reason})` });
     this.sendAbort(a); // the worker frees the slot now, not when it notices the closed socket
     return true;

@@ -156,6 +156,15 @@ export class WorkerPool {
     return this.policy.select(candidates);
   }
 
+  /** Whether pick() would find a worker, without asking the policy (which may count the pick). */
+  canPick(exclude: ReadonlySet<string>, also: string, pin: ContinuationPin | null, format: FormatName = 'sglang'): boolean {
+    const now = Date.now();
+    for (const w of this.workers.values()) {
+      if (w.id !== also && !exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
+    }
+    return false;
+  }
+
   /** Why no worker could take a continuation pinned to `pin` (for the client's error). */
   whyNoContinuation(exclude: ReadonlySet<string>, pin: ContinuationPin, format: FormatName = 'sglang'): string {
     const now = Date.now();

@@ -25,8 +25,18 @@ function mode(w: WorkerInfo): string {
   return input + output;
 }
 
+/** Where a discovered worker came from: its source, and the pod, namespace, node or name it gives. */
+function discoveredAs(w: WorkerInfo): string | null {
+  const d = w.discovery;
+  if (!d) return null;
+  const where = [d.pod ?? d.name, d.namespace, d.node && `on ${d.node}`].filter(Boolean).join(' · ');
+  return where ? `${d.source}: ${where}` : d.source;
+}
+
 interface Props {
   worker: WorkerInfo;
+  /** Now (epoch ms): a draining worker's time left. */
+  now?: number;
   sim: SimWorkerState | null;
   tokensPerSec: number;
   sparkline: number[];
@@ -40,7 +50,7 @@ interface Props {
   onRemove(): void;
 }
 
-export function WorkerCard({ worker, sim, tokensPerSec, sparkline, probe, readAt, enabled, onSim, onDrain, onRemove }: Props) {
+export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkline, probe, readAt, enabled, onSim, onDrain, onRemove }: Props) {
   const color = workerColor(worker.id);
   const killed = sim !== null && !sim.alive;
   const down = killed || DOWN.has(worker.health);
@@ -67,6 +77,11 @@ export function WorkerCard({ worker, sim, tokensPerSec, sparkline, probe, readAt
       <div className="url mono" title={worker.url}>{worker.url}</div>
       <div className="meta">
         {format && <span className="badge">{format}</span>}
+        {worker.discovery && (
+          <span className="badge" data-testid="worker-discovery" title={`added by discovery (${worker.discovery.source}, key ${worker.discovery.key}): discovery may drain or remove it${worker.discovery.reason ? `; ${worker.discovery.reason}` : ''}`}>
+            {discoveredAs(worker)}
+          </span>
+        )}
         <span title="model_path">{worker.model_path ?? 'model not probed'}</span>
         <span title="weight_version (probed, and re-read from each attempt)" data-testid="worker-weights">weights {worker.weight_version ?? '?'}</span>
         {worker.abort_path !== undefined && (
@@ -90,7 +105,11 @@ export function WorkerCard({ worker, sim, tokensPerSec, sparkline, probe, readAt
       <div style={{ display: 'flex', alignItems: 'center', gap: 8 }}>
         <Sparkline values={sparkline} color={color} />
         <span className="mono">{fmtRate(tokensPerSec, ' tok/s')}</span>
-        {worker.draining && <span className="badge refused">draining</span>}
+        {worker.draining && (
+          <span className="badge refused" data-testid="worker-draining" title={worker.drain_deadline ? 'takes nothing new; its streams move to other workers before the deadline, then it is removed' : 'takes nothing new; its streams finish here'}>
+            draining{worker.drain_deadline ? ` · removed in ${Math.max(0, Math.ceil((worker.drain_deadline - now) / 1000))} s` : ''}
+          </span>
+        )}
       </div>
       <div className="actions">
         {worker.simulated && sim !== null && SIM_BUTTONS.map((b) => (

@@ -6,6 +6,34 @@ import type { SimAction } from '../../../host/contract.ts';
 import { useDash, useHost, useSecond, useStoreApi } from './context.ts';
 import { ConfirmDialog, type PendingConfirm } from './ConfirmDialog.tsx';
 import { WorkerCard } from './WorkerCard.tsx';
+import type { DiscoveryStatus } from '../../../router/events/types.ts';
+import { fmtClock } from './format.ts';
+
+/** A discovery source's state in a few words: synced, stale since T, forbidden, unreachable. */
+function discoveryText(d: DiscoveryStatus): string {
+  if (d.state === 'stale' && d.at !== null) return `stale since ${fmtClock(d.at).slice(0, 8)}`;
+  return d.state;
+}
+
+/** One badge per discovery source: never only in logs (issue: silent staleness). */
+function DiscoveryStates({ list }: { list: readonly DiscoveryStatus[] }) {
+  return (
+    <>
+      {list.map((d) => (
+        <span
+          key={d.source}
+          className={`badge${d.state === 'synced' ? '' : ' refused'}`}
+          data-testid="discovery-state"
+          data-source={d.source}
+          data-state={d.state}
+          title={`${d.source}: ${d.state}${d.detail ? ` (${d.detail})` : ''}; ${d.workers} workers from it`}
+        >
+          {d.source} {discoveryText(d)} · {d.workers}
+        </span>
+      ))}
+    </>
+  );
+}
 import { showError } from './toast.tsx';
 
 function FileWorkers() {
@@ -59,6 +87,7 @@ function LiveWorkers() {
   const sim = useDash((s) => s.sim);
   const probes = useDash((s) => s.probes);
   const enabled = useDash((s) => s.connection.status === 'live');
+  const discovery = useDash((s) => s.router?.discovery) ?? [];
   const { workers, series } = store.getState().model;
   const now = store.getState().now;
   const [pending, setPending] = useState<PendingConfirm | null>(null);
@@ -88,6 +117,7 @@ function LiveWorkers() {
           disabled={!enabled}
         />
         <button type="submit" data-testid="add-worker-submit" disabled={!enabled}>Add worker</button>
+        <DiscoveryStates list={discovery} />
         <span className="count">{list.length} workers · figures from the router</span>
       </form>
       <div className="scroll">
@@ -104,6 +134,7 @@ function LiveWorkers() {
                 <WorkerCard
                   key={w.id}
                   worker={w}
+                  now={now}
                   sim={simState}
                   tokensPerSec={series.rate(now, 5, (b) => b.tokensByWorker.get(w.url) ?? 0)}
                   sparkline={series.workerSparkline(now, w.url)}
