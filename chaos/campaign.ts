@@ -194,7 +194,7 @@ export interface CampaignReport {
    * learned of too late to drain (through a watch broken on purpose); drainLagMs: from a delete to
    * the router showing the worker draining, for the others.
    */
-  k8s: { pods: number; deletions: number; evictions: number; watchFaults: number; lists: number; watches: number; staleWorkers: number; settleMs: number; lateDrains: number; drainLagMs: number[]; handAddedTouched: number } | null;
+  k8s: { pods: number; deletions: number; evictions: number; skipped: number; watchFaults: number; lists: number; watches: number; staleWorkers: number; settleMs: number; lateDrains: number; drainLagMs: number[]; handAddedTouched: number } | null;
   /** The special clients, and how they fared. */
   clients: ClientCounts;
   routerConfig: Partial<RouterConfig>;
@@ -528,6 +528,9 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const tEnd = t0 + durationMs;
     injector.start(plan, t0);
     if (k8s) {
+      const indexOf = (u: string) => refs.findIndex((r) => r.url === u);
+      const podIdx = new Set(podUrls.map(indexOf));
+      k8s.gate = { hold: (u) => injector.hold(indexOf(u)), release: (u) => injector.release(indexOf(u)), out: () => [...injector.busyWorkers()].filter((i) => podIdx.has(i)).length };
       k8s.health = async (u) => ((await adminJson(url, '/workers', adminToken)) as { workers: { url: string; health: string }[] }).workers.find((w) => w.url === u)?.health;
       k8s.run(o.seed, t0, tEnd);
     }
@@ -721,7 +724,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       const settleMs = Date.now() - settleFrom;
       if (stale !== 0) violate('stale_workers', `${stale} workers disagree with the pods ${settleMs} ms after the last pod change (discovery missed a change)`);
       if (handAddedTouched !== 0) violate('hand_added', `${handAddedTouched} hand-added workers were changed or removed by discovery`);
-      k8sReport = { pods: podUrls.length, deletions: k8s.deletions, evictions: k8s.evictions, watchFaults: k8s.watchFaults + k8s.fake.counts.watchFaults, lists: k8s.fake.counts.list, watches: k8s.fake.counts.watch, staleWorkers: stale, settleMs, lateDrains: 0, drainLagMs: [], handAddedTouched };
+      k8sReport = { pods: podUrls.length, deletions: k8s.deletions, evictions: k8s.evictions, skipped: k8s.skipped, watchFaults: k8s.watchFaults + k8s.fake.counts.watchFaults, lists: k8s.fake.counts.list, watches: k8s.fake.counts.watch, staleWorkers: stale, settleMs, lateDrains: 0, drainLagMs: [], handAddedTouched };
       for (const e of k8s.errors) violate('k8s_schedule', `pod schedule: ${e}`);
     }
     if (simInFlight !== 0) violate('in_flight', `workers still run ${simInFlight} generations after the campaign (upstream attempts leaked)`);

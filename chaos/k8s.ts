@@ -54,6 +54,14 @@ export class K8sChaos {
   private running: Promise<void>[] = [];
   private stopped = false;
 
+  /** Pod events skipped: a pod was out already (by this schedule or a fault). */
+  skipped = 0;
+  /**
+   * Shared with the campaign's fault injector: take a worker (false: it is faulted now), give it
+   * back, and how many of the pods are out. A pod event waits for no fault and leaves at least one
+   * pod serving, as the injector's plan does for its own faults.
+   */
+  gate: { hold(url: string): boolean; release(url: string): void; out(): number } = { hold: () => true, release: () => undefined, out: () => 0 };
   /** The router's health of a worker URL (undefined: not in its pool); set once the router runs. */
   health: (url: string) => Promise<string | undefined> = async () => undefined;
 
@@ -92,10 +100,16 @@ export class K8sChaos {
         this.timers.delete(t);
         if (this.stopped) return;
         const p = this.pods[i]!;
-        if (this.busy.has(p.url)) return; // one event per pod at a time
-        if (r < 0.55) this.running.push(this.deleteWithGrace(p, grace));
-        else if (r < 0.8) this.running.push(this.evict(p));
-        else {
+        if (r < 0.8) {
+          // One pod out at a time by this schedule, and none while a fault has another pod: the
+          // injector's own faults already take up to all but one worker.
+          if (this.busy.size > 0 || this.gate.out() > 0 || !this.gate.hold(p.url)) {
+            this.skipped++;
+            return;
+          }
+          const done = r < 0.55 ? this.deleteWithGrace(p, grace) : this.evict(p);
+          this.running.push(done.finally(() => this.gate.release(p.url)));
+        } else {
           const kind = (['close', 'reset', 'silent', 'expire'] as const)[rng.int(0, 3)]!;
           this.watchFaults++;
           if (kind === 'expire') this.fake.expireWatches();
@@ -161,6 +175,9 @@ export class K8sChaos {
     p.generation++;
     p.pod = p.pod.replace(/-\d+$/, `-${p.generation}`);
     this.createPod(p);
+    // The new pod's worker is probed before it takes requests: the pod is back when the router says so.
+    const until = Date.now() + 5_000;
+    while (Date.now() < until && (await this.health(p.url).catch(() => undefined)) !== 'healthy') await sleep(50);
     this.windows.push({ url: p.url, ...w, end: Date.now() });
   }
 

@@ -84,7 +84,7 @@ export function formatSummary(r: CampaignReport): string {
   if (r.k8s) {
     const k = r.k8s;
     const lag = k.drainLagMs.length ? ` (delete to draining: median ${[...k.drainLagMs].sort((a, b) => a - b)[Math.floor(k.drainLagMs.length / 2)]} ms, max ${Math.max(...k.drainLagMs)} ms)` : '';
-    lines.push('', `kubernetes: ${k.pods} pods, ${k.deletions} deleted with a grace, ${k.evictions} evicted, ${k.watchFaults} watch faults; ${k.lists} lists, ${k.watches} watches`,
+    lines.push('', `kubernetes: ${k.pods} pods, ${k.deletions} deleted with a grace, ${k.evictions} evicted (${k.skipped} skipped: a pod was out already), ${k.watchFaults} watch faults; ${k.lists} lists, ${k.watches} watches`,
       `drains the router learned of in time: ${k.drainLagMs.length}${lag}; too late (a watch broken on purpose): ${k.lateDrains}`,
       `hand-added workers touched by discovery: ${k.handAddedTouched}`,
       `stale workers at the end: ${k.staleWorkers} (settled in ${k.settleMs} ms)`);

@@ -94,6 +94,7 @@ export class WatchLoop {
       const ac = new AbortController();
       this.ac = ac;
       let verb = 'list';
+      let opened = Infinity;
       try {
         const list = await this.o.client.list(this.o.target.path, this.o.target.query, ac.signal);
         if (this.stopped) break;
@@ -104,7 +105,7 @@ export class WatchLoop {
         this.setState({ kind: 'synced', at: this.now() });
         first();
         verb = 'watch';
-        const opened = this.now();
+        opened = this.now();
         const end = await this.watch(rv, ac);
         if (this.stopped) break;
         if (end === 'watchdog') {
@@ -124,6 +125,9 @@ export class WatchLoop {
           this.o.log?.(`${this.o.target.resource}: ${err.message}; listing again`);
           continue;
         }
+        // A watch that served a while before it broke (a load balancer's idle cut) starts the
+        // backoff over: only failures in a row lengthen it.
+        if (this.now() - opened > 10 * (this.o.backoffMinMs ?? 500)) failures = 0;
         failures++;
         this.failed(err, verb);
         await this.sleep(this.backoff(failures));
