@@ -14,6 +14,7 @@
 // yet to the weights: docs/vllm.md); the 429 proxy stands before one worker of each format.
 
 import { randomBytes } from 'node:crypto';
+import { K8sChaos, K8S_LABELS, K8S_NAMESPACE, K8S_RELIST_MS, K8S_WATCHDOG_MS, drainViolations } from './k8s.ts';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +109,12 @@ export interface CampaignOptions {
   clients?: boolean;
   /** The router's --client-write-timeout-ms in the campaign (when the router has the setting); default 3000. */
   clientWriteTimeoutMs?: number;
+  /**
+   * `k8s`: the SGLang workers are pods of an in-process fake Kubernetes API server on distinct
+   * loopback addresses, found by the router's --service-discovery, with pod deletions, evictions
+   * and watch faults on top (chaos/k8s.ts). The other-weights worker stays hand-added.
+   */
+  discovery?: 'none' | 'k8s';
 }
 
 /** The router's client write timeout in a campaign: a few seconds, so that a never-reading client is cut several times per run. */
@@ -181,6 +188,13 @@ export interface MemoryVerdict {
 
 export interface CampaignReport {
   options: Required<Omit<CampaignOptions, 'log' | 'progressEveryMs' | 'verbose' | 'keepDir'>>;
+  /**
+   * `--discovery k8s`: pod events and watch faults, and the workers whose discovery disagreed with
+   * the pods once everything settled (staleWorkers: must be 0). lateDrains: deletions the router
+   * learned of too late to drain (through a watch broken on purpose); drainLagMs: from a delete to
+   * the router showing the worker draining, for the others.
+   */
+  k8s: { pods: number; deletions: number; evictions: number; skipped: number; watchFaults: number; lists: number; watches: number; staleWorkers: number; settleMs: number; lateDrains: number; drainLagMs: number[]; handAddedTouched: number } | null;
   /** The special clients, and how they fared. */
   clients: ClientCounts;
   routerConfig: Partial<RouterConfig>;
@@ -366,7 +380,13 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // The special clients speak SGLang (keep-alive bursts: the campaign's formats).
     clients: opts.clients ?? true,
     clientWriteTimeoutMs: opts.clientWriteTimeoutMs ?? CAMPAIGN_CLIENT_WRITE_TIMEOUT_MS,
+    discovery: opts.discovery ?? 'none',
   };
+  const k8sMode = o.discovery === 'k8s';
+  if (k8sMode && format !== 'sglang') throw new Error('--discovery k8s runs SGLang workers only (--format sglang)');
+  // The 429 proxy stands in front of one worker's URL; a pod's URL is its own address.
+  if (k8sMode) o.continuation4xxShare = 0;
+  let k8s: K8sChaos | null = null;
   const sglangClients = o.clients && format !== 'vllm';
   const log = opts.log ?? (() => undefined);
   const durationMs = o.durationS * 1000;
@@ -392,8 +412,20 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const nInc = Math.floor(nSglang / 2);
     const nCum = nSglang - nInc;
     const refs: (WorkerRef & { weights: Weights; format: WireFormat })[] = [];
+    if (k8sMode) {
+      // One process per pod, each on its own loopback address, all on the port the first got.
+      let port = 0;
+      for (let i = 0; i < nSglang; i++) {
+        const incremental = i % 2 === 1;
+        const c = await startCluster({ workers: 1, host: `127.0.0.${11 + i}`, port, tokenIntervalMs: o.tokenIntervalMs, incremental });
+        clusters.push(c);
+        const w = c.workers()[0]!;
+        port = w.port;
+        refs.push({ cluster: c, local: w.index, url: w.url, incremental, weights: 'default', format: 'sglang' });
+      }
+    }
     for (const [n, incremental] of [[nCum, false], [nInc, true]] as const) {
-      if (n === 0) continue;
+      if (n === 0 || k8sMode) continue;
       const c = await startCluster({ workers: n, port: 0, tokenIntervalMs: o.tokenIntervalMs, incremental });
       clusters.push(c);
       for (const w of c.workers()) refs.push({ cluster: c, local: w.index, url: w.url, incremental, weights: 'default', format: 'sglang' });
@@ -426,6 +458,11 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
       }
     }
     const refusingUrl = refusingUrls[0] ?? null;
+    const podUrls = k8sMode ? refs.filter((r) => r.weights === 'default').map((r) => r.url) : [];
+    if (k8sMode) {
+      k8s = await K8sChaos.start(refs.filter((r) => podUrls.includes(r.url)).map((r) => ({ url: r.url, host: new URL(r.url).hostname, cluster: r.cluster, local: r.local })), o.seed, opts.verbose ? log : () => undefined);
+      log(`fake Kubernetes API server ${k8s.fake.url}: ${podUrls.length} pods in namespace ${K8S_NAMESPACE}, watches faulted on a seeded schedule`);
+    }
     const otherSalt = weightsSalt(DEFAULT_MODEL_PATH, OTHER_WEIGHT_VERSION);
     const workerUrls = refs.map((r) => r.url);
     const incrementalByUrl = new Map(refs.map((r) => [r.url, r.incremental]));
@@ -442,8 +479,29 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const cutMs = neverReaderCutMs({ firstTokenTimeoutMs: probeConfig.firstTokenTimeoutMs! }, o.clientWriteTimeoutMs);
     const keepAliveBurst = TRAFFIC_DEFAULTS.keepAliveBurst;
     const maxConcurrentRequests = o.concurrency * 4 + (o.clients ? keepAliveBurst + Math.ceil(cutMs / 3000) + 1 : 0) + 8;
-    const routerConfig = campaignRouterConfig(workerUrls, traceFile, adminToken, { clientWriteTimeoutMs: o.clientWriteTimeoutMs, maxConcurrentRequests });
-    router = await startRouterProcess(routerConfig);
+    const routerConfig = campaignRouterConfig(workerUrls.filter((u) => !podUrls.includes(u)), traceFile, adminToken, { clientWriteTimeoutMs: o.clientWriteTimeoutMs, maxConcurrentRequests });
+    if (k8s) {
+      Object.assign(routerConfig, {
+        serviceDiscovery: true,
+        selector: Object.entries(K8S_LABELS).map(([k, v]) => `${k}=${v}`),
+        serviceDiscoveryPort: Number(new URL(podUrls[0]!).port),
+        serviceDiscoveryNamespace: K8S_NAMESPACE,
+        serviceDiscoveryRelistMs: K8S_RELIST_MS,
+        serviceDiscoveryWatchdogMs: K8S_WATCHDOG_MS,
+        drainMarginMs: 1_000,
+      });
+      // The router process inherits the environment: its kubeconfig is the fake's.
+      const prev = process.env.KUBECONFIG;
+      process.env.KUBECONFIG = k8s.fake.writeKubeconfig(join(dir, 'kubeconfig'), K8S_NAMESPACE);
+      try {
+        router = await startRouterProcess(routerConfig);
+      } finally {
+        if (prev === undefined) delete process.env.KUBECONFIG;
+        else process.env.KUBECONFIG = prev;
+      }
+    } else {
+      router = await startRouterProcess(routerConfig);
+    }
     const url = router.url;
     // Probed: streaming mode known, and each worker's format detected as the one it speaks.
     const ready = await waitFor(async () => {
@@ -469,6 +527,13 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     const t0 = Date.now();
     const tEnd = t0 + durationMs;
     injector.start(plan, t0);
+    if (k8s) {
+      const indexOf = (u: string) => refs.findIndex((r) => r.url === u);
+      const podIdx = new Set(podUrls.map(indexOf));
+      k8s.gate = { hold: (u) => injector.hold(indexOf(u)), release: (u) => injector.release(indexOf(u)), out: () => [...injector.busyWorkers()].filter((i) => podIdx.has(i)).length };
+      k8s.health = async (u) => ((await adminJson(url, '/workers', adminToken)) as { workers: { url: string; health: string }[] }).workers.find((w) => w.url === u)?.health;
+      k8s.run(o.seed, t0, tEnd);
+    }
     let next = 0;
     let inFlight = 0;
     let routerDied = false;
@@ -609,6 +674,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     };
     await Promise.all([...Array.from({ length: o.concurrency }, loop), ...(o.clients ? [keepAlive()] : []), ...(sglangClients ? [neverReaders()] : [])]);
     const tTrafficEnd = Date.now();
+    await k8s?.finish();
     clearInterval(sampler);
     clearInterval(progress);
     clearInterval(watcher);
@@ -637,6 +703,30 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     }, 10_000);
     if (routerInFlight !== 0) violate('in_flight', `router in-flight gauge is ${routerInFlight} after the campaign`);
     if (routerWorkersInFlight !== 0) violate('in_flight', `router counts ${routerWorkersInFlight} attempts in flight on workers after the campaign`);
+    // --- Kubernetes: the router's discovered workers against the pods, within a re-list -----------
+    let k8sReport: CampaignReport['k8s'] = null;
+    if (k8s && router.alive()) {
+      const settleFrom = Date.now();
+      type Row = { url: string; discovery?: unknown };
+      let stale = -1;
+      let handAddedTouched = 0;
+      const disagreement = async () => {
+        const body = (await adminJson(url, '/workers', adminToken)) as { workers: Row[] };
+        const truth = k8s!.truth();
+        const discovered = new Set(body.workers.filter((w) => w.discovery).map((w) => w.url));
+        stale = [...discovered].filter((u) => !truth.has(u)).length + [...truth].filter((u) => !discovered.has(u)).length;
+        // The other-weights worker was given with --worker: discovery must leave it as it is.
+        handAddedTouched = workerUrls.filter((u) => !podUrls.includes(u)).filter((u) => !body.workers.some((w) => w.url === u && !w.discovery)).length;
+        return stale === 0;
+      };
+      // Bound: a re-list period and the watchdog, plus the longest backoff after failed watches (30 s).
+      await waitFor(disagreement, K8S_RELIST_MS + K8S_WATCHDOG_MS + 30_000 + 5_000);
+      const settleMs = Date.now() - settleFrom;
+      if (stale !== 0) violate('stale_workers', `${stale} workers disagree with the pods ${settleMs} ms after the last pod change (discovery missed a change)`);
+      if (handAddedTouched !== 0) violate('hand_added', `${handAddedTouched} hand-added workers were changed or removed by discovery`);
+      k8sReport = { pods: podUrls.length, deletions: k8s.deletions, evictions: k8s.evictions, skipped: k8s.skipped, watchFaults: k8s.watchFaults + k8s.fake.counts.watchFaults, lists: k8s.fake.counts.list, watches: k8s.fake.counts.watch, staleWorkers: stale, settleMs, lateDrains: 0, drainLagMs: [], handAddedTouched };
+      for (const e of k8s.errors) violate('k8s_schedule', `pod schedule: ${e}`);
+    }
     if (simInFlight !== 0) violate('in_flight', `workers still run ${simInFlight} generations after the campaign (upstream attempts leaked)`);
 
     // --- memory ------------------------------------------------------------------------------
@@ -675,9 +765,19 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     // (threshold x interval, each up to its timeout) before a returning worker is taken back.
     const graceMs = routerConfig.circuitOpenMs! + routerConfig.healthFailureThreshold! * (routerConfig.healthIntervalMs! + routerConfig.healthTimeoutMs!) + 1000;
     const attemptRowList = rows.filter((r): r is AttemptRow => r.kind === 'attempt');
-    const faultWindows = injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end, kind: w.kind }));
+    const faultWindows = [
+      ...injector.windows.map((w) => ({ url: refs[w.worker]!.url, start: w.start, end: w.end, kind: w.kind })),
+      // A deleted or evicted pod: its worker going away and its process killed are faults too.
+      ...(k8s?.windows ?? []).map((w) => ({ url: w.url, start: w.start, end: w.end, kind: 'kill' as const })),
+    ];
     // What a fault on a worker may still cause after it is cleared (verify.ts faultAftermathMs).
     const aftermathMs = faultAftermathMs({ interTokenTimeoutMs: routerConfig.interTokenTimeoutMs!, healthIntervalMs: routerConfig.healthIntervalMs!, healthTimeoutMs: routerConfig.healthTimeoutMs! });
+    if (k8s && k8sReport) {
+      const d = drainViolations(k8s.windows, attemptRowList, 1_000);
+      for (const v of d.violations) violate('drain', v);
+      k8sReport.lateDrains = d.lateDrains;
+      k8sReport.drainLagMs = d.drainLagMs;
+    }
     const ctx = {
       migrationLimit: routerConfig.migrationLimit!,
       incrementalByUrl,
@@ -882,6 +982,7 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     }
     return {
       options: o,
+      k8s: k8sReport,
       clients,
       benchings: { total: benchings.length, explained: benchings.length - benchedByClient.length, aftermathMs, eventStreamInterruptions: workerEvents.interruptions },
       routerConfig: { ...routerConfig, adminToken: '(set, redacted)', traceFile: '(temporary file)', workers: workerUrls },
@@ -957,6 +1058,8 @@ export async function runCampaign(opts: CampaignOptions): Promise<CampaignReport
     await Promise.all(proxies.map((p) => p.close().catch(() => undefined)));
     await router?.stop().catch(() => undefined);
     await Promise.all(clusters.map((c) => c.stop().catch(() => undefined)));
+    await k8s?.finish().catch(() => undefined);
+    await k8s?.close().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -40,7 +40,25 @@ export class FaultInjector {
 
   constructor(private readonly workers: readonly WorkerRef[]) {}
 
-  /** Arm every planned fault relative to `t0`. */
+  /**
+   * Takes a worker out of the plan's reach while another schedule (chaos/k8s.ts: a pod deleted or
+   * evicted) has it; false when a fault has it now. `busyCount` is how many are out either way.
+   */
+  hold(worker: number): boolean {
+    if (this.busy.has(worker)) return false;
+    this.busy.add(worker);
+    return true;
+  }
+
+  release(worker: number): void {
+    this.busy.delete(worker);
+  }
+
+  busyWorkers(): ReadonlySet<number> {
+    return this.busy;
+  }
+
+    /** Arm every planned fault relative to `t0`. */
   start(plan: readonly PlannedFault[], t0: number): void {
     for (const f of plan) {
       const timer = setTimeout(() => this.launch(f), Math.max(0, t0 + f.at - Date.now()));

@@ -81,6 +81,14 @@ export function formatSummary(r: CampaignReport): string {
   if (r.violations.length > 0) {
     lines.push('', `first ${r.violations.length} violations:`, ...r.violations.map((v) => `  - ${v}`));
   }
-  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed}${fmt === 'sglang' ? '' : ` --format ${fmt}`} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}${o.clientWriteTimeoutMs !== 3000 ? ` --client-write-timeout-ms ${o.clientWriteTimeoutMs}` : ''}${o.clients ? '' : ' --no-clients'}`);
+  if (r.k8s) {
+    const k = r.k8s;
+    const lag = k.drainLagMs.length ? ` (delete to draining: median ${[...k.drainLagMs].sort((a, b) => a - b)[Math.floor(k.drainLagMs.length / 2)]} ms, max ${Math.max(...k.drainLagMs)} ms)` : '';
+    lines.push('', `kubernetes: ${k.pods} pods, ${k.deletions} deleted with a grace, ${k.evictions} evicted (${k.skipped} skipped: a pod was out already), ${k.watchFaults} watch faults; ${k.lists} lists, ${k.watches} watches`,
+      `drains the router learned of in time: ${k.drainLagMs.length}${lag}; too late (a watch broken on purpose): ${k.lateDrains}`,
+      `hand-added workers touched by discovery: ${k.handAddedTouched}`,
+      `stale workers at the end: ${k.staleWorkers} (settled in ${k.settleMs} ms)`);
+  }
+  lines.push('', `workers benched by a client's mistake: ${r.benchedByClient}`, r.violationCount === 0 ? 'PASS: zero violations' : `FAIL: ${r.violationCount} violations`, `replay: baton chaos --seed ${o.seed}${fmt === 'sglang' ? '' : ` --format ${fmt}`}${o.discovery === 'k8s' ? ' --discovery k8s' : ''} --duration ${o.durationS} --workers ${o.workers} --concurrency ${o.concurrency} --fault-rate ${o.faultRate} --token-interval-ms ${o.tokenIntervalMs}${o.clientWriteTimeoutMs !== 3000 ? ` --client-write-timeout-ms ${o.clientWriteTimeoutMs}` : ''}${o.clients ? '' : ' --no-clients'}`);
   return lines.join('\n');
 }

@@ -11,6 +11,10 @@ import { spansProblem, spansStart } from './vllm-client.ts';
 
 /** Error kinds after which migration.md says an admitted request migrates. */
 const MIGRATABLE = new Set(['connect', 'http_5xx', 'stream_broken', 'stalled', 'first_token_timeout', 'engine_abort', 'protocol', 'weights_changed']);
+/** An attempt that ended so that its request moves on: a migratable failure, or a drain's move off a going worker. */
+function movedOn(a: AttemptRow): boolean {
+  return (a.outcome === 'failed' && MIGRATABLE.has(a.error_kind ?? '')) || (a.outcome === 'drained' && a.error_kind === 'drain');
+}
 
 /** Error kinds that are the request's own fault: passed to the client, never migrated, never blamed. */
 export const CLIENT_FAULT = new Set(['validation', 'http_4xx']);
@@ -376,7 +380,7 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
         v.push(`bad request: the client got "${msg.slice(0, 120)}" but no attempt was refused`);
       }
       if (rec.admitted) {
-        const bad = atts.find((a) => a.outcome !== 'failed' || !MIGRATABLE.has(a.error_kind ?? ''));
+        const bad = atts.find((a) => !movedOn(a));
         if (bad) v.push(`an admitted request failed after an attempt that did not fail migratably (${bad.outcome}/${bad.error_kind})`);
         const exhausted = /migration exhausted/i.test(msg) && row.attempts === ctx.migrationLimit + 1;
         // "No worker left" is honest only if every worker this request did not try was out, for a
@@ -407,7 +411,7 @@ export function judgeTrace(rec: RequestRecord, rows: RowsOfRequest | undefined, 
 export function judgeRefusal(rec: RequestRecord, atts: readonly AttemptRow[], last: AttemptRow, ctx: TraceContext): string[] {
   const v: string[] = [];
   const msg = rec.errorMessage ?? '';
-  const before = atts.filter((a) => a !== last).find((a) => a.outcome !== 'failed' || !MIGRATABLE.has(a.error_kind ?? ''));
+  const before = atts.filter((a) => a !== last).find((a) => !movedOn(a));
   if (before) v.push(`refusal: attempt ${before.attempt} before the refused one did not fail migratably (${before.outcome}/${before.error_kind})`);
   if (rec.bad) {
     if (!vocabRefusal(rec.format).test(msg)) v.push(`bad request: the client got "${msg.slice(0, 120)}", not the worker's refusal`);

@@ -41,6 +41,10 @@ options:
   --client-write-timeout-ms T
                          the router's client write timeout in the campaign (default 3000;
                          passed only to a router that has the setting)
+  --discovery k8s        the SGLang workers are pods of an in-process fake Kubernetes API server
+                         on 127.0.0.11, .12, ... found by --service-discovery; adds pod
+                         deletions with a grace (drained, then killed), evictions and watch
+                         faults; the verdict adds drains and stale workers (docs/kubernetes.md)
   --no-clients           leave out the clients above (unknown keys, stream_interval,
                          never-reading clients, keep-alive bursts)
   --json                 print the report as JSON instead of the table
@@ -62,6 +66,7 @@ export async function run(argv: string[]): Promise<void> {
     'max-new-tokens': { type: 'string' },
     'client-write-timeout-ms': { type: 'string' },
     'no-clients': { type: 'boolean' },
+    discovery: { type: 'string' },
     json: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'keep-dir': { type: 'string' },
@@ -87,7 +92,9 @@ export async function run(argv: string[]): Promise<void> {
     maxNewTokens: intFlag('max-new-tokens', v['max-new-tokens'], 128, 1),
     clientWriteTimeoutMs: intFlag('client-write-timeout-ms', v['client-write-timeout-ms'], 3000, 1),
     clients: !(v['no-clients'] ?? false),
+    discovery: v.discovery === undefined ? ('none' as const) : v.discovery === 'k8s' ? ('k8s' as const) : (() => { throw new UsageError(`--discovery must be k8s, got '${v.discovery}'`); })(),
   };
+  if (opts.discovery === 'k8s' && format !== 'sglang') throw new UsageError('--discovery k8s runs SGLang workers only: leave out --format or use --format sglang');
   // Loaded here so that `baton chaos --help` and option errors need not load the simulator.
   const { runCampaign } = await import('../chaos/campaign.ts');
   const { formatSummary } = await import('../chaos/summary.ts');

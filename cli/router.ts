@@ -58,6 +58,14 @@ const HELP = `usage: baton router [options]
   --gc-scavenge serial|parallel
                                V8's young-generation GC on the main thread only (default
                                serial: cheaper beside a busy host's load) or with helper threads
+  --service-discovery          discover workers from Kubernetes (docs/kubernetes.md)
+  --selector K=V               label a worker pod carries (repeatable; pods mode)
+  --service-discovery-port P   workers' port on a pod (default 8000; annotation baton.dev/port)
+  --service-discovery-namespace NS  namespace to watch (default: all)
+  --service-discovery-mode pods|endpointslices
+  --service-discovery-service NAME  the Service whose EndpointSlices list the workers
+  --service-discovery-relist-ms T   full re-list period (default 60000)
+  --service-discovery-watchdog-ms T a watch open this long past its timeout is stuck (default 10000)
   --worker-file PATH           a YAML list of workers, watched and re-read: URLs or
                                {url, format?, name?, drain_grace_ms?} (docs/configuration.md)
   --worker-file-interval-ms T  re-read the worker file every T ms besides its change
@@ -109,6 +117,14 @@ const OPTIONS = {
   'reasoning-parser': { type: 'string' },
   'reasoning-field': { type: 'string' },
   'gc-scavenge': { type: 'string' },
+  'service-discovery': { type: 'boolean' },
+  selector: { type: 'string', multiple: true },
+  'service-discovery-port': { type: 'string' },
+  'service-discovery-namespace': { type: 'string' },
+  'service-discovery-mode': { type: 'string' },
+  'service-discovery-service': { type: 'string' },
+  'service-discovery-relist-ms': { type: 'string' },
+  'service-discovery-watchdog-ms': { type: 'string' },
   'worker-file': { type: 'string' },
   'worker-file-interval-ms': { type: 'string' },
   'drain-grace-ms': { type: 'string' },
@@ -157,6 +173,14 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         reasoningParser: v['reasoning-parser'],
         reasoningField: v['reasoning-field'],
         gcScavenge: v['gc-scavenge'],
+        serviceDiscovery: v['service-discovery'],
+        selector: v.selector,
+        serviceDiscoveryPort: v['service-discovery-port'],
+        serviceDiscoveryNamespace: v['service-discovery-namespace'],
+        serviceDiscoveryMode: v['service-discovery-mode'],
+        serviceDiscoveryService: v['service-discovery-service'],
+        serviceDiscoveryRelistMs: v['service-discovery-relist-ms'],
+        serviceDiscoveryWatchdogMs: v['service-discovery-watchdog-ms'],
         workerFile: v['worker-file'],
         workerFileIntervalMs: v['worker-file-interval-ms'],
         drainGraceMs: v['drain-grace-ms'],

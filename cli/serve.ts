@@ -3,7 +3,7 @@
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
-import { ConfigError } from '../router/config.ts';
+import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
 
 const HELP = `usage: baton serve [options]
 
@@ -16,6 +16,9 @@ const HELP = `usage: baton serve [options]
   --migration-limit N    migrations per request (default 3; 0 = off)
   --policy NAME          routing policy (default least_inflight)
   --token-interval-ms T  simulated workers' time between tokens (default 20)
+  --config FILE          router settings from a YAML file (docs/configuration.md), e.g. Kubernetes
+                         discovery (docs/kubernetes.md); host, port, workers and the admin token
+                         stay this command's (the dashboard is meant for loopback)
   --sim-format F         the simulated workers' wire format: sglang (default), vllm, or mixed;
                          openai: SGLang workers on a real tokenizer (Qwen3's, bundled), the
                          router's OpenAI front (/v1/chat/completions) and chat traffic
@@ -36,7 +39,21 @@ const OPTIONS = {
   policy: { type: 'string' },
   'token-interval-ms': { type: 'string' },
   'sim-format': { type: 'string' },
+  config: { type: 'string' },
 } as const;
+
+/** The file's router settings (with BATON_* over them), less what `baton serve` decides itself. */
+export function routerSettings(file: string): Partial<RouterConfig> {
+  let cfg: RouterConfig;
+  try {
+    cfg = loadConfig({ file, env: process.env });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const { host: _h, port: _p, workers: _w, adminToken: _a, ...rest } = cfg;
+  return rest;
+}
 
 export async function run(argv: string[]): Promise<void> {
   const v = parseFlags(argv, OPTIONS);
@@ -58,6 +75,7 @@ export async function run(argv: string[]): Promise<void> {
     ...(v.policy !== undefined ? { policy: v.policy } : {}),
     ...(v['token-interval-ms'] !== undefined ? { simTokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20) } : {}),
     ...(simFormat !== undefined ? { simFormat } : {}),
+    ...(v.config !== undefined ? { router: routerSettings(v.config) } : {}),
   };
   const { sim, traffic } = resolveAppOptions(opts);
   try {

@@ -55,6 +55,8 @@ export interface AppOptions {
   simFormat?: SimFormatChoice;
   /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
   staticRoot?: string | null;
+  /** Router settings beside the ones above (`baton serve --config`: Kubernetes discovery, drains). */
+  router?: Partial<RouterConfig>;
   deps?: Partial<AppDeps>;
 }
 
@@ -106,6 +108,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
       cleanups.push(() => started.stop());
     }
     const router = await deps.startRouter({
+      ...opts.router,
       host: opts.host ?? '127.0.0.1',
       // Without a port the router's default applies (30080), so scripts can find it.
       ...(opts.port !== undefined ? { port: opts.port } : {}),

@@ -89,6 +89,21 @@ export interface RouterConfig {
   reasoningField: string;
   /** V8's scavenges on the main thread only (`serial`) or with helper threads (router/gc.ts). */
   gcScavenge: GcScavenge;
+  /** Discover workers from Kubernetes (docs/kubernetes.md); the SGLang gateway's flag names. */
+  serviceDiscovery: boolean;
+  /** Pod label selector terms `k=v`, ANDed (repeatable, or comma-separated). */
+  selector: string[];
+  /** Workers' port on a discovered pod (the `baton.dev/port` annotation overrides it). */
+  serviceDiscoveryPort: number;
+  /** Null: every namespace (needs a ClusterRole). */
+  serviceDiscoveryNamespace: string | null;
+  /** `pods` (label selector) or `endpointslices` (of --service-discovery-service). */
+  serviceDiscoveryMode: 'pods' | 'endpointslices';
+  serviceDiscoveryService: string | null;
+  /** Full re-list period; each watch asks the API server to end it after this long. */
+  serviceDiscoveryRelistMs: number;
+  /** A watch still open this long after its timeoutSeconds is stuck: aborted, state `stale`. */
+  serviceDiscoveryWatchdogMs: number;
   /**
    * A YAML file of workers, watched and re-read (router/discovery/file-source.ts): a list of URLs
    * or of `{url, format?, name?, drain_grace_ms?}`. Null: none.
@@ -148,6 +163,14 @@ export const DEFAULTS: RouterConfig = {
   reasoningParser: null,
   reasoningField: 'reasoning_content',
   gcScavenge: 'serial',
+  serviceDiscovery: false,
+  selector: [],
+  serviceDiscoveryPort: 8000,
+  serviceDiscoveryNamespace: null,
+  serviceDiscoveryMode: 'pods',
+  serviceDiscoveryService: null,
+  serviceDiscoveryRelistMs: 60_000,
+  serviceDiscoveryWatchdogMs: 10_000,
   workerFile: null,
   workerFileIntervalMs: 5_000,
   drainGraceMs: 30_000,
@@ -187,6 +210,22 @@ const NULLABLE_KEYS: ReadonlySet<string> = new Set([
 function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   const d = DEFAULTS[key];
   const bad = (what: string) => new ConfigError(`${where}: ${NAMES[key].flag} ${what}, got ${JSON.stringify(value)}`);
+  if (typeof d === 'boolean') {
+    if (value === true || value === 'true' || value === '1') return true;
+    if (value === false || value === 'false' || value === '0') return false;
+    throw bad('must be true or false');
+  }
+  if (key === 'selector') {
+    const list = Array.isArray(value) ? value.flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : typeof value === 'string' ? value.split(',') : null;
+    const terms = list?.map((t) => (typeof t === 'string' ? t.trim() : t)).filter((t) => t !== '');
+    if (!terms || !terms.every((t) => typeof t === 'string' && /^[\w./-]+=[\w.-]*$/.test(t))) throw bad('must be label terms key=value');
+    return terms as string[];
+  }
+  if (key === 'serviceDiscoveryNamespace' || key === 'serviceDiscoveryService') {
+    if (value === null || value === '' || value === undefined) return null;
+    if (typeof value !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) throw bad('must be a Kubernetes name (lowercase letters, digits, -)');
+    return value;
+  }
   if (key === 'workers' || key === 'tokenizers') {
     const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
@@ -227,12 +266,13 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   if (key === 'policy' && !(POLICY_NAMES as readonly string[]).includes(value)) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
   if (key === 'gcScavenge' && !(GC_SCAVENGE_MODES as readonly string[]).includes(value)) throw bad(`must be one of ${GC_SCAVENGE_MODES.join(', ')}`);
   if (key === 'reasoningField' && value !== 'reasoning_content' && value !== 'reasoning') throw bad('must be one of reasoning_content, reasoning');
+  if (key === 'serviceDiscoveryMode' && value !== 'pods' && value !== 'endpointslices') throw bad('must be pods or endpointslices');
   return value;
 }
 
 /** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
-  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [] };
+  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [] };
   const set = (k: Key, v: unknown, where: string) => {
     (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
   };
@@ -260,6 +300,12 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
   }
   for (const [k, v] of Object.entries(opts.flags ?? {})) {
     if (v !== undefined) set(k as Key, v, 'command line');
+  }
+  if (cfg.serviceDiscovery) {
+    if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');
+    if (cfg.serviceDiscoveryMode === 'endpointslices' && !cfg.serviceDiscoveryService) throw new ConfigError('service-discovery: endpointslices mode needs --service-discovery-service NAME');
+    if (cfg.serviceDiscoveryPort < 1 || cfg.serviceDiscoveryPort > 65535) throw new ConfigError('service-discovery-port must be a port number');
+    if (cfg.serviceDiscoveryRelistMs < 1000) throw new ConfigError('service-discovery-relist-ms must be at least 1000 (a watch\'s timeoutSeconds is whole seconds)');
   }
   return cfg;
 }
