@@ -1,4 +1,5 @@
 // `baton bench`: what Baton costs next to direct calls, a bare Node proxy and nginx (issue 6).
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { intFlag, parseFlags, UsageError } from './args.ts';
@@ -38,7 +39,9 @@ options:
   --only LIST              comma-separated subset of W1,W2,W3,W4,openai,openai-parsers (openai:
                            the OpenAI front's row, CPU per streamed token against the native
                            path; openai-parsers: chat with --tool-call-parser and
-                           --reasoning-parser against chat without; both after the workloads)
+                           --reasoning-parser against chat without; both after the workloads;
+                           cache: bench/cache.ts, cache-aware routing's W5, W1 by policy and
+                           W4S, only when named, e.g. --only cache --quick)
   --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
   --layout L               shared, pinned or both (default both): shared, every process on every
                            CPU; pinned, the proxy under test alone on CPU 1 and the workers, the
@@ -58,8 +61,12 @@ options:
 
 const TARGETS: TargetName[] = ['direct', 'bare', 'nginx', 'baton'];
 const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
-/** `--only` also names the OpenAI front's row (bench/openai.ts), which runs after the workloads. */
-const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers'] as const;
+/**
+ * `--only` also names the OpenAI front's rows (bench/openai.ts, bench/openai-parsers.ts), which
+ * run after the workloads, and `cache` (bench/cache.ts: W5, W1 by policy, W4S), which runs last
+ * and only when named: its own processes, tables and verdicts.
+ */
+const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache'] as const;
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
@@ -71,7 +78,7 @@ function listFlag<T extends string>(name: string, value: string | undefined, all
   return allowed.filter((a) => items.includes(a));
 }
 
-export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean }) | null {
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean }) | null {
   const v = parseFlags(argv, {
     quick: { type: 'boolean' },
     workers: { type: 'string' },
@@ -133,9 +140,10 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     w4IntervalMs: intFlag('w4-interval-ms', v['w4-interval-ms'], 5, 1),
     w4BudgetMs: intFlag('w4-budget-ms', v['w4-budget-ms'], quick ? 25_000 : 130_000, 2000),
     targets,
-    workloads: listFlag('only', v.only, [...ONLY_NAMES]).filter((w): w is BaseWorkloadName => w !== 'openai' && w !== 'openai-parsers'),
+    workloads: listFlag('only', v.only, [...ONLY_NAMES]).filter((w): w is BaseWorkloadName => (WORKLOADS as string[]).includes(w)),
     openai: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai'),
     openaiParsers: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai-parsers'),
+    cache: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('cache'),
     formats,
     compareRefs,
     // A 5 % difference between builds needs the JIT settled (Baton's cost per request halves over
@@ -209,4 +217,16 @@ export async function run(argv: string[]): Promise<void> {
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   process.off('SIGHUP', onSignal);
+  if (opts.cache) await runCacheBench(opts.quick);
+}
+
+/** bench/cache.ts in its own process (it is a script: its flags, tables and verdict lines). */
+async function runCacheBench(quick: boolean): Promise<void> {
+  const script = fileURLToPath(new URL('../bench/cache.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, ...(quick ? ['--quick'] : [])], { stdio: 'inherit' });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) {
+    console.error(`baton bench: bench/cache.ts exited with ${code}`);
+    process.exitCode = 1;
+  }
 }
