@@ -206,33 +206,46 @@ export function RequestDetail({ id }: { id: string }) {
       <h3>Attempts</h3>
       <table className="grid attempts" data-testid="attempts-table">
         <thead>
-          <tr><th>#</th><th>worker</th><th>started</th><th>TTFT</th><th>replayed</th><th>cached</th><th>produced</th><th>budget</th><th>outcome</th><th>why this worker</th></tr>
+          <tr><th>#</th><th>worker</th><th>started</th><th>TTFT</th><th>replayed</th><th>produced</th><th>budget</th><th>outcome</th></tr>
         </thead>
-        {r.attempts.map((a) => (
-          <tbody key={a.attempt}>
-            <tr data-testid="attempt-row" data-worker={a.worker} data-tokens={a.tokens} data-replayed={a.replayed} className={a.error || a.errorKind ? 'has-error' : ''}>
-              <td>{a.attempt}</td>
-              <td title={a.worker}><span className="swatch" style={{ background: workers.colorOf(a.worker) }} />{workers.label(a.worker)}</td>
-              <td title={`${fmtIso(a.startedAt)} · ${a.startedAt}`}>{fmtClock(a.startedAt)}</td>
-              <td>{fmtMs(a.ttftMs)}</td>
-              <td>{a.replayed}</td>
-              <td data-testid="attempt-cached" title="prompt tokens the worker found in its prefix cache (cached_tokens)">{a.row?.cached_tokens ?? '—'}</td>
-              <td>{a.tokens}</td>
-              <td>{a.budgetBefore ?? '—'} → {a.budgetAfter ?? (a.outcome === 'running' ? '…' : '—')}</td>
-              <td className={a.outcome === 'failed' ? 'health-dead' : a.outcome === 'finished' ? 'health-healthy' : ''}>{a.outcome}</td>
-              <td data-testid="attempt-placement" title={a.row?.placement_prefix !== null && a.row?.placement_prefix !== undefined ? `the policy believed ${a.row.placement_prefix} tokens of the prefix were cached there` : 'the policy (least_inflight, round_robin, power_of_two) chooses by load or in turn'}>{a.row?.placement_reason ?? (a.row ? 'by load / in turn' : '…')}</td>
-            </tr>
-            {(a.error || a.errorKind) && (
-              <tr className="error-line">
-                <td colSpan={10} data-testid="attempt-error">
-                  <span className="error-kind">{a.errorKind ?? 'error'}</span>
-                  {a.error && <span className="error-text">{a.error}</span>}
-                  {a.row?.error_evidence && <span className="error-evidence">read from: {a.row.error_evidence}</span>}
-                </td>
+        {r.attempts.map((a) => {
+          const failed = Boolean(a.error || a.errorKind);
+          // What the worker found cached and why the policy chose it, on a line of its own: two more
+          // columns would not fit the panel at 1024 px. Known once the attempt's trace row is.
+          const placed = a.row ? (a.row.placement_reason ?? 'by load / in turn') : null;
+          return (
+            <tbody key={a.attempt}>
+              <tr data-testid="attempt-row" data-worker={a.worker} data-tokens={a.tokens} data-replayed={a.replayed} className={failed ? 'has-error' : placed !== null ? 'has-lines' : ''}>
+                <td>{a.attempt}</td>
+                <td title={a.worker}><span className="swatch" style={{ background: workers.colorOf(a.worker) }} />{workers.label(a.worker)}</td>
+                <td title={`${fmtIso(a.startedAt)} · ${a.startedAt}`}>{fmtClock(a.startedAt)}</td>
+                <td>{fmtMs(a.ttftMs)}</td>
+                <td>{a.replayed}</td>
+                <td>{a.tokens}</td>
+                <td>{a.budgetBefore ?? '—'} → {a.budgetAfter ?? (a.outcome === 'running' ? '…' : '—')}</td>
+                <td className={a.outcome === 'failed' ? 'health-dead' : a.outcome === 'finished' ? 'health-healthy' : ''}>{a.outcome}</td>
               </tr>
-            )}
-          </tbody>
-        ))}
+              {placed !== null && (
+                <tr className={failed ? 'placement-line has-lines' : 'placement-line'}>
+                  <td colSpan={8}>
+                    <span data-testid="attempt-cached" title="prompt tokens the worker found in its prefix cache (cached_tokens)">cached {a.row?.cached_tokens ?? '—'}</span>
+                    {' · '}
+                    <span data-testid="attempt-placement" title={a.row?.placement_prefix !== null && a.row?.placement_prefix !== undefined ? `the policy believed ${a.row.placement_prefix} tokens of the prefix were cached there` : 'the policy (least_inflight, round_robin, power_of_two) chooses by load or in turn'}>placed: {placed}</span>
+                  </td>
+                </tr>
+              )}
+              {failed && (
+                <tr className="error-line">
+                  <td colSpan={8} data-testid="attempt-error">
+                    <span className="error-kind">{a.errorKind ?? 'error'}</span>
+                    {a.error && <span className="error-text">{a.error}</span>}
+                    {a.row?.error_evidence && <span className="error-evidence">read from: {a.row.error_evidence}</span>}
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          );
+        })}
       </table>
       {r.error && <p className="health-dead error-text" data-testid="request-error">{r.error}</p>}
 
