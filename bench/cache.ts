@@ -86,10 +86,10 @@ async function generate(pool: Pool, body: object): Promise<{ ok: boolean; ttftMs
       if (ttft === 0) ttft = performance.now() - t0;
       text += (chunk as Buffer).toString('utf8');
     }
-    if (res.statusCode !== 200) return { ok: false, ttftMs: ttft, output: [], cached: 0, error: `status ${res.statusCode}: ${text.slice(0, 200)}` };
+    if (res.statusCode !== 200) return { ok: false, ttftMs: ttft, output: [], cached: 0, error: `status ${res.statusCode}: ${text.slice(0, 600)}` };
     const frames = text.split('\n\n').filter((f) => f.startsWith('data: {'));
     const last = JSON.parse(frames[frames.length - 1]!.slice(6)) as { output_ids?: number[]; meta_info?: { cached_tokens?: number }; error?: unknown };
-    if (!last.output_ids) return { ok: false, ttftMs: ttft, output: [], cached: 0, error: JSON.stringify(last).slice(0, 200) };
+    if (!last.output_ids) return { ok: false, ttftMs: ttft, output: [], cached: 0, error: JSON.stringify(last).slice(0, 600) };
     return { ok: true, ttftMs: ttft, output: last.output_ids, cached: last.meta_info?.cached_tokens ?? 0 };
   } catch (err) {
     return { ok: false, ttftMs: ttft, output: [], cached: 0, error: (err as Error).message };
@@ -280,18 +280,25 @@ interface GapRow {
 
 /** W5's conversations while workers die: the continuations' first-token delays, with and without placement. */
 async function runW4S(group: ProcessGroup): Promise<GapRow[]> {
-  const cluster = await startCluster({ workers: W5.workers, maxTotalTokens: W5.cacheTokens, prefillUsPerToken: W5.prefillUs, tokenIntervalMs: 8, serialPrefill: true });
   const rows: GapRow[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'baton-cache-bench-'));
   const kills = quick ? 12 : 24;
+  let cluster: SimCluster | null = null;
   try {
-    const urls = cluster.workers().map((w) => w.url);
     for (const placement of [true, false]) {
-      await flushAll(cluster);
+      // A fresh cluster per part: the second part on the first's killed-and-restarted workers
+      // failed ~130 turns with "no worker left" whichever part ran second, which made the order,
+      // not the placement, decide the comparison.
+      const c = await startCluster({ workers: W5.workers, maxTotalTokens: W5.cacheTokens, prefillUsPerToken: W5.prefillUs, tokenIntervalMs: 8, serialPrefill: true });
+      cluster = c;
+      const urls = c.workers().map((w) => w.url);
       const traceFile = join(dir, `trace-${placement}.jsonl`);
       // Balance thresholds at this run's scale (16 streams, not the gateway's batches of 64): a
       // hot system prompt spreads over several workers, so survivors hold it when one dies.
-      const router = await startBaton(group, urls, { flags: ['--policy', 'cache_aware', '--continuation-placement', String(placement), '--balance-abs-threshold', '2', '--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile] });
+      // The breaker reopens in 500 ms, not 10 s: a kill every 1.2 s over 4 workers otherwise keeps
+      // two of them open at once, and turns fail with "no worker left" (the breaker measured, not
+      // the placement).
+      const router = await startBaton(group, urls, { flags: ['--policy', 'cache_aware', '--continuation-placement', String(placement), '--balance-abs-threshold', '2', '--health-interval-ms', '100', '--bench-ms', '200', '--trace-file', traceFile], env: { BATON_CIRCUIT_OPEN_MS: '500' } });
       const pool = new Pool(router.urls[0]!, { connections: W5.concurrency });
       let stop = false;
       let done = 0;
@@ -300,9 +307,9 @@ async function runW4S(group: ProcessGroup): Promise<GapRow[]> {
         await new Promise((r) => setTimeout(r, 1500));
         for (let k = 0; k < kills && !stop; k++) {
           const i = k % W5.workers;
-          await cluster.kill(i);
+          await c.kill(i);
           await new Promise((r) => setTimeout(r, 300));
-          await cluster.restart(i);
+          await c.restart(i);
           done++;
           await new Promise((r) => setTimeout(r, 900));
         }
@@ -327,11 +334,14 @@ async function runW4S(group: ProcessGroup): Promise<GapRow[]> {
         errors: r.turns.filter((t) => !t.ok).length,
         kills: done,
       };
+      if (r.errors.length) say(`  errors: ${r.errors.join(' | ')}`);
       say(`  ${row.continuations} continuations: first token p50 ${row.ttftP50.toFixed(1)} ms p99 ${row.ttftP99.toFixed(1)} ms mean ${row.ttftMean.toFixed(1)} ms; cached ${row.cachedMean.toFixed(0)} of ${row.sentMean.toFixed(0)} tokens sent; ${row.errors} client errors`);
       rows.push(row);
+      cluster = null;
+      await c.stop();
     }
   } finally {
-    await cluster.stop();
+    await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   return rows;
