@@ -12,19 +12,11 @@ import type { WireFormat } from './format/types.ts';
 import { contextLengthFor, workerFormatFor } from './openai-workers.ts';
 import { OpenAiError, parseOpenAi, type OpenAiKind } from './format/openai/request.ts';
 import { resolveParsers, type ReasoningField } from './format/openai/parsers/index.ts';
-import { OPENAI_ERRORS, openAiOver, writeOpenAiError } from './format/openai/index.ts';
+import { NO_BODY, OPENAI_ERRORS, openAiOver, readOpenAiJson, writeOpenAiError } from './format/openai/index.ts';
 import { ChoiceGroup, fansOut, splitChoices } from './format/openai/fanout.ts';
 import { addTokenizeRoutes } from './format/openai/tokenize.ts';
 
 export { reportedModels } from './pool/worker-pool.ts';
-
-/** FastAPI's test for a JSON body: no content type, or application/json or application/*+json. */
-export function jsonContentType(ct: string | undefined): boolean {
-  if (ct === undefined || ct === '') return true;
-  const type = ct.split(';')[0]!.trim().toLowerCase();
-  const [main, sub] = type.split('/');
-  return main === 'application' && sub !== undefined && (sub === 'json' || sub.endsWith('+json'));
-}
 
 export { contextLengthFor } from './openai-workers.ts';
 
@@ -67,20 +59,8 @@ function addOpenAiRoutes(c: FrontContext): void {
     busy: (res) => writeOpenAiError(res, 503, 'router is at its limit of concurrent requests', null, { 'retry-after': '1' }),
     bodyError: (res, status, message) => writeOpenAiError(res, status, message, null, { connection: 'close' }),
     parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null {
-      if (!jsonContentType(req.headers['content-type'])) {
-        // FastAPI (vLLM's and SGLang's servers) reads a body as JSON only without a content type
-        // or under application/json or +json (fastapi/routing.py get_request_handler); any other
-        // body is bytes, which the request model refuses, and both servers answer 400.
-        writeOpenAiError(res, 400, `body: Input should be a valid dictionary or object to extract fields from (the content type is ${String(req.headers['content-type'])}; send application/json)`);
-        return null;
-      }
-      let json: unknown;
-      try {
-        json = JSON.parse(raw.toString('utf8'));
-      } catch (err) {
-        writeOpenAiError(res, 400, `the body is not JSON: ${(err as Error).message}`);
-        return null;
-      }
+      const json = readOpenAiJson(raw, req, res);
+      if (json === NO_BODY) return null;
       let oreq;
       try {
         oreq = parseOpenAi(kind, json, {

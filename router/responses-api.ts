@@ -7,7 +7,7 @@ import type { FrontContext } from './format/fronts.ts';
 import { requestIdHeaders, type Front, type Parsed } from './http/request-path.ts';
 import { reportedModels } from './pool/worker-pool.ts';
 import { OpenAiError } from './format/openai/request.ts';
-import { writeOpenAiError } from './format/openai/index.ts';
+import { NO_BODY, readOpenAiJson, writeOpenAiError } from './format/openai/index.ts';
 import { resolveParsers, type ReasoningField } from './format/openai/parsers/index.ts';
 import { parseResponses } from './format/openai/responses/request.ts';
 import { responsesOver } from './format/openai/responses/index.ts';
@@ -21,13 +21,8 @@ export function addResponsesFront(c: FrontContext): void {
     busy: (res) => writeOpenAiError(res, 503, 'router is at its limit of concurrent requests', null, { 'retry-after': '1' }),
     bodyError: (res, status, message) => writeOpenAiError(res, status, message, null, { connection: 'close' }),
     parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null {
-      let json: unknown;
-      try {
-        json = JSON.parse(raw.toString('utf8'));
-      } catch (err) {
-        writeOpenAiError(res, 400, `the body is not JSON: ${(err as Error).message}`);
-        return null;
-      }
+      const json = readOpenAiJson(raw, req, res);
+      if (json === NO_BODY) return null;
       let rreq;
       try {
         rreq = parseResponses(json, {

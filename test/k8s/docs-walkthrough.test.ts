@@ -96,7 +96,7 @@ describe('deploy/kubernetes manifests', () => {
   });
 });
 
-describe.skipIf(!HAVE_KUBECTL)('docs/kubernetes.md, run against the fake API server', () => {
+describe.skipIf(!HAVE_KUBECTL)(`docs/kubernetes.md, run against the fake API server${HAVE_KUBECTL ? '' : ' [SKIPPED: `kubectl version --client` failed; kubectl is the oracle: put kubectl on PATH to run these]'}`, () => {
   let fake: FakeApiServer;
   let kc: string;
   let cwd: string;

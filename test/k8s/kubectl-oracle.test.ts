@@ -42,7 +42,7 @@ export function jsonDocuments(text: string): unknown[] {
   return out;
 }
 
-describe.skipIf(!HAVE_KUBECTL)('the fake API server, seen by kubectl', () => {
+describe.skipIf(!HAVE_KUBECTL)(`the fake API server, seen by kubectl${HAVE_KUBECTL ? '' : ' [SKIPPED: `kubectl version --client` failed; kubectl is the oracle: put kubectl on PATH to run these]'}`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'baton-kubectl-'));
   let fake: FakeApiServer;
   let kc: string;

@@ -167,6 +167,12 @@ describe('POST /v1/responses through the SDK', () => {
     const stored = await client.responses.create({ model: MODEL, input: 'Say hello', store: true });
     expect(stored.status).toBe('completed');
   });
+
+  it('a JSON body under a form content type is a 400, as FastAPI reads it (bytes), like the other OpenAI routes', async () => {
+    const res = await fetch(`${router.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: JSON.stringify({ model: MODEL, input: 'x' }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain('the content type is application/x-www-form-urlencoded');
+  });
 });
 
 interface Answer {

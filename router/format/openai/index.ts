@@ -3,7 +3,7 @@
 // session.ts). Worker side: the worker format's own native request (its admission, continuation
 // body, abort and probe), read through its plain-token reader (`WireFormat.tokens`). Made per
 // request, because the worker format is the one whose workers serve the request's model.
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FormatRequest, WireFormat } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
 import { OpenAiSession, openAiError } from './session.ts';
@@ -54,4 +54,34 @@ export function openAiOver(native: WireFormat, oreq: OpenAiRequest): { format: W
     probe: native.probe,
   };
   return { format, request };
+}
+
+/** FastAPI's test for a JSON body: no content type, or application/json or application/*+json. */
+export function jsonContentType(ct: string | undefined): boolean {
+  if (ct === undefined || ct === '') return true;
+  const type = ct.split(';')[0]!.trim().toLowerCase();
+  const [main, sub] = type.split('/');
+  return main === 'application' && sub !== undefined && (sub === 'json' || sub.endsWith('+json'));
+}
+
+/** What readOpenAiJson returns once it has answered the client with a 400. */
+export const NO_BODY: unique symbol = Symbol('no body');
+
+/**
+ * The JSON body of an OpenAI route, as FastAPI under vLLM's and SGLang's servers reads it: as JSON
+ * only without a content type or under application/json or +json (fastapi/routing.py
+ * get_request_handler); any other body is bytes, which the request model refuses, and both
+ * servers answer 400. NO_BODY when it answered the 400 itself.
+ */
+export function readOpenAiJson(raw: Buffer, req: IncomingMessage, res: ServerResponse): unknown {
+  if (!jsonContentType(req.headers['content-type'])) {
+    writeOpenAiError(res, 400, `body: Input should be a valid dictionary or object to extract fields from (the content type is ${String(req.headers['content-type'])}; send application/json)`);
+    return NO_BODY;
+  }
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    writeOpenAiError(res, 400, `the body is not JSON: ${(err as Error).message}`);
+    return NO_BODY;
+  }
 }
