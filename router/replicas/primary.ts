@@ -1,8 +1,12 @@
 // The primary of `baton router --replicas N` (docs/replicas.md): N full routers on one port, each
 // with its own pool, breakers, trace ring and event bus; nothing shared on the request path.
 //
-// - Node 20: node:cluster. The primary owns the listening socket and hands connections to the
-//   replicas (round-robin, node:cluster's default on Linux).
+// - Node 20: node:cluster with SCHED_NONE: the replicas accept on the one listening socket the
+//   primary shares with them. Not node:cluster's round-robin default on Linux: there the primary
+//   accepts and hands each connection over IPC, and a connection handed to a replica that has just
+//   died is never answered nor closed (the handoff waits for a reply that never comes: the
+//   client hangs). With SCHED_NONE the kernel resets what the dead process had accepted and keeps
+//   the rest in the accept queue for the survivors, and no connection passes through the primary.
 // - Node >= 22.12 (and 23.1+), where `net.Server.listen` takes `reusePort`: independent processes,
 //   each binding the port with SO_REUSEPORT, so that the kernel spreads connections and no
 //   connection passes through the primary.
@@ -85,6 +89,7 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
   const pending = new Map<number, (m: unknown[] | null) => void>();
   let startup: { resolve(): void; reject(e: Error): void } | null = null;
 
+  if (mode === 'cluster') cluster.schedulingPolicy = cluster.SCHED_NONE;
   if (mode === 'cluster') cluster.setupPrimary({ exec: ENTRY, args: [], serialization: 'advanced' });
 
   function spawn(slot: Slot): void {
