@@ -67,6 +67,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
       spareConnections: config.spareConnections,
       loadIntervalMs: config.loadIntervalMs,
       continuationPlacement: config.continuationPlacement,
+      spreadContinuations: opts.replica !== undefined, // docs/replicas.md "Herding"
     },
     createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
     (w) => telemetry.workerChanged(w.info()),
