@@ -1,0 +1,128 @@
+// The replicas bench (issue 31), apart from `baton bench`'s workloads: `baton bench --only replicas`.
+//
+//   W1 (64-token prompts, 32 tokens, 64 concurrent, workers as fast as they go) through
+//   `baton router --replicas 1` and `--replicas 2`, alternating in the same run:
+//   - the router's CPU per request (the primary and its replicas, every process of the tree):
+//     2 replicas must cost within 1.1x of 1 (no cross-replica work on the request path);
+//   - requests/s with the router the bottleneck, and each replica's share of them;
+//   - the projection per router core: 1e6 / (CPU µs per request) requests/s.
+//
+//   node --import tsx bench/replicas.ts [--quick] [--out FILE]
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { startCluster } from '../sim/cluster.ts';
+import { BENCH_DIR, ProcessGroup, waitForMessage } from './processes.ts';
+import { startBaton, type Target } from './targets.ts';
+import { treeCpuMicros } from './proc.ts';
+import { workloads } from './workloads.ts';
+import type { LoadgenCommand, RunCommand, RunResult } from './loadgen.ts';
+import { join } from 'node:path';
+
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean' }, out: { type: 'string' } } });
+const quick = args.quick ?? false;
+const say = (s: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${s}`);
+
+export interface ReplicasRow {
+  replicas: number;
+  cpuUsPerRequest: number;
+  requestsPerS: number;
+  requests: number;
+  errors: number;
+  /** Requests each replica served (its own /metrics), in index order. */
+  perReplica: number[];
+}
+
+async function requestsServed(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let n = 0;
+  for (const line of text.split('\n')) if (line.startsWith('baton_requests_total{')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return n;
+}
+
+async function replicaUrls(url: string): Promise<string[]> {
+  return ((await (await fetch(`${url}/replicas`)).json()) as { replicas: { url: string }[] }).replicas.map((r) => r.url);
+}
+
+async function run(): Promise<ReplicasRow[]> {
+  const group = new ProcessGroup();
+  const cluster = await startCluster({ workers: 3, tokenIntervalMs: 0 });
+  const lg = group.spawnNode('load generator', join(BENCH_DIR, 'loadgen-main.ts'), []);
+  const counts = [1, 2];
+  const routers = new Map<number, Target>();
+  try {
+    await waitForMessage(lg, (m) => ((m as { type?: string })?.type === 'ready' ? true : undefined));
+    let id = 0;
+    const load = async (cmd: Omit<RunCommand, 'type' | 'id'>) => {
+      const msg: LoadgenCommand = { type: 'run', id: ++id, ...cmd };
+      lg.child.send(msg);
+      return waitForMessage(lg, (m) => ((m as RunResult)?.type === 'result' && (m as RunResult).id === msg.id ? (m as RunResult) : undefined), cmd.durationMs + 120_000);
+    };
+    const w1 = workloads({ streams: 1, w3IntervalMs: 1 }).W1;
+    const urls = cluster.workers().map((w) => w.url);
+    for (const n of counts) routers.set(n, await startBaton(group, urls, { flags: ['--replicas', String(n)] }));
+    const totals = new Map(counts.map((n) => [n, { cpu: 0, requests: 0, errors: 0, wallMs: 0, perReplica: new Array<number>(n).fill(0) }]));
+    const rounds = quick ? 2 : 4;
+    const durationMs = quick ? 2500 : 5000;
+    for (const n of counts) {
+      say(`W1 warm-up, ${n} replica(s)`);
+      await load({ urls: routers.get(n)!.urls, workload: w1, durationMs: quick ? 2000 : 6000, rampMs: 0, ridPrefix: `warm-r${n}`, record: false });
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const n of r % 2 === 0 ? counts : [...counts].reverse()) {
+        const t = routers.get(n)!;
+        const own = n > 1 ? await replicaUrls(t.urls[0]!) : t.urls;
+        const served0 = await Promise.all(own.map(requestsServed));
+        const cpu0 = treeCpuMicros(t.proc!.pid);
+        const res = await load({ urls: t.urls, workload: w1, durationMs, rampMs: 0, ridPrefix: `w1-r${n}-${r}`, record: false });
+        const cpu = treeCpuMicros(t.proc!.pid) - cpu0;
+        const served = (await Promise.all(own.map(requestsServed))).map((v, i) => v - served0[i]!);
+        const tot = totals.get(n)!;
+        tot.cpu += cpu;
+        tot.requests += res.ok;
+        tot.errors += res.errors;
+        tot.wallMs += res.wallMs;
+        served.forEach((v, i) => (tot.perReplica[i]! += v));
+        say(`W1 round ${r}, ${n} replica(s): ${res.ok} requests, ${(res.ok / (res.wallMs / 1000)).toFixed(0)} req/s, ${(cpu / Math.max(1, res.ok)).toFixed(0)} µs CPU/request, per replica ${served.join(' / ')}`);
+      }
+    }
+    return counts.map((n) => {
+      const t = totals.get(n)!;
+      return { replicas: n, cpuUsPerRequest: t.cpu / Math.max(1, t.requests), requestsPerS: t.requests / (t.wallMs / 1000), requests: t.requests, errors: t.errors, perReplica: t.perReplica };
+    });
+  } finally {
+    for (const t of routers.values()) await t.stop();
+    await group.stop(lg);
+    await cluster.stop();
+  }
+}
+
+export function replicasTable(rows: ReplicasRow[], cores: number): string {
+  const one = rows.find((r) => r.replicas === 1)!;
+  const lines = [
+    `W1 through \`baton router --replicas N\` (3 simulated workers, 64 concurrent requests, ${cores} cores shared by the load generator, the workers and the router):`,
+    '',
+    '| replicas | router CPU µs/request | vs 1 replica | requests/s | requests per replica | projection per router core (req/s) | errors |',
+    '|--:|--:|--:|--:|---|--:|--:|',
+  ];
+  for (const r of rows) {
+    lines.push(`| ${r.replicas} | ${r.cpuUsPerRequest.toFixed(0)} | ${(r.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(2)}x | ${r.requestsPerS.toFixed(0)} | ${r.perReplica.join(' / ')} | ${(1e6 / r.cpuUsPerRequest).toFixed(0)} | ${r.errors} |`);
+  }
+  return lines.join('\n');
+}
+
+export function replicasVerdict(rows: ReplicasRow[]): string {
+  const one = rows.find((r) => r.replicas === 1)!;
+  const two = rows.find((r) => r.replicas === 2)!;
+  const ratio = two.cpuUsPerRequest / one.cpuUsPerRequest;
+  return `replicas: CPU per request with 2 replicas ${ratio.toFixed(2)}x of 1 (target <= 1.1x): ${ratio <= 1.1 ? 'PASS' : 'FAIL'}; throughput ${(two.requestsPerS / one.requestsPerS).toFixed(2)}x`;
+}
+
+const rows = await run();
+const table = replicasTable(rows, cpus().length);
+console.log(`\n${table}\n\n${replicasVerdict(rows)}`);
+if (args.out) {
+  mkdirSync(join(args.out, '..'), { recursive: true });
+  writeFileSync(args.out, JSON.stringify({ date: new Date().toISOString(), quick, rows }, null, 1));
+}
+if (rows.some((r) => r.errors > 0)) process.exitCode = 1;
