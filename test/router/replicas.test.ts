@@ -7,6 +7,9 @@ import { request } from 'node:http';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { startRouter } from '../../router/index.ts';
 import { ridReplica } from '../../router/migration/rid.ts';
+import { createServer } from 'node:net';
+import { loadConfig } from '../../router/config.ts';
+import { reusePortSupported } from '../../router/replicas/primary.ts';
 import { spawnRouter, traceRows, waitUntil, type RouterProc } from './harness/procs.ts';
 import { parsePrometheusText, total, histogramCount } from '../observability/prom-text.ts';
 
@@ -148,4 +151,30 @@ describe('a lone router', () => {
       await r.close();
     }
   });
+});
+
+describe('replica settings', () => {
+  it('refuse what cannot run, with the setting named', () => {
+    expect(loadConfig({ flags: { replicas: '3' } }).replicas).toBe(3);
+    expect(loadConfig({ env: { BATON_REPLICAS: '2' } }).replicas).toBe(2);
+    expect(() => loadConfig({ flags: { replicas: '0' } })).toThrow(/replicas must be from 1 to 64, got "0"/);
+    expect(() => loadConfig({ flags: { replicas: '65' } })).toThrow(/replicas must be from 1 to 64/);
+    expect(() => loadConfig({ flags: { replicas: '2', replicaAdminPortBase: '65535' } })).toThrow(/replica-admin-port-base 65535 \+ 2 replicas passes port 65535/);
+  });
+
+  it('use SO_REUSEPORT exactly where net.Server.listen takes reusePort (Node 22.12+, 23.1+)', () => {
+    expect(['20.19.0', '22.11.0', '22.12.0', '23.0.0', '23.1.0', '24.0.0'].map((v) => reusePortSupported(v))).toEqual([false, false, true, false, true, true]);
+  });
+
+  it('a port in use fails the start with a clear error', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const err = await spawnRouter(['--replicas', '2', '--port', String(port)]).then(() => null, (e: Error) => e.message);
+      expect(err).toMatch(new RegExp(`exited with 2: .*port ${port} on 127.0.0.1 is already in use`, 's'));
+    } finally {
+      blocker.close();
+    }
+  }, 60_000);
 });
