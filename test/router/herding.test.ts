@@ -73,3 +73,13 @@ describe('continuations under replicas', () => {
     }
   });
 });
+
+describe('the continuation burst chaos --replicas reports', () => {
+  it('counts continuations (attempt > 0) started on each survivor within 2 s of the kill', async () => {
+    const { burstOf } = await import('../../chaos/replicas.ts');
+    const row = (worker: string, attempt: number, started_at: number) => ({ worker, attempt, started_at }) as never;
+    const rows = [row('b', 1, 1000), row('b', 2, 1500), row('c', 1, 2999), row('c', 0, 1100), row('c', 1, 3000), row('b', 1, 999), row('a', 1, 1200)];
+    expect(burstOf({ url: 'a', at: 1000 }, rows, ['a', 'b', 'c'])).toEqual({ killed: 'a', at: 1000, bySurvivor: { b: 2, c: 1 }, peakOverEven: 1.33 });
+    expect(burstOf({ url: 'a', at: 9000 }, rows, ['a', 'b', 'c']).peakOverEven).toBe(0);
+  });
+});
