@@ -15,8 +15,8 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startCluster } from '../sim/cluster.ts';
-import { BENCH_DIR, ProcessGroup, waitForMessage } from './processes.ts';
-import { startBaton, type Target } from './targets.ts';
+import { BATON_BIN, BENCH_DIR, ProcessGroup, waitForLine, waitForMessage } from './processes.ts';
+import type { Target } from './targets.ts';
 import { treeCpuMicros } from './proc.ts';
 import { workloads } from './workloads.ts';
 import type { LoadgenCommand, RunCommand, RunResult } from './loadgen.ts';
@@ -67,7 +67,13 @@ async function run(): Promise<ReplicasRow[]> {
     };
     const w1 = workloads({ streams: 1, w3IntervalMs: 1 }).W1;
     const urls = cluster.workers().map((w) => w.url);
-    for (const n of counts) routers.set(n, await startBaton(group, urls, { flags: ['--replicas', String(n)] }));
+    for (const n of counts) {
+      // As targets.ts startBaton, with a longer start: each replica loads the sources through
+      // tsx, which took over 30 s for two on a loaded 2-core machine.
+      const proc = group.spawnNode('baton router', BATON_BIN, ['router', '--port', '0', '--replicas', String(n), ...urls.flatMap((w) => ['--worker', w])], { nodeFlags: ['--expose-gc'], stdout: true });
+      const url = await waitForLine(proc, (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1], 120_000);
+      routers.set(n, { name: 'baton', urls: [url], proc, stop: () => group.stop(proc) });
+    }
     const totals = new Map(counts.map((n) => [n, { cpu: 0, requests: 0, errors: 0, wallMs: 0, perReplica: new Array<number>(n).fill(0), idleUsPerS: 0 }]));
     const rounds = quick ? 2 : 4;
     const durationMs = quick ? 2500 : 5000;
