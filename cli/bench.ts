@@ -41,7 +41,9 @@ options:
                            path; openai-parsers: chat with --tool-call-parser and
                            --reasoning-parser against chat without; both after the workloads;
                            cache: bench/cache.ts, cache-aware routing's W5, W1 by policy and
-                           W4S, only when named, e.g. --only cache --quick)
+                           W4S, only when named, e.g. --only cache --quick; replicas:
+                           bench/replicas.ts, W1 through --replicas 1 and 2: CPU per request,
+                           throughput, projection per core, only when named)
   --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
   --layout L               shared, pinned or both (default both): shared, every process on every
                            CPU; pinned, the proxy under test alone on CPU 1 and the workers, the
@@ -66,7 +68,7 @@ const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
  * run after the workloads, and `cache` (bench/cache.ts: W5, W1 by policy, W4S), which runs last
  * and only when named: its own processes, tables and verdicts.
  */
-const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache'] as const;
+const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache', 'replicas'] as const;
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
@@ -78,7 +80,7 @@ function listFlag<T extends string>(name: string, value: string | undefined, all
   return allowed.filter((a) => items.includes(a));
 }
 
-export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean }) | null {
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean; replicas: boolean }) | null {
   const v = parseFlags(argv, {
     quick: { type: 'boolean' },
     workers: { type: 'string' },
@@ -144,6 +146,7 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     openai: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai'),
     openaiParsers: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai-parsers'),
     cache: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('cache'),
+    replicas: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('replicas'),
     formats,
     compareRefs,
     // A 5 % difference between builds needs the JIT settled (Baton's cost per request halves over
@@ -166,6 +169,8 @@ export async function run(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
+  // `--only replicas` alone: its script only (bench/replicas.ts), none of the workloads' tables.
+  if (opts.replicas && opts.workloads.length === 0 && !opts.openai && !opts.openaiParsers && !opts.cache) return runBenchScript('replicas.ts', opts.quick);
   const bench = new BenchRun(opts, (line) => console.log(line));
   let interrupted = false;
   const onSignal = (sig: NodeJS.Signals) => {
@@ -217,16 +222,17 @@ export async function run(argv: string[]): Promise<void> {
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   process.off('SIGHUP', onSignal);
-  if (opts.cache) await runCacheBench(opts.quick);
+  if (opts.cache) await runBenchScript('cache.ts', opts.quick);
+  if (opts.replicas) await runBenchScript('replicas.ts', opts.quick);
 }
 
-/** bench/cache.ts in its own process (it is a script: its flags, tables and verdict lines). */
-async function runCacheBench(quick: boolean): Promise<void> {
-  const script = fileURLToPath(new URL('../bench/cache.ts', import.meta.url));
+/** bench/cache.ts or bench/replicas.ts in its own process (a script: its flags, tables and verdict lines). */
+async function runBenchScript(name: string, quick: boolean): Promise<void> {
+  const script = fileURLToPath(new URL(`../bench/${name}`, import.meta.url));
   const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, ...(quick ? ['--quick'] : [])], { stdio: 'inherit' });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   if (code !== 0) {
-    console.error(`baton bench: bench/cache.ts exited with ${code}`);
+    console.error(`baton bench: bench/${name} exited with ${code}`);
     process.exitCode = 1;
   }
 }

@@ -45,6 +45,11 @@ options:
                          on 127.0.0.11, .12, ... found by --service-discovery; adds pod
                          deletions with a grace (drained, then killed), evictions and watch
                          faults; the verdict adds drains and stale workers (docs/kubernetes.md)
+  --replicas N           the router as \`baton router --replicas N\` (N >= 2): SGLang traffic judged
+                         against the reference, workers killed (kill -9, restarted), and one
+                         replica SIGKILLed halfway: its clients must get a connection or
+                         in-band error (never a hang), the rest 0 violations, the primary must
+                         restart it; reports each survivor's continuation burst (docs/replicas.md)
   --no-clients           leave out the clients above (unknown keys, stream_interval,
                          never-reading clients, keep-alive bursts)
   --json                 print the report as JSON instead of the table
@@ -66,6 +71,7 @@ export async function run(argv: string[]): Promise<void> {
     'max-new-tokens': { type: 'string' },
     'client-write-timeout-ms': { type: 'string' },
     'no-clients': { type: 'boolean' },
+    replicas: { type: 'string' },
     discovery: { type: 'string' },
     json: { type: 'boolean' },
     verbose: { type: 'boolean' },
@@ -74,6 +80,27 @@ export async function run(argv: string[]): Promise<void> {
   });
   if (v.help) {
     console.log(HELP);
+    return;
+  }
+  if (v.replicas !== undefined) {
+    const replicas = intFlag('replicas', v.replicas, 3, 2);
+    if (v.format !== undefined && v.format !== 'sglang') throw new UsageError('--replicas runs SGLang workers only: leave out --format or use --format sglang');
+    if (v.discovery !== undefined) throw new UsageError('--replicas and --discovery do not combine');
+    const { runReplicaCampaign, formatReplicaSummary } = await import('../chaos/replicas.ts');
+    const durationS = intFlag('duration', v.duration, 30, 1);
+    const report = await runReplicaCampaign({
+      durationS,
+      workers: intFlag('workers', v.workers, 3, 2),
+      replicas,
+      concurrency: intFlag('concurrency', v.concurrency, 16, 1),
+      seed: intFlag('seed', v.seed, Math.floor(Math.random() * 2 ** 31)),
+      tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 10),
+      maxNewTokens: intFlag('max-new-tokens', v['max-new-tokens'], 128, 1),
+      workerKills: Math.max(1, Math.round(durationS / 10)),
+      log: (line) => console.error(`[chaos] ${line}`),
+    });
+    console.log(v.json ? JSON.stringify(report, null, 2) : formatReplicaSummary(report));
+    if (report.violationCount > 0) process.exitCode = 1;
     return;
   }
   const faultRate = v['fault-rate'] === undefined ? 0.2 : Number(v['fault-rate']);

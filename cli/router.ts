@@ -3,6 +3,7 @@ import { parseFlags, UsageError } from './args.ts';
 import { ConfigError, isLoopback, loadConfig, type RouterConfig } from '../router/config.ts';
 import { startRouter } from '../router/index.ts';
 import { describeTracing } from '../router/otel/settings.ts';
+import { ReplicaStartError, startPrimary } from '../router/replicas/primary.ts';
 
 const HELP = `usage: baton router [options]
 
@@ -76,6 +77,12 @@ const HELP = `usage: baton router [options]
                                less T ms (default 1000)
   --shutdown-grace-ms T        on SIGTERM, /readyz answers 503 and requests in flight get up
                                to T ms to end before the router exits (default 30000)
+  --replicas N                 N router processes on the one port (node:cluster on Node 20;
+                               SO_REUSEPORT processes on Node >= 22.12), supervised and
+                               restarted by a primary; GET /replicas lists them (default 1;
+                               docs/replicas.md)
+  --replica-admin-port-base P  replica i also serves its own /metrics, /events, /traces, ...
+                               on 127.0.0.1:P+i (default 0: any free port)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -130,6 +137,8 @@ const OPTIONS = {
   'drain-grace-ms': { type: 'string' },
   'drain-margin-ms': { type: 'string' },
   'shutdown-grace-ms': { type: 'string' },
+  replicas: { type: 'string' },
+  'replica-admin-port-base': { type: 'string' },
 } as const;
 
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
@@ -186,6 +195,8 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         drainGraceMs: v['drain-grace-ms'],
         drainMarginMs: v['drain-margin-ms'],
         shutdownGraceMs: v['shutdown-grace-ms'],
+        replicas: v.replicas,
+        replicaAdminPortBase: v['replica-admin-port-base'],
       },
     });
   } catch (err) {
@@ -210,6 +221,7 @@ export async function run(argv: string[]): Promise<void> {
     console.log(HELP);
     return;
   }
+  if (config.replicas > 1) return runReplicas(config);
   let router;
   try {
     router = await startRouter(config);
@@ -241,4 +253,35 @@ export async function run(argv: string[]): Promise<void> {
       process.exit(0);
     });
   });
+}
+
+/** `--replicas N`: this process is the primary; the replicas are router/replicas/replica-main.ts. */
+async function runReplicas(config: RouterConfig): Promise<void> {
+  let primary;
+  try {
+    primary = await startPrimary(config, {
+      log: (line) => console.log(line),
+      onAllCrashed: () => {
+        console.error('every replica is in a crash loop; exiting');
+        process.exit(1);
+      },
+    });
+  } catch (err) {
+    if (err instanceof ReplicaStartError && err.usage) throw new UsageError(err.message);
+    throw err;
+  }
+  if (config.workers.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (to each replica\'s own url in GET /replicas)');
+  const open = openSurface(config);
+  if (open) console.log(open);
+  console.log(`baton router listening on ${primary.url} (${config.replicas} replicas by ${primary.mode === 'cluster' ? 'node:cluster' : 'SO_REUSEPORT'}, ${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  for (const r of primary.list()) console.log(`  replica ${r.index}: id ${r.id}, pid ${r.pid}, ${r.url}`);
+  let stopping = false;
+  const stop = (signal: string, graceMs: number) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: stopping ${config.replicas} replicas (each drains up to ${graceMs} ms)`);
+    void primary.stop(graceMs, signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM').then(() => process.exit(0));
+  };
+  process.on('SIGINT', () => stop('SIGINT', 0));
+  process.on('SIGTERM', () => stop('SIGTERM', config.shutdownGraceMs));
 }

@@ -120,6 +120,10 @@ export interface RouterConfig {
   drainMarginMs: number;
   /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
   shutdownGraceMs: number;
+  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router. */
+  replicas: number;
+  /** Replica i also listens on 127.0.0.1:(base + i) for its own /metrics, /events, ...; 0: any free port. */
+  replicaAdminPortBase: number;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -176,6 +180,8 @@ export const DEFAULTS: RouterConfig = {
   drainGraceMs: 30_000,
   drainMarginMs: 1_000,
   shutdownGraceMs: 30_000,
+  replicas: 1,
+  replicaAdminPortBase: 0,
 };
 
 export class ConfigError extends Error {}
@@ -260,6 +266,8 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!Number.isInteger(n) || n < 0) throw bad('must be a non-negative integer');
     if (key === 'port' && n > 65535) throw bad('must be a port number (0 picks one)');
     if (key === 'listenBacklog' && n < 1) throw bad('must be a positive integer');
+    if (key === 'replicas' && (n < 1 || n > 64)) throw bad('must be from 1 to 64');
+    if (key === 'replicaAdminPortBase' && n > 65535) throw bad('must be a port number (0 picks free ones)');
     return n;
   }
   if (typeof value !== 'string' || value === '') throw bad('must be a string');
@@ -307,6 +315,7 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
     if (cfg.serviceDiscoveryPort < 1 || cfg.serviceDiscoveryPort > 65535) throw new ConfigError('service-discovery-port must be a port number');
     if (cfg.serviceDiscoveryRelistMs < 1000) throw new ConfigError('service-discovery-relist-ms must be at least 1000 (a watch\'s timeoutSeconds is whole seconds)');
   }
+  if (cfg.replicaAdminPortBase > 0 && cfg.replicaAdminPortBase + cfg.replicas - 1 > 65535) throw new ConfigError(`replica-admin-port-base ${cfg.replicaAdminPortBase} + ${cfg.replicas} replicas passes port 65535`);
   return cfg;
 }
 

@@ -26,6 +26,14 @@ export interface SpareStats {
   missed: number;
 }
 
+/**
+ * The gauges that state what one replica sees (a worker's health and breaker, a discovery
+ * source's state): in the /metrics the primary of `--replicas` aggregates, each of their series
+ * carries a `replica` label, so that summing keeps one series per replica (docs/metrics.md
+ * "Replicas"). Every other family sums over replicas (prom-client's default aggregator).
+ */
+export const BY_REPLICA_METRICS: ReadonlySet<string> = new Set(['baton_worker_healthy', 'baton_worker_circuit_state', 'baton_discovery_state', 'baton_discovery_workers']);
+
 const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
 /**

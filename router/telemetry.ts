@@ -47,6 +47,8 @@ export class Telemetry {
   /** This router's identity: a dashboard that sees another instance answer starts over. */
   readonly instance = randomUUID();
   readonly startedAt = Date.now();
+  /** Which replica this router is (router/replicas/identity.ts); shown in its stats. */
+  replica: { id: string; index: number; epoch: number } | null = null;
   /**
    * OpenTelemetry traces (router/otel/tracing.ts), or null when export is off: then every hook
    * here costs one branch, and no span state exists.
@@ -206,6 +208,7 @@ export class Telemetry {
     return {
       instance: this.instance,
       started_at: this.startedAt,
+      ...(this.replica ? { replica: { id: this.replica.id, index: this.replica.index, epoch: this.replica.epoch } } : {}),
       t: Date.now(),
       totals: {
         requests: sum(requests.values),

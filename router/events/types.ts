@@ -97,4 +97,6 @@ export interface RouterStats {
   workers: WorkerInfo[];
   /** Each discovery source's state (absent: no discovery source runs). */
   discovery?: DiscoveryStatus[];
+  /** Which replica this router is (router/replicas/identity.ts; a lone router is index 0). */
+  replica?: { id: string; index: number; epoch: number };
 }

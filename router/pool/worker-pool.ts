@@ -12,6 +12,7 @@ import type { ErrorKind } from '../trace/row.ts';
 import type { FormatName, ProbeResult } from '../format/types.ts';
 import { FORMATS } from '../format/registry.ts';
 import { Worker } from './worker.ts';
+import { PowerOfTwo } from './policies/power-of-two.ts';
 
 export interface PoolOptions {
   circuit: CircuitOptions;
@@ -27,6 +28,13 @@ export interface PoolOptions {
   loadIntervalMs?: number;
   /** A continuation's placement sees its prompt + replayed tokens (false: placed by load alone). */
   continuationPlacement?: boolean;
+  /**
+   * Continuations are placed by two random choices over the workers' own load rather than by the
+   * policy (but cache_aware's): replicas each continue their share of a dead worker's streams at
+   * once, and each would send its burst to the survivor its own partial counts call least loaded
+   * (docs/replicas.md "Herding"). The workers' load is then read even if the policy does not.
+   */
+  spreadContinuations?: boolean;
 }
 
 /** How often spare connections are resized to the load and renewed. */
@@ -76,6 +84,7 @@ export class WorkerPool {
   private defaultsCache = new Map<FormatName, SamplingDefaults>();
   /** Failures of requests that had tokens: evidence for failures that need it. */
   private readonly tokenedFailures = new TokenedFailures();
+  private readonly spread = new PowerOfTwo();
 
   constructor(
     private readonly opts: PoolOptions,
@@ -165,6 +174,10 @@ export class WorkerPool {
     if (placement !== null && placement.replayed !== null && this.opts.continuationPlacement === false) {
       placement.prompt = [];
       placement.replayed = null;
+    }
+    if (this.opts.spreadContinuations && placement !== null && placement.replayed !== null && this.policy.name !== 'cache_aware') {
+      placement.reason = 'spread';
+      return this.spread.select(candidates);
     }
     return this.policy.select(candidates, placement);
   }
@@ -309,7 +322,7 @@ export class WorkerPool {
       this.spareTimer.unref();
     }
     const loadMs = this.opts.loadIntervalMs ?? 0;
-    if (this.policy.usesReportedLoad && loadMs > 0 && !this.loadTimer) {
+    if ((this.policy.usesReportedLoad || this.opts.spreadContinuations) && loadMs > 0 && !this.loadTimer) {
       this.loadTimer = setInterval(() => void this.readLoads(), loadMs);
       this.loadTimer.unref();
     }

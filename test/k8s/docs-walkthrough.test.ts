@@ -96,6 +96,32 @@ describe('deploy/kubernetes manifests', () => {
   });
 });
 
+describe('deploy/kubernetes: router replicas', () => {
+  const objs = manifests(join(ROOT, 'deploy/kubernetes'));
+  type Dep = { spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: { ports: { name: string; containerPort: number }[] }[] } } } };
+  const dep = objs.find((o) => o.kind === 'Deployment' && (o.metadata as { name: string }).name === 'baton') as Dep;
+  const svc = objs.find((o) => o.kind === 'Service') as { metadata: { annotations?: Record<string, string> }; spec: { selector: Record<string, string> } };
+
+  it('run several router pods, labelled for the hub, each scraped on its own port, the Service never', () => {
+    expect(dep.spec.replicas).toBeGreaterThanOrEqual(2);
+    const t = dep.spec.template;
+    expect(t.metadata.labels['baton.dev/role']).toBe('router');
+    const port = t.spec.containers[0]!.ports.find((p) => p.name === 'http')!.containerPort;
+    expect(t.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' });
+    expect(svc.metadata.annotations?.['prometheus.io/scrape']).toBeUndefined();
+    // The Service selects the same pods the Deployment runs.
+    for (const [k, v] of Object.entries(svc.spec.selector)) expect(t.metadata.labels[k]).toBe(v);
+  });
+
+  it('the PodMonitor selects the router pods and their named port', () => {
+    const [pm] = manifests(join(ROOT, 'deploy/kubernetes/monitoring')) as { kind: string; spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { port: string; path: string }[] } }[];
+    expect(pm!.kind).toBe('PodMonitor');
+    for (const [k, v] of Object.entries(pm!.spec.selector.matchLabels)) expect(dep.spec.template.metadata.labels[k]).toBe(v);
+    expect(pm!.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
+    expect(dep.spec.template.spec.containers[0]!.ports.map((p) => p.name)).toContain('http');
+  });
+});
+
 describe.skipIf(!HAVE_KUBECTL)(`docs/kubernetes.md, run against the fake API server${HAVE_KUBECTL ? '' : ' [SKIPPED: `kubectl version --client` failed; kubectl is the oracle: put kubectl on PATH to run these]'}`, () => {
   let fake: FakeApiServer;
   let kc: string;

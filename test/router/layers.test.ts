@@ -61,6 +61,14 @@ describe('router layers', () => {
     expect(violations((f) => f !== 'router/index.ts' && !f.startsWith('router/discovery/'), /^router\/discovery\//)).toEqual([]);
   });
 
+  it('router/replicas/ knows identities, metrics and the whole router only; only router/index.ts wires it in', () => {
+    // A replica is a whole router (replica-main.ts starts one); the rest of the folder is the
+    // processes and their identity, never the request path.
+    expect(violations((f) => f.startsWith('router/replicas/'), /^router\/(pool|upstream|format|sglang-api|discovery|otel|trace)\/|^router\/(openai-api|responses-api|openai-workers|telemetry)\.ts$/)).toEqual([]);
+    expect(violations((f) => f.startsWith('router/replicas/') && f !== 'router/replicas/replica-main.ts', /^router\/index\.ts$/)).toEqual([]);
+    expect(violations((f) => f !== 'router/index.ts' && !f.startsWith('router/replicas/'), /^router\/replicas\//)).toEqual([]);
+  });
+
   it('router/upstream/ imports nothing from the loop (router/migration/) or one format\'s folder', () => {
     expect(violations((f) => f.startsWith('router/upstream/'), /^router\/migration\//)).toEqual([]);
     expect(violations((f) => f.startsWith('router/upstream/'), ONE_FORMAT)).toEqual([]);

@@ -195,7 +195,7 @@ describe('a continuation on a spare connection (real worker processes)', () => {
     const onSend = (msg: unknown) => {
       // The continuation is the request whose rid says attempt 1 (router/migration/rid.ts).
       const body = String((msg as { exchange: { body?: unknown } }).exchange.body ?? '');
-      if (failure && failure.sentSameTurn === null && /~m1~[0-9a-f]{16}"/.test(body)) failure.sentSameTurn = true;
+      if (failure && failure.sentSameTurn === null && /~m1~[0-9a-f]{24}"/.test(body)) failure.sentSameTurn = true;
     };
     diagnosticsChannel.subscribe('baton:h1:error', onError);
     diagnosticsChannel.subscribe('baton:h1:send', onSend);

@@ -13,7 +13,8 @@ export interface RouterProc {
   stop(): Promise<void>;
 }
 
-export async function spawnRouter(args: string[]): Promise<RouterProc> {
+/** `startMs`: how long it may take to print its `listening on` line (`--replicas` starts several processes). */
+export async function spawnRouter(args: string[], startMs = 30_000): Promise<RouterProc> {
   const proc = spawn(process.execPath, [BIN, 'router', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
@@ -25,7 +26,7 @@ export async function spawnRouter(args: string[]): Promise<RouterProc> {
       if (m) resolve(m[1]!);
     });
     proc.once('exit', (code) => reject(new Error(`router exited with ${code}: ${output.join('')}`)));
-    setTimeout(() => reject(new Error(`router did not start: ${output.join('')}`)), 30_000);
+    setTimeout(() => reject(new Error(`router did not start: ${output.join('')}`)), startMs);
   });
   const stop = async () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;

@@ -1,0 +1,25 @@
+// The messages between the primary of `--replicas` and its replicas (node:cluster's or
+// child_process's IPC channel, with the `advanced` serialization so that NaN survives).
+import type { RouterConfig } from '../config.ts';
+import type { ReplicaEntry, ReplicaIdentity } from './identity.ts';
+
+/** What the primary hands a replica in BATON_REPLICA_SPEC. */
+export interface ReplicaSpec {
+  config: RouterConfig;
+  identity: ReplicaIdentity;
+  ownPort: number;
+  reusePort: boolean;
+}
+
+export type FromReplica =
+  | { t: 'up'; url: string; ownUrl: string; startedAt: number; pid: number }
+  /** The replica could not start; `usage`: because of a setting (a usage error at the CLI). */
+  | { t: 'fatal'; message: string; usage: boolean }
+  /** A question for the primary; answered by `answer` with the same n. */
+  | { t: 'ask'; n: number; what: 'replicas' | 'metrics' }
+  /** The answer to `collect`: prom-client's JSON form of this replica's registry. */
+  | { t: 'metrics'; n: number; metrics: unknown[] };
+
+export type FromPrimary =
+  | { t: 'answer'; n: number; body?: ReplicaEntry[] | string; error?: string }
+  | { t: 'collect'; n: number };

@@ -1,0 +1,6 @@
+// A replica process of `baton router --replicas N` (router/replicas/primary.ts forks this file):
+// tsx's loader, as bin/baton.js, then the replica.
+import { register } from 'tsx/esm/api';
+
+register();
+await import('./replica-main.ts');

@@ -1,0 +1,77 @@
+// One replica: a full router (router/index.ts startRouter) on the shared port and on its own
+// loopback port, with a line to the primary over IPC (identity.ts ReplicaLink). It drains on
+// SIGTERM as a lone router does, and exits when the primary is gone (the IPC channel closes).
+import { startRouter, type RouterHandle } from '../index.ts';
+import { ConfigError } from '../config.ts';
+import type { ReplicaEntry, ReplicaLink } from './identity.ts';
+import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
+
+const ASK_TIMEOUT_MS = 5_000;
+
+const spec = JSON.parse(process.env.BATON_REPLICA_SPEC ?? 'null') as ReplicaSpec | null;
+if (!spec || typeof process.send !== 'function') throw new Error('a replica is started by the primary of `baton router --replicas N`');
+
+const send = (m: FromReplica) => void process.send!(m);
+let metricsJson: (() => Promise<unknown[]>) | null = null;
+let n = 0;
+const asked = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+
+function ask(what: 'replicas' | 'metrics'): Promise<unknown> {
+  const k = ++n;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      asked.delete(k);
+      reject(new Error(`no answer within ${ASK_TIMEOUT_MS} ms`));
+    }, ASK_TIMEOUT_MS);
+    asked.set(k, {
+      resolve: (v) => { clearTimeout(timer); resolve(v); },
+      reject: (e) => { clearTimeout(timer); reject(e); },
+    });
+    send({ t: 'ask', n: k, what });
+  });
+}
+
+process.on('message', (m: FromPrimary) => {
+  if (m.t === 'answer') {
+    const a = asked.get(m.n);
+    asked.delete(m.n);
+    if (m.error !== undefined) a?.reject(new Error(m.error));
+    else a?.resolve(m.body);
+  } else if (m.t === 'collect' && metricsJson) {
+    void metricsJson().then((metrics) => send({ t: 'metrics', n: m.n, metrics }));
+  }
+});
+
+const link: ReplicaLink = {
+  identity: spec.identity,
+  ownPort: spec.ownPort,
+  reusePort: spec.reusePort,
+  list: async () => (await ask('replicas')) as ReplicaEntry[],
+  aggregatedMetrics: async () => (await ask('metrics')) as string,
+  up: (url, ownUrl, startedAt, metrics) => {
+    metricsJson = metrics;
+    send({ t: 'up', url, ownUrl, startedAt, pid: process.pid });
+  },
+};
+
+let router: RouterHandle | null = null;
+let ending = false;
+async function end(how: 'drain' | 'close'): Promise<void> {
+  if (ending) return;
+  ending = true;
+  if (router) await (how === 'drain' ? router.shutdown!() : router.close()).catch(() => undefined);
+  process.exit(0);
+}
+process.on('SIGTERM', () => void end('drain'));
+process.on('SIGINT', () => void end('close'));
+// The primary is gone (killed, or exited): nothing would restart or aggregate; end too.
+process.on('disconnect', () => void end('close'));
+
+try {
+  router = await startRouter(spec.config, { replica: link });
+} catch (err) {
+  const e = err as NodeJS.ErrnoException;
+  const usage = err instanceof ConfigError || e.code === 'EADDRINUSE' || /^(invalid )?worker URL/.test(e.message ?? '');
+  const message = e.code === 'EADDRINUSE' ? `port ${spec.config.port} on ${spec.config.host} is already in use` : e.message;
+  process.send({ t: 'fatal', message, usage } satisfies FromReplica, () => process.exit(1));
+}
