@@ -76,6 +76,14 @@ const HELP = `usage: baton router [options]
                                less T ms (default 1000)
   --shutdown-grace-ms T        on SIGTERM, /readyz answers 503 and requests in flight get up
                                to T ms to end before the router exits (default 30000)
+  --pd-disaggregation          prefill/decode disaggregation (docs/pd.md): each attempt is a
+                               prefill and a decode leg with a fresh bootstrap_room
+  --prefill URL [PORT]         a prefill server and its bootstrap port (repeatable; without
+                               PORT, its /server_info disaggregation_bootstrap_port)
+  --decode URL                 a decode server (repeatable)
+  --pd-first-token-timeout-ms T  a P/D attempt without a first token after T ms moves to a
+                               new pair, blaming the prefill leg if it had not answered
+                               (default 30000; 0 = off)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -130,10 +138,31 @@ const OPTIONS = {
   'drain-grace-ms': { type: 'string' },
   'drain-margin-ms': { type: 'string' },
   'shutdown-grace-ms': { type: 'string' },
+  'pd-disaggregation': { type: 'boolean' },
+  prefill: { type: 'string', multiple: true },
+  decode: { type: 'string', multiple: true },
+  'pd-first-token-timeout-ms': { type: 'string' },
 } as const;
 
+/**
+ * The gateway writes a prefill server's bootstrap port as a second value of the flag
+ * (`--prefill http://p:30001 9001`, sgl-model-gateway's CLI): folded into one `URL PORT` value
+ * before node:util's parser, which takes one value per flag.
+ */
+export function foldPrefillPorts(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--prefill' && /^\d{1,5}$/.test(argv[i + 2] ?? '') && !argv[i + 1]!.startsWith('--')) {
+      out.push(a, `${argv[i + 1]} ${argv[i + 2]}`);
+      i += 2;
+    } else out.push(a);
+  }
+  return out;
+}
+
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
-  const v = parseFlags(argv, OPTIONS);
+  const v = parseFlags(foldPrefillPorts(argv), OPTIONS);
   if (v.help) return null;
   try {
     return loadConfig({
@@ -186,6 +215,10 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         drainGraceMs: v['drain-grace-ms'],
         drainMarginMs: v['drain-margin-ms'],
         shutdownGraceMs: v['shutdown-grace-ms'],
+        pdDisaggregation: v['pd-disaggregation'],
+        prefill: v.prefill,
+        decode: v.decode,
+        pdFirstTokenTimeoutMs: v['pd-first-token-timeout-ms'],
       },
     });
   } catch (err) {

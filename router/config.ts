@@ -120,6 +120,17 @@ export interface RouterConfig {
   drainMarginMs: number;
   /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
   shutdownGraceMs: number;
+  /** Prefill/decode disaggregation (docs/pd.md): the SGLang model gateway's `--pd-disaggregation`. */
+  pdDisaggregation: boolean;
+  /** Prefill servers, `URL` or `URL BOOTSTRAP_PORT` (the gateway's `--prefill URL [PORT]`). */
+  prefill: string[];
+  /** Decode servers (`--decode URL`). */
+  decode: string[];
+  /**
+   * A P/D attempt whose decode leg has no first token this long after it was sent moves to a new
+   * pair, blaming the prefill leg when it had not answered (SGLang's own wait is 300 s). 0 = off.
+   */
+  pdFirstTokenTimeoutMs: number;
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -176,6 +187,10 @@ export const DEFAULTS: RouterConfig = {
   drainGraceMs: 30_000,
   drainMarginMs: 1_000,
   shutdownGraceMs: 30_000,
+  pdDisaggregation: false,
+  prefill: [],
+  decode: [],
+  pdFirstTokenTimeoutMs: 30_000,
 };
 
 export class ConfigError extends Error {}
@@ -226,6 +241,12 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (typeof value !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) throw bad('must be a Kubernetes name (lowercase letters, digits, -)');
     return value;
   }
+  if (key === 'prefill' || key === 'decode') {
+    const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
+    const ok = (s: unknown) => typeof s === 'string' && (key === 'prefill' ? /^\S+(\s+\d{1,5})?$/ : /^\S+$/).test(s.trim());
+    if (!list || !list.every(ok)) throw bad(key === 'prefill' ? 'must be a list of URL or URL BOOTSTRAP_PORT' : 'must be a list of URLs');
+    return (list as string[]).map((s) => s.trim());
+  }
   if (key === 'workers' || key === 'tokenizers') {
     const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
     if (!list || !list.every((s) => typeof s === 'string')) throw bad(key === 'workers' ? 'must be a list of URLs' : 'must be a list of DIR or NAME=DIR');
@@ -272,7 +293,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
 
 /** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
-  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [] };
+  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [], prefill: [], decode: [] };
   const set = (k: Key, v: unknown, where: string) => {
     (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
   };
@@ -301,6 +322,7 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
   for (const [k, v] of Object.entries(opts.flags ?? {})) {
     if (v !== undefined) set(k as Key, v, 'command line');
   }
+  if (!cfg.pdDisaggregation && (cfg.prefill.length > 0 || cfg.decode.length > 0)) throw new ConfigError('--prefill and --decode need --pd-disaggregation');
   if (cfg.serviceDiscovery) {
     if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');
     if (cfg.serviceDiscoveryMode === 'endpointslices' && !cfg.serviceDiscoveryService) throw new ConfigError('service-discovery: endpointslices mode needs --service-discovery-service NAME');

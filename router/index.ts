@@ -41,7 +41,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
     throw new ConfigError('--api-key and --admin-token must differ: every client holds the api key');
   }
   const keys = { apiKey: config.apiKey ?? null, adminToken: config.adminToken ?? null };
-  for (const w of config.workers) normalizeWorkerUrl(w); // fail before binding, not after
+  for (const w of [...config.workers, ...config.decode, ...config.prefill.map((p) => p.split(/\s+/)[0]!)]) normalizeWorkerUrl(w); // fail before binding, not after
   // Tokenizers load before binding: a bad --tokenizer fails the start, not the first request.
   let models: ServedModels;
   try {
@@ -78,7 +78,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status() });
   const stalls = new StallWatch(config.interTokenTimeoutMs, config.firstTokenTimeoutMs);
   const loop: LoopContext = {
-    settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen },
+    settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen, pdFirstTokenTimeoutMs: config.pdFirstTokenTimeoutMs },
     pool,
     telemetry,
     stalls,
@@ -161,7 +161,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${shownHost}:${port}`;
 
-  for (const w of config.workers) await pool.add(w);
+  await pool.addConfigured(config.workers, config.prefill, config.decode); // --worker, --prefill URL [PORT], --decode
   pool.start();
 
   let closed = false;

@@ -158,7 +158,8 @@ export class WorkerPool {
     const now = Date.now();
     const candidates: Worker[] = [];
     for (const w of this.workers.values()) {
-      if (!exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
+      // A prefill server never streams an answer: it is only ever a pair's first leg (pickPrefill).
+      if (!exclude.has(w.id) && w.pdRole !== 'prefill' && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
     if (candidates.length === 0) return null;
     // Without continuation placement a continuation is placed as a request with no tokens: by load.
@@ -167,6 +168,42 @@ export class WorkerPool {
       placement.replayed = null;
     }
     return this.policy.select(candidates, placement);
+  }
+
+  /**
+   * The prefill leg for a decode worker's attempt: an eligible prefill server of the same model
+   * (and weights, once pinned), by the policy over the same placement (cache_aware places the
+   * prompt where its prefix is cached: the prefill server is where the prompt is computed).
+   */
+  pickPrefill(exclude: ReadonlySet<string>, pin: ContinuationPin | null, placement: Placement | null): Worker | null {
+    const now = Date.now();
+    const candidates: Worker[] = [];
+    for (const w of this.workers.values()) {
+      if (!exclude.has(w.id) && w.pdRole === 'prefill' && speaks(w, 'sglang') && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
+    }
+    return candidates.length === 0 ? null : this.policy.select(candidates, placement);
+  }
+
+  /** The workers of the command line: aggregated, prefill (`URL [PORT]`), decode. */
+  async addConfigured(workers: readonly string[], prefill: readonly string[], decode: readonly string[]): Promise<void> {
+    for (const w of workers) await this.add(w);
+    for (const p of prefill) await this.addWithRole(p, 'prefill');
+    for (const d of decode) await this.addWithRole(d, 'decode');
+  }
+
+  /** Add a worker with a declared P/D role (--prefill URL [PORT], --decode URL). */
+  async addWithRole(spec: string, role: 'prefill' | 'decode'): Promise<Worker> {
+    const [url, port] = spec.trim().split(/\s+/);
+    const bootstrapPort = port === undefined ? null : Number(port);
+    if (bootstrapPort !== null && !(Number.isInteger(bootstrapPort) && bootstrapPort >= 1 && bootstrapPort <= 65535)) throw new Error(`--prefill ${spec}: the bootstrap port must be 1-65535`);
+    const normalized = normalizeWorkerUrl(url!);
+    const w = this.byUrl(normalized) ?? this.insert(normalized, {});
+    w.declaredRole = role;
+    w.pdRole = role;
+    w.declaredBootstrapPort = bootstrapPort;
+    w.bootstrapPort = bootstrapPort ?? w.bootstrapPort;
+    await this.refresh(w);
+    return w;
   }
 
   /** The worker answered /flush_cache: its prefix cache is empty. */
@@ -388,6 +425,8 @@ export class WorkerPool {
         w.maxTotalTokens = probe.maxTotalTokens;
         w.pageSize = probe.pageSize ?? null;
         w.streamInterval = probe.streamInterval ?? null;
+        w.pdRole = w.declaredRole ?? probe.disaggregationMode ?? null;
+        w.bootstrapPort = w.declaredBootstrapPort ?? probe.bootstrapPort ?? null;
         w.probed = true;
       }
       w.healthy = true;
