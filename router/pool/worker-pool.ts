@@ -258,7 +258,7 @@ export class WorkerPool {
   canPick(exclude: ReadonlySet<string>, also: string, pin: ContinuationPin | null, format: FormatName = 'sglang'): boolean {
     const now = Date.now();
     for (const w of this.workers.values()) {
-      if (w.id !== also && !exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
+      if (w.id !== also && !exclude.has(w.id) && w.pdRole !== 'prefill' && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
     }
     return false;
   }
@@ -268,7 +268,7 @@ export class WorkerPool {
     const now = Date.now();
     const reasons: string[] = [];
     for (const w of this.workers.values()) {
-      if (exclude.has(w.id) || !speaks(w, format)) continue;
+      if (exclude.has(w.id) || !speaks(w, format) || w.pdRole === 'prefill') continue;
       if (!w.eligible(now)) {
         reasons.push(`${w.url} is ${w.health(now)}`);
         continue;
