@@ -95,7 +95,7 @@ describe('P/D law: equivalence over both legs', () => {
     );
     // No worker saw a room twice (a room sent again crashes SGLang's schedulers, sglang #40125).
     for (const w of workers) expect(w.stats().pd?.duplicateRooms ?? []).toEqual([]);
-  });
+  }, 240_000); // ~26 s for 200 cases on an idle machine; the shared CI boxes run several files at once
 });
 
 async function send(url: string, body: Record<string, unknown>, stream: boolean) {
