@@ -81,6 +81,10 @@ const HELP = `usage: baton router [options]
   --prefill URL [PORT]         a prefill server and its bootstrap port (repeatable; without
                                PORT, its /server_info disaggregation_bootstrap_port)
   --decode URL                 a decode server (repeatable)
+  --prefill-selector K=V       with --service-discovery: pods with this label are prefill
+                               servers (repeatable; bootstrap port: the pod's
+                               sglang.ai/bootstrap-port annotation)
+  --decode-selector K=V        ... and these decode servers (repeatable)
   --pd-first-token-timeout-ms T  a P/D attempt without a first token after T ms moves to a
                                new pair, blaming the prefill leg if it had not answered
                                (default 30000; 0 = off)
@@ -142,6 +146,8 @@ const OPTIONS = {
   prefill: { type: 'string', multiple: true },
   decode: { type: 'string', multiple: true },
   'pd-first-token-timeout-ms': { type: 'string' },
+  'prefill-selector': { type: 'string', multiple: true },
+  'decode-selector': { type: 'string', multiple: true },
 } as const;
 
 /**
@@ -219,6 +225,8 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         prefill: v.prefill,
         decode: v.decode,
         pdFirstTokenTimeoutMs: v['pd-first-token-timeout-ms'],
+        prefillSelector: v['prefill-selector'],
+        decodeSelector: v['decode-selector'],
       },
     });
   } catch (err) {

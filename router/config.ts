@@ -131,6 +131,10 @@ export interface RouterConfig {
    * pair, blaming the prefill leg when it had not answered (SGLang's own wait is 300 s). 0 = off.
    */
   pdFirstTokenTimeoutMs: number;
+  /** P/D with Kubernetes discovery: pods with these labels are prefill servers (the gateway's `--prefill-selector`). */
+  prefillSelector: string[];
+  /** ... and these decode servers (`--decode-selector`); a pod matching both is a prefill server, as in the gateway. */
+  decodeSelector: string[];
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -191,6 +195,8 @@ export const DEFAULTS: RouterConfig = {
   prefill: [],
   decode: [],
   pdFirstTokenTimeoutMs: 30_000,
+  prefillSelector: [],
+  decodeSelector: [],
 };
 
 export class ConfigError extends Error {}
@@ -230,7 +236,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (value === false || value === 'false' || value === '0') return false;
     throw bad('must be true or false');
   }
-  if (key === 'selector') {
+  if (key === 'selector' || key === 'prefillSelector' || key === 'decodeSelector') {
     const list = Array.isArray(value) ? value.flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : typeof value === 'string' ? value.split(',') : null;
     const terms = list?.map((t) => (typeof t === 'string' ? t.trim() : t)).filter((t) => t !== '');
     if (!terms || !terms.every((t) => typeof t === 'string' && /^[\w./-]+=[\w.-]*$/.test(t))) throw bad('must be label terms key=value');
@@ -293,7 +299,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
 
 /** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
-  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [], prefill: [], decode: [] };
+  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [], prefill: [], decode: [], prefillSelector: [], decodeSelector: [] };
   const set = (k: Key, v: unknown, where: string) => {
     (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
   };
@@ -324,7 +330,8 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
   }
   if (!cfg.pdDisaggregation && (cfg.prefill.length > 0 || cfg.decode.length > 0)) throw new ConfigError('--prefill and --decode need --pd-disaggregation');
   if (cfg.serviceDiscovery) {
-    if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');
+    const pdSelectors = cfg.pdDisaggregation && cfg.prefillSelector.length + cfg.decodeSelector.length > 0;
+    if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0 && !pdSelectors) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');
     if (cfg.serviceDiscoveryMode === 'endpointslices' && !cfg.serviceDiscoveryService) throw new ConfigError('service-discovery: endpointslices mode needs --service-discovery-service NAME');
     if (cfg.serviceDiscoveryPort < 1 || cfg.serviceDiscoveryPort > 65535) throw new ConfigError('service-discovery-port must be a port number');
     if (cfg.serviceDiscoveryRelistMs < 1000) throw new ConfigError('service-discovery-relist-ms must be at least 1000 (a watch\'s timeoutSeconds is whole seconds)');

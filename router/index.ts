@@ -69,7 +69,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}): Promise<
       loadIntervalMs: config.loadIntervalMs,
       continuationPlacement: config.continuationPlacement,
     },
-    createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
+    () => createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
     (w) => telemetry.workerChanged(w.info()),
     (id) => telemetry.workerRemoved(id, null),
   );

@@ -79,10 +79,31 @@ export class WorkerPool {
 
   constructor(
     private readonly opts: PoolOptions,
-    private readonly policy: Policy,
+    policy: Policy | (() => Policy),
     private readonly onChange: (w: Worker) => void,
     private readonly onRemove: (id: string) => void,
-  ) {}
+  ) {
+    // A factory gives the prefill side a policy of its own (P/D, docs/pd.md), as the gateway keeps
+    // a prefill and a decode policy: one round-robin counter over both picks would pair the same
+    // two workers every time, and one cache_aware tree would mix the two sides' prefixes.
+    this.policy = typeof policy === 'function' ? policy() : policy;
+    this.makePolicy = typeof policy === 'function' ? policy : null;
+  }
+
+  private readonly policy: Policy;
+  private readonly makePolicy: (() => Policy) | null;
+  private prefillPolicyOf: Policy | null = null;
+
+  /** The prefill side's policy: its own instance when the pool was given a factory. */
+  private get prefillPolicy(): Policy {
+    return (this.prefillPolicyOf ??= this.makePolicy ? this.makePolicy() : this.policy);
+  }
+
+  /** A worker's cache is gone or unknown: both sides forget it. */
+  private forgetCache(w: Worker): void {
+    this.policy.forget?.(w);
+    if (this.prefillPolicyOf !== null && this.prefillPolicyOf !== this.policy) this.prefillPolicyOf.forget?.(w);
+  }
 
   list(): Worker[] {
     return [...this.workers.values()];
@@ -135,7 +156,7 @@ export class WorkerPool {
     this.workers.delete(id);
     this.defaultsCache.clear();
     this.tokenedFailures.forget(id);
-    this.policy.forget?.(w);
+    this.forgetCache(w);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id);
@@ -181,7 +202,7 @@ export class WorkerPool {
     for (const w of this.workers.values()) {
       if (!exclude.has(w.id) && w.pdRole === 'prefill' && speaks(w, 'sglang') && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
-    return candidates.length === 0 ? null : this.policy.select(candidates, placement);
+    return candidates.length === 0 ? null : this.prefillPolicy.select(candidates, placement);
   }
 
   /** The workers of the command line: aggregated, prefill (`URL [PORT]`), decode. */
@@ -208,7 +229,7 @@ export class WorkerPool {
 
   /** The worker answered /flush_cache: its prefix cache is empty. */
   cacheFlushed(w: Worker): void {
-    this.policy.forget?.(w);
+    this.forgetCache(w);
   }
 
   /** An attempt on `w` ended: count its prompt and cached tokens (the Workers view's hit rate). */
@@ -237,7 +258,7 @@ export class WorkerPool {
   canPick(exclude: ReadonlySet<string>, also: string, pin: ContinuationPin | null, format: FormatName = 'sglang'): boolean {
     const now = Date.now();
     for (const w of this.workers.values()) {
-      if (w.id !== also && !exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
+      if (w.id !== also && !exclude.has(w.id) && w.pdRole !== 'prefill' && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
     }
     return false;
   }
@@ -247,7 +268,7 @@ export class WorkerPool {
     const now = Date.now();
     const reasons: string[] = [];
     for (const w of this.workers.values()) {
-      if (exclude.has(w.id) || !speaks(w, format)) continue;
+      if (exclude.has(w.id) || !speaks(w, format) || w.pdRole === 'prefill') continue;
       if (!w.eligible(now)) {
         reasons.push(`${w.url} is ${w.health(now)}`);
         continue;
@@ -315,7 +336,7 @@ export class WorkerPool {
     if (connectFailed) {
       w.dead = true;
       w.reportedLoad = null;
-      this.policy.forget?.(w);
+      this.forgetCache(w);
     }
     this.onChange(w);
   }
@@ -436,7 +457,7 @@ export class WorkerPool {
     }
     // A worker that was out (dead, unhealthy) and answers again may be a restarted process with
     // an empty cache: what was sent to it before no longer tells where prefixes are cached.
-    if (!w.healthy || (w.healthy && before.health !== 'healthy' && (before.health === 'dead' || before.health === 'unhealthy'))) this.policy.forget?.(w);
+    if (!w.healthy || (w.healthy && before.health !== 'healthy' && (before.health === 'dead' || before.health === 'unhealthy'))) this.forgetCache(w);
     const after = w.info();
     // A worker back in service gets its spares now, not at the next tick: it is the least loaded,
     // so the next burst of continuations goes to it.

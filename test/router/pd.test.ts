@@ -92,3 +92,41 @@ describe('command line', () => {
     expect(() => configFromArgv(['--pd-disaggregation', '--prefill', 'http://a:1 x'], {})).toThrow(/URL BOOTSTRAP_PORT/);
   });
 });
+
+describe('pairs (WorkerPool.pick + pickPrefill)', () => {
+  it('a prefill server is never an attempt\'s worker; round_robin pairs go round on both sides', async () => {
+    const { WorkerPool } = await import('../../router/pool/worker-pool.ts');
+    const { createPolicy } = await import('../../router/pool/policies/index.ts');
+    const opts = {
+      circuit: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 500, healthIntervalMs: 0, healthTimeoutMs: 100, healthFailureThreshold: 1, benchMs: 1000, spareConnections: 0,
+    };
+    const pool = new WorkerPool(opts, () => createPolicy('round_robin'), () => undefined, () => undefined);
+    try {
+      // Port 9 on loopback refuses: the workers are never probed, their roles are the declared ones.
+      const p = [await pool.addWithRole('http://127.0.1.1:9 8998', 'prefill'), await pool.addWithRole('http://127.0.2.1:9', 'prefill')];
+      const d = [await pool.addWithRole('http://127.0.3.1:9', 'decode'), await pool.addWithRole('http://127.0.4.1:9', 'decode')];
+      for (const w of [...p, ...d]) {
+        w.healthy = true;
+        w.dead = false;
+      }
+      expect(p[0]!.bootstrapPort).toBe(8998);
+      expect(p[1]!.bootstrapPort).toBeNull();
+      const pairs = new Set<string>();
+      for (let k = 0; k < 8; k++) {
+        const dec = pool.pick(new Set(), null, 'sglang', null)!;
+        expect(dec.pdRole).toBe('decode');
+        const pre = pool.pickPrefill(new Set(), null, null)!;
+        expect(pre.pdRole).toBe('prefill');
+        pairs.add(`${pre.id}/${dec.id}`);
+      }
+      // Each side in turn: both prefill and both decode servers take attempts.
+      expect(new Set([...pairs].map((x) => x.split('/')[0])).size).toBe(2);
+      expect(new Set([...pairs].map((x) => x.split('/')[1])).size).toBe(2);
+      expect(pool.pickPrefill(new Set([p[0]!.id, p[1]!.id]), null, null)).toBeNull();
+      await expect(pool.addWithRole('http://127.0.5.1:9 70000', 'prefill')).rejects.toThrow(/bootstrap port/);
+    } finally {
+      await pool.close();
+    }
+  });
+});
