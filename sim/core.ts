@@ -112,6 +112,8 @@ export interface WireFormat {
   crashed?(): void;
   /** The format's own counts in /_sim/stats. */
   extraStats?(): Partial<SimStats>;
+  /** A P/D worker's rooms in the order they came, from the `since`-th on (GET /_sim/rooms?since=K). */
+  rooms?(since: number): { total: number; rooms: string[] } | null;
 }
 
 export const MAX_TOTAL_TOKENS = 1 << 20;
@@ -414,6 +416,12 @@ export class WorkerCore implements SchedulingHost {
       socket.once('close', () => this.controlSockets.delete(socket));
     }
     if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, JSON.stringify(this.stats()));
+    if (path === '/_sim/rooms' && req.method === 'GET') {
+      const since = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('since') ?? '0');
+      const rooms = this.format.rooms?.(Number.isInteger(since) && since >= 0 ? since : 0) ?? null;
+      if (rooms === null) return notFound(res);
+      return json(res, 200, JSON.stringify(rooms));
+    }
     if (path === '/_sim/cache_match' && req.method === 'POST') {
       // The oracle's view (the control API): how much of these tokens this worker's cache holds
       // now, read without touching its LRU order.

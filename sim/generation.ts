@@ -136,6 +136,8 @@ export class Generation extends ScheduledGeneration<Call> {
       this.w.metrics.cachedTokens.inc(r.kv.cached_tokens);
       this.host.whenAwake(() => {
         if (this.ended) return;
+        // A zero budget ends as it does on an aggregated worker: one final chunk, nothing generated.
+        if (this.decoder.finish) return this.finish(this.decoder.finish);
         const finish = this.decoder.adopt(r.kv.output_id);
         this.produce({ token: r.kv.output_id, logprob: r.kv.logprob, top: r.kv.top, idsLogprobs: r.kv.ids_logprobs, finish });
       });

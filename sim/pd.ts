@@ -112,9 +112,18 @@ export class RoomBook {
   private readonly seen = new Set<string>();
   private readonly active = new Set<string>();
   readonly duplicates: string[] = [];
+  /** Every room entered, in order (GET /_sim/rooms), and how many were dropped from its start. */
+  private readonly log: string[] = [];
+  private dropped = 0;
 
   /** Records `room`; false when it is active already (the caller crashes). */
   enter(room: string): boolean {
+    this.log.push(room);
+    if (this.log.length > MAX_ROOMS_SEEN) {
+      const cut = this.log.length - MAX_ROOMS_SEEN;
+      this.log.splice(0, cut);
+      this.dropped += cut;
+    }
     if (this.seen.has(room)) {
       this.duplicates.push(room);
       if (this.duplicates.length > 1000) this.duplicates.shift();
@@ -129,6 +138,11 @@ export class RoomBook {
 
   leave(room: string): void {
     this.active.delete(room);
+  }
+
+  /** The rooms entered from the `since`-th on (counting from this worker's start), and the total. */
+  since(since: number): { total: number; rooms: string[] } {
+    return { total: this.dropped + this.log.length, rooms: this.log.slice(Math.max(0, since - this.dropped)) };
   }
 
   get seenCount(): number {

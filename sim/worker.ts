@@ -81,7 +81,7 @@ class SglangWorker implements WireFormat, GenerationHost {
   readonly weightLabel: WeightLabel;
   readonly pdMode: DisaggregationMode;
   /** The rooms this worker has seen (P/D modes). */
-  private readonly rooms = new RoomBook();
+  private readonly book = new RoomBook();
   /** A prefill's bootstrap server. */
   private readonly bootstrap: BootstrapServer | null;
   /** A weight update waiting for the running requests to drain (update_weights_from_disk). */
@@ -150,7 +150,11 @@ class SglangWorker implements WireFormat, GenerationHost {
 
   extraStats(): { pd?: RoomStats } {
     if (this.pdMode === 'null') return {};
-    return { pd: { mode: this.pdMode, bootstrapPort: this.bootstrapPort, roomsSeen: this.rooms.seenCount, roomsActive: this.rooms.activeCount, duplicateRooms: [...this.rooms.duplicates] } };
+    return { pd: { mode: this.pdMode, bootstrapPort: this.bootstrapPort, roomsSeen: this.book.seenCount, roomsActive: this.book.activeCount, duplicateRooms: [...this.book.duplicates] } };
+  }
+
+  rooms(since: number): { total: number; rooms: string[] } | null {
+    return this.pdMode === 'null' ? null : this.book.since(since);
   }
 
   /** The bootstrap port /server_info advertises: the prefill's server, else SGLang's default. */
@@ -416,8 +420,8 @@ class SglangWorker implements WireFormat, GenerationHost {
   private enterRooms(bootstraps: Bootstrap[]): PdSample[] | false {
     const entered: string[] = [];
     for (const b of bootstraps) {
-      if (!this.rooms.enter(b.room)) {
-        for (const room of entered) this.rooms.leave(room);
+      if (!this.book.enter(b.room)) {
+        for (const room of entered) this.book.leave(room);
         console.error(`baton sim (${this.pdMode}): duplicate bootstrap_room ${b.room} while it is active: the scheduler crashes (sglang#40125)`);
         this.core.fault({ kind: 'crash' });
         return false;
@@ -426,7 +430,7 @@ class SglangWorker implements WireFormat, GenerationHost {
     }
     return bootstraps.map((b): PdSample => {
       const fake = b.host === FAKE_BOOTSTRAP_HOST;
-      const leave = () => this.rooms.leave(b.room);
+      const leave = () => this.book.leave(b.room);
       if (this.pdMode === 'prefill') {
         const leg = this.bootstrap!.leg(b.room);
         return { role: 'prefill', leg, fake, bootstrapTimeoutMs: this.opts.disaggregationBootstrapTimeoutMs ?? SGLANG_PD_TIMEOUT_MS, release: () => (leg.release(), leave()) };

@@ -134,6 +134,9 @@ describe('sim P/D roles', () => {
     expect(after.duplicateRooms).toEqual([]);
     expect(after.roomsActive).toBe(0);
     expect(BigInt(r)).toBeGreaterThan(2n ** 53n);
+    // Every room in the order it came, from any point on (the chaos campaign's view).
+    const log = (await getJson(`${P(DECODE).url}/_sim/rooms?since=${before.roomsSeen}`)).body as { total: number; rooms: string[] };
+    expect(log).toEqual({ total: before.roomsSeen + 1, rooms: [r] });
   });
 
   it('input logprobs come from the prefill leg; the decode carries the first token\'s output logprob', async () => {
