@@ -27,7 +27,15 @@ read it (the router must cut them after its client write timeout), and bursts of
 connection reset, reject (SGLang 503, vLLM engine dead 500), slow tokens, engine abort, and on
 vLLM workers finish_reason "error".
 
+P/D (--pd): prefill and decode SGLang workers (sim/pd.ts) behind the router in P/D mode
+(docs/pd.md); faults over both legs (a prefill killed, hung, reset or refusing before its rooms
+transfer; a decode killed mid-stream, crashing after some tokens, reset, hung or slow), at most one
+worker of each role at a time. The verdict: every request answered and equal to the fault-free
+answer, no room ever seen twice by any worker (read from the workers), no worker exit that no fault
+caused, no room issued twice in the trace rows (docs/reliability.md).
+
 options:
+  --pd                   the P/D campaign above (--prefill N, --decode M: default 2 each)
   --format F             sglang (default), vllm or mixed
   --duration S           seconds of traffic (default 60)
   --workers N            simulated workers besides the other-weights one
@@ -62,6 +70,9 @@ Progress goes to stderr, the summary to stdout; the exit code is 1 when any viol
 export async function run(argv: string[]): Promise<void> {
   const v = parseFlags(argv, {
     format: { type: 'string' },
+    pd: { type: 'boolean' },
+    prefill: { type: 'string' },
+    decode: { type: 'string' },
     duration: { type: 'string' },
     workers: { type: 'string' },
     concurrency: { type: 'string' },
@@ -105,6 +116,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   const faultRate = v['fault-rate'] === undefined ? 0.2 : Number(v['fault-rate']);
   if (!Number.isFinite(faultRate) || faultRate < 0) throw new UsageError(`--fault-rate must be a number >= 0, got '${v['fault-rate']}'`);
+  if (v.pd) return runPd(v, faultRate);
+  if (v.prefill !== undefined || v.decode !== undefined) throw new UsageError('--prefill and --decode need --pd');
   const format = (v.format ?? 'sglang') as CampaignFormat;
   if (!CAMPAIGN_FORMATS.includes(format)) throw new UsageError(`--format must be sglang, vllm or mixed, got '${v.format}'`);
   const workers = intFlag('workers', v.workers, format === 'mixed' ? 4 : 3, format === 'mixed' ? 2 : 1);
@@ -127,5 +140,25 @@ export async function run(argv: string[]): Promise<void> {
   const { formatSummary } = await import('../chaos/summary.ts');
   const report = await runCampaign({ ...opts, verbose: v.verbose ?? false, keepDir: v['keep-dir'], log: (line) => console.error(`[chaos] ${line}`) });
   console.log(v.json ? JSON.stringify(report, null, 2) : formatSummary(report));
+  if (report.violationCount > 0) process.exitCode = 1;
+}
+
+async function runPd(v: Record<string, string | boolean | undefined>, faultRate: number): Promise<void> {
+  for (const flag of ['format', 'workers', 'discovery', 'no-clients', 'client-write-timeout-ms'] as const) {
+    if (v[flag] !== undefined) throw new UsageError(`--${flag} is not a --pd option`);
+  }
+  const opts = {
+    durationS: intFlag('duration', v.duration as string | undefined, 60, 1),
+    prefill: intFlag('prefill', v.prefill as string | undefined, 2, 2),
+    decode: intFlag('decode', v.decode as string | undefined, 2, 2),
+    concurrency: intFlag('concurrency', v.concurrency as string | undefined, 16, 1),
+    seed: intFlag('seed', v.seed as string | undefined, Math.floor(Math.random() * 2 ** 31)),
+    faultRate,
+    tokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'] as string | undefined, 10),
+    maxNewTokens: intFlag('max-new-tokens', v['max-new-tokens'] as string | undefined, 128, 1),
+  };
+  const { runPdCampaign, formatPdSummary } = await import('../chaos/pd-campaign.ts');
+  const report = await runPdCampaign({ ...opts, verbose: v.verbose === true, keepDir: v['keep-dir'] as string | undefined, log: (line) => console.error(`[chaos pd] ${line}`) });
+  console.log(v.json ? JSON.stringify(report, null, 2) : formatPdSummary(report));
   if (report.violationCount > 0) process.exitCode = 1;
 }

@@ -83,6 +83,18 @@ const HELP = `usage: baton router [options]
                                docs/replicas.md)
   --replica-admin-port-base P  replica i also serves its own /metrics, /events, /traces, ...
                                on 127.0.0.1:P+i (default 0: any free port)
+  --pd-disaggregation          prefill/decode disaggregation (docs/pd.md): each attempt is a
+                               prefill and a decode leg with a fresh bootstrap_room
+  --prefill URL [PORT]         a prefill server and its bootstrap port (repeatable; without
+                               PORT, its /server_info disaggregation_bootstrap_port)
+  --decode URL                 a decode server (repeatable)
+  --prefill-selector K=V       with --service-discovery: pods with this label are prefill
+                               servers (repeatable; bootstrap port: the pod's
+                               sglang.ai/bootstrap-port annotation)
+  --decode-selector K=V        ... and these decode servers (repeatable)
+  --pd-first-token-timeout-ms T  a P/D attempt without a first token after T ms moves to a
+                               new pair, blaming the prefill leg if it had not answered
+                               (default 30000; 0 = off)
   --config FILE                YAML file of the same settings (snake_case keys)
 
 Settings come from flags, then BATON_* environment variables (e.g. BATON_MIGRATION_LIMIT),
@@ -139,10 +151,33 @@ const OPTIONS = {
   'shutdown-grace-ms': { type: 'string' },
   replicas: { type: 'string' },
   'replica-admin-port-base': { type: 'string' },
+  'pd-disaggregation': { type: 'boolean' },
+  prefill: { type: 'string', multiple: true },
+  decode: { type: 'string', multiple: true },
+  'pd-first-token-timeout-ms': { type: 'string' },
+  'prefill-selector': { type: 'string', multiple: true },
+  'decode-selector': { type: 'string', multiple: true },
 } as const;
 
+/**
+ * The gateway writes a prefill server's bootstrap port as a second value of the flag
+ * (`--prefill http://p:30001 9001`, sgl-model-gateway's CLI): folded into one `URL PORT` value
+ * before node:util's parser, which takes one value per flag.
+ */
+export function foldPrefillPorts(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--prefill' && /^\d{1,5}$/.test(argv[i + 2] ?? '') && !argv[i + 1]!.startsWith('--')) {
+      out.push(a, `${argv[i + 1]} ${argv[i + 2]}`);
+      i += 2;
+    } else out.push(a);
+  }
+  return out;
+}
+
 export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.env): RouterConfig | null {
-  const v = parseFlags(argv, OPTIONS);
+  const v = parseFlags(foldPrefillPorts(argv), OPTIONS);
   if (v.help) return null;
   try {
     return loadConfig({
@@ -197,6 +232,12 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         shutdownGraceMs: v['shutdown-grace-ms'],
         replicas: v.replicas,
         replicaAdminPortBase: v['replica-admin-port-base'],
+        pdDisaggregation: v['pd-disaggregation'],
+        prefill: v.prefill,
+        decode: v.decode,
+        pdFirstTokenTimeoutMs: v['pd-first-token-timeout-ms'],
+        prefillSelector: v['prefill-selector'],
+        decodeSelector: v['decode-selector'],
       },
     });
   } catch (err) {

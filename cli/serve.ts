@@ -22,7 +22,10 @@ const HELP = `usage: baton serve [options]
   --sim-format F         the simulated workers' wire format: sglang (default), vllm, or mixed;
                          openai: SGLang workers on a real tokenizer (Qwen3's, bundled), the
                          router's OpenAI front (/v1/chat/completions) and chat traffic
-                         (half each, with traffic in both formats)
+                         (half each, with traffic in both formats); pd: SGLang workers in
+                         P/D roles, half prefill and half decode (default 2 + 2), behind the
+                         router in P/D mode (docs/pd.md)
+  --sim-pd               the same as --sim-format pd
 
 Open the printed dashboard URL in a browser. Ctrl-C stops the router, the traffic and the
 simulated workers.`;
@@ -39,6 +42,7 @@ const OPTIONS = {
   policy: { type: 'string' },
   'token-interval-ms': { type: 'string' },
   'sim-format': { type: 'string' },
+  'sim-pd': { type: 'boolean' },
   config: { type: 'string' },
 } as const;
 
@@ -62,9 +66,11 @@ export async function run(argv: string[]): Promise<void> {
     return;
   }
   if (v.traffic && v['no-traffic']) throw new UsageError('--traffic and --no-traffic contradict each other');
-  const simFormatFlag = v['sim-format'];
-  if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed' && simFormatFlag !== 'openai') throw new UsageError(`--sim-format must be sglang, vllm, mixed or openai, got '${simFormatFlag}'`);
-  const simFormat: 'sglang' | 'vllm' | 'mixed' | 'openai' | undefined = simFormatFlag;
+  if (v['sim-pd'] && v['sim-format'] !== undefined && v['sim-format'] !== 'pd') throw new UsageError(`--sim-pd and --sim-format ${v['sim-format']} contradict each other`);
+  const simFormatFlag = v['sim-pd'] ? 'pd' : v['sim-format'];
+  if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed' && simFormatFlag !== 'openai' && simFormatFlag !== 'pd') throw new UsageError(`--sim-format must be sglang, vllm, mixed, openai or pd, got '${simFormatFlag}'`);
+  const simFormat: 'sglang' | 'vllm' | 'mixed' | 'openai' | 'pd' | undefined = simFormatFlag;
+  if (simFormat === 'pd' && v.sim !== undefined && intFlag('sim', v.sim, 0) === 1) throw new UsageError('--sim-pd needs at least 2 simulated workers (a prefill and a decode)');
   const opts = {
     ...(v.port !== undefined ? { port: intFlag('port', v.port, 0) } : {}),
     ...(v.host !== undefined ? { host: v.host } : {}),

@@ -38,6 +38,13 @@ options:
   --vocab-size N               vocabulary size without a tokenizer (default 32000, at least 512)
   --control-port C             also serve the cluster control API (kill, restart, faults) on port C
 
+P/D disaggregation (SGLang workers; docs/simulator.md "P/D roles"):
+  --prefill N --decode M       N prefill then M decode workers (instead of --workers)
+  --disaggregation-mode prefill|decode|null   every worker's role, like SGLang's flag (default null)
+  --disaggregation-bootstrap-port B   the (first) prefill's bootstrap server port (default 0: a free port)
+  --disaggregation-bootstrap-timeout-ms T  a prefill request's wait for its decode (default 300000)
+  --disaggregation-waiting-timeout-ms T    a decode request's wait for its KV (default 300000)
+
 vLLM workers only (--format vllm):
   --max-model-len L            context length, like vLLM's --max-model-len (default 32768)
   --max-logprobs K             like vLLM's --max-logprobs (default 20)
@@ -61,6 +68,8 @@ function flags(argv: string[]) {
     return parseFlags(argv, {
       ...workerArgSpecs('cli'),
       workers: { type: 'string' },
+      prefill: { type: 'string' },
+      decode: { type: 'string' },
       'control-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     });
@@ -76,11 +85,15 @@ export async function run(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const workers = intFlag('workers', v.workers, 2, 1);
   const { format, options: worker } = parseWorkerFlags(v);
+  const pd = v.prefill !== undefined || v.decode !== undefined;
+  if (pd && v.workers !== undefined) throw new UsageError('--prefill/--decode set the workers: give them or --workers, not both');
+  if (pd && format !== 'sglang') throw new UsageError('--prefill/--decode are SGLang worker options (not with --format vllm)');
+  const roles = pd ? [...Array<'prefill'>(intFlag('prefill', v.prefill, 1, 1)).fill('prefill'), ...Array<'decode'>(intFlag('decode', v.decode, 1, 1)).fill('decode')] : undefined;
+  const workers = roles?.length ?? intFlag('workers', v.workers, 2, 1);
   const port = worker.port ?? 0;
   if (port > 0 && port + workers - 1 > 65535) throw new UsageError(`--port ${port} leaves no room for ${workers} consecutive ports`);
-  const options = { ...worker, format, workers, port };
+  const options = { ...worker, format, workers, port, ...(roles ? { roles } : {}) };
   if (options.tokenizer !== undefined && !existsSync(join(options.tokenizer, 'tokenizer.json'))) throw new UsageError(`--tokenizer ${options.tokenizer}: no tokenizer.json there`);
   const controlPort = v['control-port'] === undefined ? null : intFlag('control-port', v['control-port'], 0);
   let cluster: SimCluster;
@@ -91,9 +104,13 @@ export async function run(argv: string[]): Promise<void> {
     console.error(`baton sim: ${(err as Error).message}`);
     process.exit(1);
   }
-  for (const w of cluster.workers()) console.log(`worker ${w.index} (pid ${w.pid}) listening on ${w.url}`);
+  const role = (i: number) => {
+    const w = cluster.workers()[i]!;
+    return w.role === 'null' ? '' : w.role === 'prefill' ? ` (prefill, bootstrap port ${w.bootstrapPort})` : ' (decode)';
+  };
+  for (const w of cluster.workers()) console.log(`worker ${w.index} (pid ${w.pid}) listening on ${w.url}${role(w.index)}`);
   cluster.onChange((c: ClusterChange) => {
-    if (c.alive) console.log(`worker ${c.index} (pid ${c.pid}) listening on ${c.url}`);
+    if (c.alive) console.log(`worker ${c.index} (pid ${c.pid}) listening on ${c.url}${role(c.index)}`);
     else console.log(`worker ${c.index} (pid ${c.pid}) exited (${c.signal ?? `code ${c.code}`})`);
   });
   const control = controlPort === null ? null : await startControlServer(cluster, controlPort);

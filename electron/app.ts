@@ -37,12 +37,13 @@ export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): App
   const workers = [...flag('worker'), ...(env.BATON_WORKERS ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
   const port = flag('port')[0] ?? env.BATON_PORT;
   const sim = flag('sim')[0] ?? env.BATON_SIM;
-  const simFormat = flag('sim-format')[0] ?? env.BATON_SIM_FORMAT;
+  // `--sim-pd` is a switch: the P/D demo cluster (`--sim-format pd`).
+  const simFormat = argv.includes('--sim-pd') ? 'pd' : flag('sim-format')[0] ?? env.BATON_SIM_FORMAT;
   return {
     ...(port !== undefined ? { port: Number(port) } : {}),
     workers,
     ...(sim !== undefined ? { sim: Number(sim) } : {}),
-    ...(simFormat === 'sglang' || simFormat === 'vllm' || simFormat === 'mixed' || simFormat === 'openai' ? { simFormat } : {}),
+    ...(simFormat === 'sglang' || simFormat === 'vllm' || simFormat === 'mixed' || simFormat === 'openai' || simFormat === 'pd' ? { simFormat } : {}),
     staticRoot: null,
   };
 }

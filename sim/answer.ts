@@ -57,6 +57,11 @@ export class Answer {
       : null;
   }
 
+  /** The prompt tokens the prefix cache held (cached_tokens). */
+  get cachedTokens(): number {
+    return this.cached;
+  }
+
   get completionTokens(): number {
     return this.tokens.length;
   }

@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SimStats } from './core.ts';
 import type { Fault } from './faults.ts';
 import { workerFlags, type AnyWorkerOptions } from './flags.ts';
+import type { DisaggregationMode } from './pd.ts';
 import type { ListeningMessage } from './worker-main.ts';
 
 /**
@@ -28,6 +29,12 @@ export interface ClusterOptions extends Omit<AnyWorkerOptions, 'inProcess'> {
   format?: 'sglang' | 'vllm';
   /** 0 (default): each worker picks a free port. Otherwise workers listen on port, port+1, ... */
   port?: number;
+  /**
+   * Each worker's P/D role (its --disaggregation-mode), by index; workers past the list take
+   * `disaggregationMode` (default "null"). A prefill's bootstrap server keeps its port across a
+   * restart, as routers cache it.
+   */
+  roles?: DisaggregationMode[];
 }
 
 export interface SimWorkerProc {
@@ -36,6 +43,10 @@ export interface SimWorkerProc {
   port: number;
   pid: number;
   alive: boolean;
+  /** Its P/D role ("null": aggregated). */
+  role: DisaggregationMode;
+  /** A prefill's bootstrap port (null otherwise). */
+  bootstrapPort: number | null;
 }
 
 export interface ClusterChange {
@@ -72,6 +83,8 @@ const START_TIMEOUT_MS = 30_000;
 
 interface Slot {
   index: number;
+  role: DisaggregationMode;
+  bootstrapPort: number | null;
   port: number;
   url: string;
   child: ChildProcess | null;
@@ -92,11 +105,15 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
   // Absolute, so that no child's working directory matters; checked here so that a wrong path is one clear error, not N dead children.
   const tokenizer = opts.tokenizer === undefined ? undefined : resolve(opts.tokenizer);
   if (tokenizer !== undefined && !existsSync(join(tokenizer, 'tokenizer.json'))) throw new Error(`tokenizer directory ${tokenizer} has no tokenizer.json`);
-  const { workers: _workers, format: _format, port: _port, host: _host, ...options } = opts;
+  const { workers: _workers, format: _format, port: _port, host: _host, roles, disaggregationMode, disaggregationBootstrapPort, ...options } = opts;
+  if (roles !== undefined && format === 'vllm') throw new Error('P/D roles are SGLang worker options (not with format vllm)');
+  for (const r of roles ?? []) if (r !== 'null' && r !== 'prefill' && r !== 'decode') throw new Error(`a role must be prefill, decode or null, got ${String(r)}`);
   const perWorker = workerFlags({ ...options, tokenizer });
-  const flags = (port: number): string[] => {
-    const f = ['--host', host, '--port', String(port)];
+  const flags = (slot: Slot): string[] => {
+    const f = ['--host', host, '--port', String(slot.port)];
     if (format === 'vllm') f.push('--format', 'vllm');
+    if (slot.role !== 'null') f.push('--disaggregation-mode', slot.role);
+    if (slot.role === 'prefill') f.push('--disaggregation-bootstrap-port', String(slot.bootstrapPort ?? 0));
     return [...f, ...perWorker];
   };
 
@@ -106,7 +123,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
   };
 
   const launch = (slot: Slot): Promise<void> => {
-    const child = spawn(process.execPath, ['--import', TSX_LOADER, WORKER_MAIN, ...flags(slot.port)], {
+    const child = spawn(process.execPath, ['--import', TSX_LOADER, WORKER_MAIN, ...flags(slot)], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     slot.child = child;
@@ -121,6 +138,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
         clearTimeout(timer);
         slot.port = m.port;
         slot.url = m.url;
+        if (m.bootstrapPort !== undefined) slot.bootstrapPort = m.bootstrapPort;
         slot.alive = true;
         notify(slot, null, null);
         resolve();
@@ -164,7 +182,10 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
 
   for (let i = 0; i < opts.workers; i++) {
     const port = opts.port ? opts.port + i : 0;
-    slots.push({ index: i, port, url: '', child: null, alive: false, exited: Promise.resolve() });
+    const role = roles?.[i] ?? disaggregationMode ?? 'null';
+    // A fixed bootstrap port is given to the first prefill (more would collide); the others pick free ones.
+    const bootstrapPort = role === 'prefill' && disaggregationBootstrapPort && !slots.some((s) => s.role === 'prefill') ? disaggregationBootstrapPort : null;
+    slots.push({ index: i, role, bootstrapPort, port, url: '', child: null, alive: false, exited: Promise.resolve() });
   }
   try {
     await Promise.all(slots.map(launch));
@@ -182,7 +203,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
   };
 
   return {
-    workers: () => slots.map((s) => ({ index: s.index, url: s.url, port: s.port, pid: s.child?.pid ?? 0, alive: s.alive })),
+    workers: () => slots.map((s) => ({ index: s.index, url: s.url, port: s.port, pid: s.child?.pid ?? 0, alive: s.alive, role: s.role, bootstrapPort: s.bootstrapPort })),
     kill,
     restart: async (i) => {
       if (stopping) throw new Error('cluster is stopping');

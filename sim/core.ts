@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { FaultSchedule, parseFault, type Fault, type FaultKind } from './faults.ts';
 import { PrefixCache } from './prefix-cache.ts';
+import type { RoomStats } from './pd.ts';
 import { readBody } from './responses.ts';
 import type { Ending, ScheduledGeneration, SchedulingHost } from './scheduling.ts';
 
@@ -35,6 +36,8 @@ export interface SimStats {
   rejecting: boolean;
   crashed: boolean;
   pendingFaults: number;
+  /** A P/D worker's role and rooms (SGLang workers started with --disaggregation-mode). */
+  pd?: RoomStats;
 }
 
 export interface SimWorker {
@@ -101,6 +104,16 @@ export interface WireFormat {
   engineFault(kind: FaultKind): void;
   /** A generation left the running set (the core has counted it). */
   ended(g: ScheduledGeneration, how: Ending): void;
+  /** Starts what the format serves besides the main port (a P/D prefill's bootstrap server). */
+  listen?(): Promise<void>;
+  /** Stops it (the worker closes). */
+  close?(): Promise<void>;
+  /** The worker crashed: whatever else the format serves dies with it. */
+  crashed?(): void;
+  /** The format's own counts in /_sim/stats. */
+  extraStats?(): Partial<SimStats>;
+  /** A P/D worker's rooms in the order they came, from the `since`-th on (GET /_sim/rooms?since=K). */
+  rooms?(since: number): { total: number; rooms: string[] } | null;
 }
 
 export const MAX_TOTAL_TOKENS = 1 << 20;
@@ -129,8 +142,15 @@ export function allow(res: ServerResponse, method: string, ...methods: string[])
 /** A worker of one format on the core, listening; `pageSize` is its prefix cache's page (block) size. */
 export async function startSimWorker(opts: CoreOptions, pageSize: number, plugIn: (core: WorkerCore) => WireFormat): Promise<SimWorker> {
   const core = new WorkerCore(opts, pageSize);
-  core.serve(plugIn(core));
+  const format = plugIn(core);
+  core.serve(format);
   await core.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
+  try {
+    await format.listen?.();
+  } catch (err) {
+    await core.close();
+    throw err;
+  }
   return core.handle();
 }
 
@@ -219,7 +239,7 @@ export class WorkerCore implements SchedulingHost {
     for (const g of [...this.running]) g.stop();
     this.parked.clear();
     for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await Promise.all([new Promise<void>((resolve) => this.server.close(() => resolve())), this.format.close?.()]);
   }
 
   /** The handle `startWorker` / `startVllmWorker` give out. */
@@ -238,6 +258,7 @@ export class WorkerCore implements SchedulingHost {
       rejecting: this.rejecting,
       crashed: this.crashed,
       pendingFaults: this.schedule.size,
+      ...this.format.extraStats?.(),
     };
   }
 
@@ -309,6 +330,7 @@ export class WorkerCore implements SchedulingHost {
         this.held.length = 0;
         this.server.close();
         for (const s of this.sockets) s.destroy();
+        this.format.crashed?.();
         return;
       case 'hang':
         this.hung = true;
@@ -394,6 +416,12 @@ export class WorkerCore implements SchedulingHost {
       socket.once('close', () => this.controlSockets.delete(socket));
     }
     if (path === '/_sim/stats' && req.method === 'GET') return json(res, 200, JSON.stringify(this.stats()));
+    if (path === '/_sim/rooms' && req.method === 'GET') {
+      const since = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('since') ?? '0');
+      const rooms = this.format.rooms?.(Number.isInteger(since) && since >= 0 ? since : 0) ?? null;
+      if (rooms === null) return notFound(res);
+      return json(res, 200, JSON.stringify(rooms));
+    }
     if (path === '/_sim/cache_match' && req.method === 'POST') {
       // The oracle's view (the control API): how much of these tokens this worker's cache holds
       // now, read without touching its LRU order.

@@ -49,6 +49,10 @@ export const WORKER_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'legacy-sampling': { option: 'legacySampling', kind: 'bool', only: 'sglang' },
   'enable-custom-logit-processor': { option: 'enableCustomLogitProcessor', kind: 'bool', only: 'sglang' },
   'enable-return-hidden-states': { option: 'enableReturnHiddenStates', kind: 'bool', only: 'sglang' },
+  'disaggregation-mode': { option: 'disaggregationMode', kind: 'string', only: 'sglang' },
+  'disaggregation-bootstrap-port': { option: 'disaggregationBootstrapPort', kind: 'int', only: 'sglang' },
+  'disaggregation-bootstrap-timeout-ms': { option: 'disaggregationBootstrapTimeoutMs', kind: 'int', only: 'sglang' },
+  'disaggregation-waiting-timeout-ms': { option: 'disaggregationWaitingTimeoutMs', kind: 'int', only: 'sglang' },
   'max-model-len': { option: 'maxModelLen', kind: 'int', min: 2, only: 'vllm' },
   'max-logprobs': { option: 'maxLogprobs', kind: 'int', only: 'vllm' },
   'legacy-logprobs': { option: 'legacyLogprobs', kind: 'bool', only: 'vllm' },
@@ -86,6 +90,8 @@ export function parseWorkerFlags(v: FlagValues): WorkerLaunch {
   }
   const policy = v['scheduling-policy'];
   if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority') throw new UsageError(`--scheduling-policy must be fcfs or priority, got '${String(policy)}'`);
+  const mode = v['disaggregation-mode'];
+  if (mode !== undefined && mode !== 'null' && mode !== 'prefill' && mode !== 'decode') throw new UsageError(`--disaggregation-mode must be prefill, decode or null, got '${String(mode)}'`);
   if (v.tokenizer !== undefined && v['vocab-size'] !== undefined) throw new UsageError('--tokenizer sets the vocabulary: give --tokenizer or --vocab-size, not both');
   const options: Record<string, unknown> = { host: (v.host as string | undefined) ?? '127.0.0.1', port: intFlag('port', v.port as string | undefined, 0) };
   for (const [flag, spec] of Object.entries(WORKER_FLAGS)) {

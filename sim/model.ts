@@ -404,6 +404,24 @@ export class Decoder {
     return step;
   }
 
+  /**
+   * Takes `token` as the next one without sampling it (a P/D decode leg goes on from the token its
+   * prefill sampled, decode.py pop_transferred); returns the finish it brings, as next() would.
+   */
+  adopt(token: number): FinishReason | null {
+    if (this.done) return this.done;
+    const sc = this.scripted;
+    if (sc !== null && sc.pos < sc.ids.length) sc.pos++;
+    this.produced++;
+    this.state = foldToken(this.state, token);
+    let finish: FinishReason | null = null;
+    if (this.produced >= this.p.max_new_tokens) finish = { type: 'length', length: this.p.max_new_tokens };
+    else if (this.stopIds.has(token)) finish = { type: 'stop', matched: token };
+    else if (this.isEos(token) && !this.p.ignore_eos) finish = { type: 'stop', matched: token };
+    this.done = finish;
+    return finish;
+  }
+
   private isEos(id: number): boolean {
     return id === this.cfg.eosTokenId || (this.otherEos !== null && this.otherEos.has(id));
   }

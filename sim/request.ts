@@ -67,6 +67,8 @@ export interface SampleRequest {
   rid: string;
   /** Position in the answer: batch item × n + sample. */
   index: number;
+  /** The batch item (prompt) it samples. */
+  item: number;
   promptIds: number[];
   decode: DecodeParams;
   returnLogprob: boolean;
@@ -268,6 +270,7 @@ export function parseGenerate(raw: unknown, s: RequestSettings, inFlight: (rid: 
       samples.push({
         rid: rids[index]!,
         index,
+        item: b,
         promptIds,
         decode,
         returnLogprob,

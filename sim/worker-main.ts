@@ -14,6 +14,8 @@ export interface ListeningMessage {
   type: 'listening';
   port: number;
   url: string;
+  /** A P/D prefill's bootstrap server port (kept across a restart, as the router caches it). */
+  bootstrapPort?: number;
 }
 
 function workerOptionsFromFlags(argv: string[]): WorkerLaunch {
@@ -41,7 +43,8 @@ async function main(): Promise<void> {
   }
   console.log(`listening on ${worker.url}`);
   if (process.send) {
-    const msg: ListeningMessage = { type: 'listening', port: worker.port, url: worker.url };
+    const pd = worker.stats().pd;
+    const msg: ListeningMessage = { type: 'listening', port: worker.port, url: worker.url, ...(pd?.mode === 'prefill' ? { bootstrapPort: pd.bootstrapPort } : {}) };
     process.send(msg);
     process.on('disconnect', () => process.exit(0));
   }

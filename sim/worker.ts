@@ -9,10 +9,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import { allow, startSimWorker, notFound, WorkerCore, type CoreOptions, type SimWorker, type WireFormat } from './core.ts';
 import { FAULT_KINDS, type FaultKind } from './faults.ts';
-import { Generation, type Call, type GenerationHost } from './generation.ts';
+import { Generation, type Call, type GenerationHost, type PdSample } from './generation.ts';
 import { WorkerMetrics } from './metrics.ts';
 import type { WeightLabel } from './answer.ts';
 import { DEFAULT_MODEL_PATH, DEFAULT_WEIGHT_VERSION, weightsSalt, type ModelConfig } from './model.ts';
+import { BootstrapServer, bootstrapOf, FAKE_BOOTSTRAP_HOST, quoteRooms, RoomBook, SGLANG_BOOTSTRAP_PORT, SGLANG_PD_TIMEOUT_MS, type Bootstrap, type DisaggregationMode, type RoomStats } from './pd.ts';
 import type { PrefixCache } from './prefix-cache.ts';
 import { BodyError, RequestError, SamplingTypeError, parseGenerate, type RequestSettings } from './request.ts';
 import { json, objectError, readBody, startStream } from './responses.ts';
@@ -43,6 +44,14 @@ export interface WorkerOptions extends CoreOptions {
   enableReturnHiddenStates?: boolean;
   /** Like SGLang's --page-size: the prefix cache matches whole pages. Default 1. */
   pageSize?: number;
+  /** Like SGLang's --disaggregation-mode: a P/D prefill or decode worker (sim/pd.ts). Default "null". */
+  disaggregationMode?: DisaggregationMode;
+  /** Like SGLang's --disaggregation-bootstrap-port: a prefill's bootstrap server port. Default 0: a free port. */
+  disaggregationBootstrapPort?: number;
+  /** A prefill request's wait for its decode to connect, ms (SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT). Default 300 000. */
+  disaggregationBootstrapTimeoutMs?: number;
+  /** A decode request's wait for its KV, ms (SGLANG_DISAGGREGATION_WAITING_TIMEOUT). Default 300 000. */
+  disaggregationWaitingTimeoutMs?: number;
 }
 
 export const MODEL_NAME = DEFAULT_MODEL_PATH;
@@ -70,6 +79,11 @@ class SglangWorker implements WireFormat, GenerationHost {
   weightVersion: string;
   weights: number;
   readonly weightLabel: WeightLabel;
+  readonly pdMode: DisaggregationMode;
+  /** The rooms this worker has seen (P/D modes). */
+  private readonly book = new RoomBook();
+  /** A prefill's bootstrap server. */
+  private readonly bootstrap: BootstrapServer | null;
   /** A weight update waiting for the running requests to drain (update_weights_from_disk). */
   private drained: (() => void)[] = [];
   private readonly startedAt = Date.now() / 1000;
@@ -99,6 +113,9 @@ class SglangWorker implements WireFormat, GenerationHost {
     this.weights = weightsSalt(this.modelPath, this.weightVersion);
     this.weightLabel = { versionJson: JSON.stringify(this.weightVersion) };
     this.incremental = opts.incremental ?? false;
+    this.pdMode = opts.disaggregationMode ?? 'null';
+    if (!['null', 'prefill', 'decode'].includes(this.pdMode)) throw new Error(`disaggregation mode must be null, prefill or decode, got ${String(this.pdMode)}`);
+    this.bootstrap = this.pdMode === 'prefill' ? new BootstrapServer(opts.host ?? '127.0.0.1', { rankPort: () => core.port, pageSize: this.pageSize }) : null;
     this.metrics = new WorkerMetrics(this.modelPath, () => ({
       running: this.running.size - core.queued,
       queued: core.queued,
@@ -117,6 +134,32 @@ class SglangWorker implements WireFormat, GenerationHost {
     this.running.delete(g.req.rid);
     if (this.running.size === 0 && this.drained.length > 0) for (const resume of this.drained.splice(0)) resume();
     if (how === 'aborted' || how === 'disconnected') this.metrics.aborted.inc();
+  }
+
+  async listen(): Promise<void> {
+    await this.bootstrap?.listen(this.opts.disaggregationBootstrapPort ?? 0);
+  }
+
+  async close(): Promise<void> {
+    await this.bootstrap?.close();
+  }
+
+  crashed(): void {
+    this.bootstrap?.destroy();
+  }
+
+  extraStats(): { pd?: RoomStats } {
+    if (this.pdMode === 'null') return {};
+    return { pd: { mode: this.pdMode, bootstrapPort: this.bootstrapPort, roomsSeen: this.book.seenCount, roomsActive: this.book.activeCount, duplicateRooms: [...this.book.duplicates] } };
+  }
+
+  rooms(since: number): { total: number; rooms: string[] } | null {
+    return this.pdMode === 'null' ? null : this.book.since(since);
+  }
+
+  /** The bootstrap port /server_info advertises: the prefill's server, else SGLang's default. */
+  private get bootstrapPort(): number {
+    return this.bootstrap?.port ?? this.opts.disaggregationBootstrapPort ?? SGLANG_BOOTSTRAP_PORT;
   }
 
   internalError(res: ServerResponse, message: string): void {
@@ -237,6 +280,8 @@ class SglangWorker implements WireFormat, GenerationHost {
       enable_custom_logit_processor: this.settings.enableCustomLogitProcessor,
       enable_return_hidden_states: this.settings.enableReturnHiddenStates,
       weight_version: this.weightVersion,
+      disaggregation_mode: this.pdMode,
+      disaggregation_bootstrap_port: this.bootstrapPort,
       max_total_num_tokens: this.core.maxTotalTokens,
       max_req_input_len: CONTEXT_LENGTH - 1,
       internal_states: [{ last_gen_throughput: 0, memory_usage: { kvcache: 0 }, token_interval_ms: this.core.tokenIntervalMs }],
@@ -318,13 +363,16 @@ class SglangWorker implements WireFormat, GenerationHost {
     if (!this.core.healthy) return objectError(res, 503, 'The server is not accepting new requests.');
     let raw: unknown;
     try {
-      raw = JSON.parse(await readBody(req));
+      const text = await readBody(req);
+      raw = JSON.parse(this.pdMode === 'null' ? text : quoteRooms(text));
     } catch (err) {
       return objectError(res, 400, err instanceof BodyError ? err.message : `JSON decode error: ${(err as Error).message}`, 'Bad Request');
     }
     let parsed;
+    let bootstraps: Bootstrap[] | null = null;
     try {
       parsed = parseGenerate(raw, this.settings, (rid) => this.running.has(rid));
+      if (this.pdMode !== 'null') bootstraps = parsed.samples.map((s) => bootstrapOf(raw as Record<string, unknown>, s.item, this.opts.host ?? '127.0.0.1'));
     } catch (err) {
       if (err instanceof BodyError) return objectError(res, 400, err.message, 'Bad Request');
       const stream = typeof raw === 'object' && raw !== null && (raw as Record<string, unknown>).stream === true;
@@ -344,9 +392,11 @@ class SglangWorker implements WireFormat, GenerationHost {
     const startError = parsed.samples.find((s) => s.startError)?.startError;
     if (startError && !parsed.stream) return json(res, 400, { error: { message: startError } });
 
+    const legs = bootstraps === null ? null : this.enterRooms(bootstraps);
+    if (legs === false) return;
     const call: Call = { res, stream: parsed.stream, batch: parsed.batch, gens: [], open: parsed.samples.length, done: false };
-    for (const sample of parsed.samples) {
-      const g = new Generation(this.core, this, call, sample);
+    for (const [i, sample] of parsed.samples.entries()) {
+      const g = new Generation(this.core, this, call, sample, legs?.[i] ?? null);
       call.gens.push(g);
       this.running.set(sample.rid, g);
       this.core.started(g);
@@ -360,6 +410,33 @@ class SglangWorker implements WireFormat, GenerationHost {
     });
     if (call.stream) startStream(res);
     for (const g of call.gens) g.start();
+  }
+
+  /**
+   * Each sample's P/D leg, its room entered in the book; false if a room is active already: the
+   * duplicate crashes SGLang's schedulers (sglang#40125: the prefill's KeyError in
+   * MooncakeKVSender.poll, the decode's ValueError), so this worker crashes as they do.
+   */
+  private enterRooms(bootstraps: Bootstrap[]): PdSample[] | false {
+    const entered: string[] = [];
+    for (const b of bootstraps) {
+      if (!this.book.enter(b.room)) {
+        for (const room of entered) this.book.leave(room);
+        console.error(`baton sim (${this.pdMode}): duplicate bootstrap_room ${b.room} while it is active: the scheduler crashes (sglang#40125)`);
+        this.core.fault({ kind: 'crash' });
+        return false;
+      }
+      entered.push(b.room);
+    }
+    return bootstraps.map((b): PdSample => {
+      const fake = b.host === FAKE_BOOTSTRAP_HOST;
+      const leave = () => this.book.leave(b.room);
+      if (this.pdMode === 'prefill') {
+        const leg = this.bootstrap!.leg(b.room);
+        return { role: 'prefill', leg, fake, bootstrapTimeoutMs: this.opts.disaggregationBootstrapTimeoutMs ?? SGLANG_PD_TIMEOUT_MS, release: () => (leg.release(), leave()) };
+      }
+      return { role: 'decode', bootstrap: b, fake, waitingTimeoutMs: this.opts.disaggregationWaitingTimeoutMs ?? SGLANG_PD_TIMEOUT_MS, release: leave };
+    });
   }
 
   /**

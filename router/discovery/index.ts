@@ -6,13 +6,15 @@ import type { Reconciler } from './reconciler.ts';
 export { Reconciler } from './reconciler.ts';
 import type { DiscoverySource } from './types.ts';
 import { FileSource } from './file-source.ts';
-import { k8sSource } from './k8s.ts';
+import { k8sRoleSource, k8sSource } from './k8s.ts';
 
 export type SourceFactory = (config: RouterConfig) => DiscoverySource | null;
 
 export const SOURCES: SourceFactory[] = [
   (c) => (c.workerFile !== null ? new FileSource(c.workerFile, c.workerFileIntervalMs) : null),
   (c) => k8sSource(c),
+  (c) => k8sRoleSource(c, 'prefill'),
+  (c) => k8sRoleSource(c, 'decode'),
 ];
 
 export interface Discovery {

@@ -17,6 +17,12 @@ import type { K8sClient, K8sObject } from './k8s-api.ts';
 import { WatchLoop } from './k8s-watch.ts';
 
 export const PORT_ANNOTATION = 'baton.dev/port';
+/**
+ * A prefill pod's bootstrap port, as the gateway reads it: service_discovery.rs `PodInfo::from_pod`
+ * (`annotations.get(&config.bootstrap_port_annotation)`, default `sglang.ai/bootstrap-port`,
+ * `.parse::<u16>().ok()`: a value that is not a port is no port, and the server is probed).
+ */
+export const BOOTSTRAP_PORT_ANNOTATION = 'sglang.ai/bootstrap-port';
 export const FORMAT_ANNOTATION = 'baton.dev/format';
 const FORMATS: readonly FormatName[] = ['sglang', 'vllm'];
 
@@ -26,6 +32,10 @@ export interface K8sSourceOptions {
   namespace: string | null;
   /** `k=v` terms, ANDed (the gateway's `--selector`). */
   selector: string[];
+  /** P/D: the role of the pods this source finds (its selector is --prefill-selector or --decode-selector). */
+  role?: 'prefill' | 'decode';
+  /** Pods that also match these terms are another source's (a decode selector leaves prefill pods to the prefill one). */
+  unless?: string[];
   port: number;
   relistMs: number;
   watchdogMs: number;
@@ -56,7 +66,7 @@ interface PodShape {
 }
 
 /** Reads a pod (a watch event's object or a list item: JSON as the API server sends it). */
-export function podView(obj: K8sObject, port: number): PodView {
+export function podView(obj: K8sObject, port: number, role?: 'prefill' | 'decode'): PodView {
   const pod = obj as PodShape;
   const md = pod.metadata ?? {};
   const key = md.uid ?? `${md.namespace ?? ''}/${md.name ?? ''}`;
@@ -81,6 +91,11 @@ export function podView(obj: K8sObject, port: number): PodView {
     ...(format ? { format } : {}),
     meta: { source: 'k8s-pods', pod: md.name, namespace: md.namespace, node: pod.spec?.nodeName },
   };
+  if (role !== undefined) {
+    worker.pdRole = role;
+    const b = role === 'prefill' ? Number(ann[BOOTSTRAP_PORT_ANNOTATION] ?? NaN) : NaN;
+    worker.bootstrapPort = Number.isInteger(b) && b >= 1 && b <= 65535 ? b : null;
+  }
   if (md.deletionTimestamp) {
     const deadline = Date.parse(md.deletionTimestamp);
     const grace = md.deletionGracePeriodSeconds;
@@ -172,11 +187,30 @@ export function selectorString(terms: string[]): string {
   return terms.join(',');
 }
 
+/** Whether a pod's labels carry every `k=v` term (the gateway's `matches_selector`; no terms: no). */
+export function labelsMatch(obj: K8sObject, terms: readonly string[]): boolean {
+  if (terms.length === 0) return false;
+  const labels = obj.metadata?.labels ?? {};
+  return terms.every((t) => {
+    const i = t.indexOf('=');
+    return labels[t.slice(0, i)] === t.slice(i + 1);
+  });
+}
+
 export class K8sPodsSource implements DiscoverySource {
-  readonly name = 'k8s-pods';
+  readonly name: string;
   private loop: WatchLoop | null = null;
 
-  constructor(private readonly o: K8sSourceOptions) {}
+  constructor(private readonly o: K8sSourceOptions) {
+    this.name = o.role ? `k8s-pods-${o.role}` : 'k8s-pods';
+  }
+
+  /** A pod as this source sees it: another source's pod (`unless`) is not one of its workers. */
+  private view(obj: K8sObject): PodView {
+    const v = podView(obj, this.o.port, this.o.role);
+    if (this.o.unless && labelsMatch(obj, this.o.unless)) return { kind: 'down', key: v.kind === 'up' || v.kind === 'draining' ? v.worker.key : v.key, reason: 'matches another role\'s selector' };
+    return v;
+  }
 
   get lists(): number {
     return this.loop?.lists ?? 0;
@@ -199,13 +233,13 @@ export class K8sPodsSource implements DiscoverySource {
       backoffMaxMs: o.backoffMaxMs,
       random: o.random,
       log: o.log,
-      onList: (items) => tracker.listed(items.map((p) => podView(p, o.port))),
+      onList: (items) => tracker.listed(items.map((p) => this.view(p))),
       onEvent: (type, obj) => {
         if (type === 'DELETED') {
-          const v = podView(obj, o.port);
+          const v = this.view(obj);
           tracker.deleted(v.kind === 'up' || v.kind === 'draining' ? v.worker.key : v.key, v.kind === 'down' ? `pod deleted: ${v.reason}` : 'pod deleted');
         } else {
-          tracker.changed(podView(obj, o.port));
+          tracker.changed(this.view(obj));
         }
       },
       onState: (s) => sink.state(s),

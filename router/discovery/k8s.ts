@@ -7,7 +7,7 @@ import { clientFromKubeConfig, type K8sClient } from './k8s-api.ts';
 import { K8sPodsSource } from './k8s-pods.ts';
 import { K8sEndpointSlicesSource } from './k8s-endpointslices.ts';
 
-type K8sConfig = Pick<RouterConfig, 'serviceDiscovery' | 'selector' | 'serviceDiscoveryPort' | 'serviceDiscoveryNamespace' | 'serviceDiscoveryMode' | 'serviceDiscoveryService' | 'serviceDiscoveryRelistMs' | 'serviceDiscoveryWatchdogMs' | 'drainGraceMs'>;
+type K8sConfig = Pick<RouterConfig, 'serviceDiscovery' | 'selector' | 'pdDisaggregation' | 'prefillSelector' | 'decodeSelector' | 'serviceDiscoveryPort' | 'serviceDiscoveryNamespace' | 'serviceDiscoveryMode' | 'serviceDiscoveryService' | 'serviceDiscoveryRelistMs' | 'serviceDiscoveryWatchdogMs' | 'drainGraceMs'>;
 
 export interface K8sSourceDeps {
   /** Default: a client from KUBECONFIG, ~/.kube/config or the pod's service account. */
@@ -18,15 +18,29 @@ export interface K8sSourceDeps {
 /** The source for `--service-discovery`, or null when it is off. */
 export function k8sSource(cfg: K8sConfig, deps: K8sSourceDeps = {}): DiscoverySource | null {
   if (!cfg.serviceDiscovery) return null;
+  // With P/D role selectors, the general selector only adds aggregated workers beside the pairs.
+  if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0) return null;
   return new K8sSource(cfg, deps);
+}
+
+/**
+ * P/D (docs/pd.md): the pods of --prefill-selector or --decode-selector, as the gateway finds them
+ * (service_discovery.rs `PodInfo::should_include` / `from_pod`: a pod matching the prefill
+ * selector is a prefill server, with the `sglang.ai/bootstrap-port` annotation; else one matching
+ * the decode selector is a decode server). Null when P/D discovery of that role is off.
+ */
+export function k8sRoleSource(cfg: K8sConfig, role: 'prefill' | 'decode', deps: K8sSourceDeps = {}): DiscoverySource | null {
+  const selector = role === 'prefill' ? cfg.prefillSelector : cfg.decodeSelector;
+  if (!cfg.serviceDiscovery || !cfg.pdDisaggregation || cfg.serviceDiscoveryMode !== 'pods' || selector.length === 0) return null;
+  return new K8sSource(cfg, deps, role);
 }
 
 class K8sSource implements DiscoverySource {
   readonly name: string;
   private inner: K8sPodsSource | K8sEndpointSlicesSource | null = null;
 
-  constructor(private readonly cfg: K8sConfig, private readonly deps: K8sSourceDeps) {
-    this.name = cfg.serviceDiscoveryMode === 'endpointslices' ? 'k8s-endpointslices' : 'k8s-pods';
+  constructor(private readonly cfg: K8sConfig, private readonly deps: K8sSourceDeps, private readonly role?: 'prefill' | 'decode') {
+    this.name = cfg.serviceDiscoveryMode === 'endpointslices' ? 'k8s-endpointslices' : role ? `k8s-pods-${role}` : 'k8s-pods';
   }
 
   async start(sink: DiscoverySink): Promise<void> {
@@ -51,7 +65,14 @@ class K8sSource implements DiscoverySource {
     // A slice carries no deadline: a terminating endpoint gets the grace of POST /workers/:id/drain.
     this.inner = cfg.serviceDiscoveryMode === 'endpointslices'
       ? new K8sEndpointSlicesSource({ ...common, service: cfg.serviceDiscoveryService ?? '', drainGraceMs: cfg.drainGraceMs })
-      : new K8sPodsSource(common);
+      : this.role === undefined
+        ? new K8sPodsSource(common)
+        : new K8sPodsSource({
+          ...common,
+          selector: this.role === 'prefill' ? cfg.prefillSelector : cfg.decodeSelector,
+          role: this.role,
+          ...(this.role === 'decode' ? { unless: cfg.prefillSelector } : {}),
+        });
     await this.inner.start(sink);
   }
 

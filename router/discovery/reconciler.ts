@@ -154,6 +154,10 @@ export class Reconciler {
       adopted = this.pool.adopt(w.url, (worker) => {
         worker.discovery = tag;
         if (w.format) worker.format = w.format satisfies FormatName;
+        if (w.pdRole) {
+          worker.declaredRole = worker.pdRole = w.pdRole;
+          worker.declaredBootstrapPort = worker.bootstrapPort = w.bootstrapPort ?? null;
+        }
       });
     } catch (err) {
       // A bad URL from a source (an annotation typo): the key is owned with no worker, and said so.

@@ -13,6 +13,10 @@ export interface DiscoveredWorker {
   format?: FormatName;
   /** What the dashboard shows next to the worker: pod name, namespace, node, ... */
   meta?: DiscoveredMeta;
+  /** P/D role the source gives it (a pod matched by --prefill-selector / --decode-selector, docs/pd.md). */
+  pdRole?: 'prefill' | 'decode';
+  /** A prefill pod's bootstrap port (its `sglang.ai/bootstrap-port` annotation); null: probe it. */
+  bootstrapPort?: number | null;
 }
 
 export interface DiscoveredMeta {

@@ -28,6 +28,10 @@ export interface WorkerInfo {
    * absent: the format's own (SGLang's `/abort_request`), or not probed.
    */
   abort_path?: string | null;
+  /** P/D role (docs/pd.md); absent: an aggregated worker. */
+  pd_role?: 'prefill' | 'decode';
+  /** A P/D worker's bootstrap port (prefill: where decode servers pull the KV); null: unknown. */
+  bootstrap_port?: number | null;
   /** Where a draining worker's time runs out (epoch ms): it is removed then. Absent: not draining toward a deadline. */
   drain_deadline?: number;
   /** Set when a discovery source added the worker (router/discovery/); absent for one added by hand. */

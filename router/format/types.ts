@@ -191,6 +191,13 @@ export interface ProbeResult {
   abortPath?: string | null;
   /** Tokens per streamed frame when a request names none (SGLang: preferred sampling params, else --stream-interval). */
   streamInterval?: number | null;
+  /**
+   * SGLang's `--disaggregation-mode` as `/server_info` reports it (ServerArgs.disaggregation_mode:
+   * "null", "prefill" or "decode"); null: neither role (or not said).
+   */
+  disaggregationMode?: 'prefill' | 'decode' | null;
+  /** ServerArgs.disaggregation_bootstrap_port: where a prefill server's bootstrap server listens. */
+  bootstrapPort?: number | null;
 }
 
 /** A wire format, client side and worker side. */

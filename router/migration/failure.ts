@@ -24,6 +24,7 @@ export const MIGRATES: Record<ErrorKind, boolean> = {
   client_cancel: false,
   no_worker: false,
   drain: true,
+  prefill_failed: true,
 };
 
 /**
@@ -46,6 +47,9 @@ export const BLAMES_WORKER: Record<ErrorKind, boolean> = {
   client_cancel: false,
   no_worker: false,
   drain: false,
+  // The attempt's worker is the decode leg, which is innocent: the loop blames the prefill leg's
+  // worker itself (migration/pd.ts).
+  prefill_failed: false,
 };
 
 /** The message of an error body: `{"error": {"message"}}`, `{"message"}`, `{"detail"}`, else its start. */

@@ -18,6 +18,7 @@ import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
 import { finishesBy, type Drainer } from './drain.ts';
+import { PrefillLeg, ROOMS, attributeLeg, bootstrapHost, deadlineFailure, prefillFailure, withBootstrap } from './pd.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -25,6 +26,8 @@ const FINISHED: AttemptResult = { kind: 'finished' };
 export interface MigrationSettings {
   migrationLimit: number;
   migrationMaxSeqLen: number | null;
+  /** P/D: the decode leg's first token must come within this long (docs/pd.md); 0 or absent: off. */
+  pdFirstTokenTimeoutMs?: number;
 }
 
 export interface LoopContext {
@@ -42,6 +45,11 @@ class AttemptState implements AttemptHost {
   firstFrameAt: number | null = null;
   call!: UpstreamCall;
   reader!: FormatAttempt;
+  /** P/D: the prefill leg of this attempt (the attempt's `worker` is its decode leg); null: not P/D. */
+  pd: PrefillLeg | null = null;
+  /** P/D: the leg a failure was attributed to. */
+  failedLeg: 'prefill' | 'decode' | null = null;
+  pdTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly loop: LogicalRequest,
@@ -101,6 +109,8 @@ export class LogicalRequest implements ProgressSource {
   private readonly out: FormatSession;
   private readonly admission: Admission;
   private readonly exclude = new Set<string>();
+  /** P/D: prefill servers whose leg failed this request (its decode workers stay eligible). */
+  private readonly prefillExclude = new Set<string>();
   private current: AttemptState | null = null;
   private attempts = 0;
   private cancelled = false;
@@ -224,11 +234,11 @@ export class LogicalRequest implements ProgressSource {
    * The worker's abort call for one attempt, best effort (the worker may be gone). False when the
    * worker serves none: only closing the attempt's connection aborts it there.
    */
-  sendAbort(a: AttemptState): boolean {
-    const call = this.format.abortRequest(a.rid, a.worker.abortPath);
+  sendAbort(a: AttemptState, worker: Worker = a.worker): boolean {
+    const call = this.format.abortRequest(a.rid, worker.abortPath);
     if (call === null) return false;
     const { path, body } = call;
-    void a.worker.pool
+    void worker.pool
       .request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(2000) })
       .then((r) => r.body.dump(), () => undefined);
     return true;
@@ -340,18 +350,29 @@ export class LogicalRequest implements ProgressSource {
         this.sink.fail(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');
         break;
       }
+      let prefill: Worker | null = null;
+      if (worker.pdRole === 'decode') {
+        // A decode worker's attempt is a pair: its prefill leg by the policy, on the same placement.
+        prefill = this.ctx.pool.pickPrefill(this.prefillExclude, pin, placement);
+        if (!prefill) {
+          if (lastFailure) exhausted = true;
+          this.sink.fail(503, `no prefill server available for a pair with decode ${worker.url}${lastFailure ? ` after: ${lastFailure.message}` : ''}`, lastFailure ? 'migration_exhausted' : 'no_worker');
+          break;
+        }
+      }
       if (pending) {
         const replayed = this.out.ids.length;
         telemetry.migrated(this.id, pending.from, worker.url, replayed, this.attempts, pending.kind, pending.ongoing, replayed);
         pending = null;
       }
-      const a = this.startAttempt(worker, placement);
+      const a = this.startAttempt(worker, placement, prefill);
       let result = await a.call.result;
       // A finish the format held for the frame after it (vLLM's usage chunk) is the answer, whatever
       // ended the call before that frame came: the answer is whole.
       if ((result.kind === 'failed' || result.kind === 'transport') && a.reader.finishHeld?.() === true) result = FINISHED;
       this.current = null;
       worker.inFlight--;
+      if (a.pd !== null) this.endPrefillLeg(a, a.pd);
       const reader = a.reader;
       reader.settle();
       if (reader.weightVersion !== null) this.ctx.pool.noteWeightVersion(worker, reader.weightVersion);
@@ -377,7 +398,13 @@ export class LogicalRequest implements ProgressSource {
       }
 
       // What the transport saw is classified here, by the loop's table (failure.ts).
-      const failure = result.kind === 'transport' ? classifyTransportFact(result.fact) : result.failure;
+      let failure = result.kind === 'transport' ? classifyTransportFact(result.fact) : result.failure;
+      if (a.pd !== null && a.failedLeg === null) {
+        // Which leg failed (pd.ts attributeLeg): a decode waiting on a dead prefill is innocent.
+        const att = attributeLeg(failure, a.pd, a.firstFrameAt !== null);
+        failure = att.failure;
+        a.failedLeg = att.leg;
+      }
       lastFailure = failure;
       if (this.aborted && failure.kind !== 'worker_abort') {
         // The worker failed before its abort frame came: the client still gets its abort.
@@ -391,7 +418,12 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
       if (BLAMES_WORKER[failure.kind]) await this.judgeBlame(a, failure);
-      this.exclude.add(worker.id);
+      if (failure.kind === 'prefill_failed' && a.pd !== null) {
+        // The prefill leg's fault: that server is benched and left out of this request's pairs;
+        // the decode worker is neither benched nor excluded.
+        this.ctx.pool.blame(a.pd.worker, a.pd.failure?.kind === 'connect', 'prefill_failed', 0);
+        this.prefillExclude.add(a.pd.worker.id);
+      } else this.exclude.add(worker.id);
       if (failure.kind === 'drain') this.drained++;
       else this.firstFailureAt ??= Date.now();
 
@@ -477,7 +509,35 @@ export class LogicalRequest implements ProgressSource {
     else this.sink.fail(status, message, type);
   }
 
-  private startAttempt(worker: Worker, placement: Placement): AttemptState {
+  /** The attempt ended: its prefill leg ends too (aborted at the prefill server if it still waits). */
+  private endPrefillLeg(a: AttemptState, leg: PrefillLeg): void {
+    if (a.pdTimer !== null) clearTimeout(a.pdTimer);
+    a.pdTimer = null;
+    const waiting = leg.state === 'waiting';
+    leg.stop();
+    if (waiting) this.sendAbort(a, leg.worker);
+  }
+
+  /** The prefill leg ended. Failed before the decode's first token: the attempt is the prefill leg's failure. */
+  onPrefillEnd(a: AttemptState, leg: PrefillLeg): void {
+    if (leg.state !== 'failed' || leg.failure === null || a.call.ended || a.firstFrameAt !== null) return;
+    a.failedLeg = 'prefill';
+    // A request's own refusal (a 4xx) is passed on as the prefill server wrote it.
+    a.failed(MIGRATES[leg.failure.kind] ? prefillFailure(leg) : leg.failure);
+    this.sendAbort(a); // the stranded decode attempt: freed at the decode worker now
+  }
+
+  /** The P/D first-token deadline passed (docs/pd.md). */
+  onPdDeadline(a: AttemptState): void {
+    a.pdTimer = null;
+    if (a.pd === null || a.call.ended || a.firstFrameAt !== null) return;
+    const f = deadlineFailure(a.pd, this.ctx.settings.pdFirstTokenTimeoutMs ?? 0);
+    a.failedLeg = f.kind === 'prefill_failed' ? 'prefill' : 'decode';
+    a.failed(f);
+    this.sendAbort(a);
+  }
+
+  private startAttempt(worker: Worker, placement: Placement, prefill: Worker | null = null): AttemptState {
     const index = this.attempts++;
     const replayedIds = this.out.ids;
     const replayed = replayedIds.length;
@@ -493,9 +553,15 @@ export class LogicalRequest implements ProgressSource {
       remaining,
       minTokens: remaining === null ? 0 : remainingMinTokens(this.admission.minNewTokens, replayed, remaining),
     };
-    const body = this.format.attemptBody(this.req, this.promptIds, spec, this.admission.minNewTokens);
+    let body = this.format.attemptBody(this.req, this.promptIds, spec, this.admission.minNewTokens);
     const promptSent = (this.req.promptLength ?? 0) + replayed;
     const a = new AttemptState(this, index, rid, worker, replayed, budgetBefore, promptSent, this.sink, placement);
+    if (prefill !== null) {
+      // The same body to both legs, with a room no attempt used before (pd.ts ROOMS).
+      const room = ROOMS.issue();
+      body = withBootstrap(body, bootstrapHost(prefill), prefill.bootstrapPort, room);
+      a.pd = new PrefillLeg(prefill, this.format.generatePath, body, room, onPrefillEnd.bind(null, this, a));
+    }
     // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.
     // The counts travel only with a unary answer (a stream's headers are long gone by its end).
     a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
@@ -508,6 +574,11 @@ export class LogicalRequest implements ProgressSource {
     this.current = a;
     worker.inFlight++;
     const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
+    if (a.pd !== null) {
+      a.pd.start(index > 0, headers);
+      const ms = this.ctx.settings.pdFirstTokenTimeoutMs ?? 0;
+      if (ms > 0) a.pdTimer = setTimeout(onPdDeadline, ms, this, a);
+    }
     a.call.start(index > 0, headers);
     return a;
   }
@@ -529,6 +600,10 @@ export class LogicalRequest implements ProgressSource {
     this.sink.offerContentType(a.call.contentType);
     const now = Date.now();
     a.firstFrameAt = now;
+    if (a.pdTimer !== null) {
+      clearTimeout(a.pdTimer);
+      a.pdTimer = null;
+    }
     const logical = this.logicalFirstTokenSeen ? null : now - this.startedAt;
     this.logicalFirstTokenSeen = true;
     this.ctx.telemetry.firstToken(this.id, a.index, now - a.startedAt, logical);
@@ -562,8 +637,17 @@ export class LogicalRequest implements ProgressSource {
       finish_reason: outcome === 'finished' ? a.reader.finishReason() : null,
       trace_id: null,
       format: this.format.name,
+      ...(a.pd !== null ? { prefill_worker: a.pd.worker.url, decode_worker: a.worker.url, bootstrap_room: a.pd.room.toString(), ...(a.failedLeg !== null ? { failed_leg: a.failedLeg } : {}) } : {}),
     });
   }
+}
+
+function onPrefillEnd(loop: LogicalRequest, a: AttemptState, leg: PrefillLeg): void {
+  loop.onPrefillEnd(a, leg);
+}
+
+function onPdDeadline(loop: LogicalRequest, a: AttemptState): void {
+  loop.onPdDeadline(a);
 }
 
 export type { AttemptResult };

@@ -550,6 +550,11 @@ export class Tracing {
         put(attrs, 'baton.finish_reason', r.finish_reason);
         put(attrs, 'error.type', r.error_kind);
         put(attrs, 'baton.error.evidence', r.error_evidence);
+        // P/D (docs/pd.md): the attempt's two legs and its room.
+        put(attrs, 'baton.pd.prefill_worker', r.prefill_worker ?? null);
+        put(attrs, 'baton.pd.decode_worker', r.decode_worker ?? null);
+        put(attrs, 'baton.pd.bootstrap_room', r.bootstrap_room ?? null);
+        put(attrs, 'baton.pd.failed_leg', r.failed_leg ?? null);
         if (r.error_kind !== null && r.outcome !== 'finished') {
           const ev: Attributes = { 'error.type': r.error_kind };
           put(ev, 'baton.error.message', r.error);

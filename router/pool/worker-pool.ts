@@ -88,10 +88,31 @@ export class WorkerPool {
 
   constructor(
     private readonly opts: PoolOptions,
-    private readonly policy: Policy,
+    policy: Policy | (() => Policy),
     private readonly onChange: (w: Worker) => void,
     private readonly onRemove: (id: string) => void,
-  ) {}
+  ) {
+    // A factory gives the prefill side a policy of its own (P/D, docs/pd.md), as the gateway keeps
+    // a prefill and a decode policy: one round-robin counter over both picks would pair the same
+    // two workers every time, and one cache_aware tree would mix the two sides' prefixes.
+    this.policy = typeof policy === 'function' ? policy() : policy;
+    this.makePolicy = typeof policy === 'function' ? policy : null;
+  }
+
+  private readonly policy: Policy;
+  private readonly makePolicy: (() => Policy) | null;
+  private prefillPolicyOf: Policy | null = null;
+
+  /** The prefill side's policy: its own instance when the pool was given a factory. */
+  private get prefillPolicy(): Policy {
+    return (this.prefillPolicyOf ??= this.makePolicy ? this.makePolicy() : this.policy);
+  }
+
+  /** A worker's cache is gone or unknown: both sides forget it. */
+  private forgetCache(w: Worker): void {
+    this.policy.forget?.(w);
+    if (this.prefillPolicyOf !== null && this.prefillPolicyOf !== this.policy) this.prefillPolicyOf.forget?.(w);
+  }
 
   list(): Worker[] {
     return [...this.workers.values()];
@@ -144,7 +165,7 @@ export class WorkerPool {
     this.workers.delete(id);
     this.defaultsCache.clear();
     this.tokenedFailures.forget(id);
-    this.policy.forget?.(w);
+    this.forgetCache(w);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id);
@@ -167,7 +188,8 @@ export class WorkerPool {
     const now = Date.now();
     const candidates: Worker[] = [];
     for (const w of this.workers.values()) {
-      if (!exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
+      // A prefill server never streams an answer: it is only ever a pair's first leg (pickPrefill).
+      if (!exclude.has(w.id) && w.pdRole !== 'prefill' && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
     if (candidates.length === 0) return null;
     // Without continuation placement a continuation is placed as a request with no tokens: by load.
@@ -182,9 +204,45 @@ export class WorkerPool {
     return this.policy.select(candidates, placement);
   }
 
+  /**
+   * The prefill leg for a decode worker's attempt: an eligible prefill server of the same model
+   * (and weights, once pinned), by the policy over the same placement (cache_aware places the
+   * prompt where its prefix is cached: the prefill server is where the prompt is computed).
+   */
+  pickPrefill(exclude: ReadonlySet<string>, pin: ContinuationPin | null, placement: Placement | null): Worker | null {
+    const now = Date.now();
+    const candidates: Worker[] = [];
+    for (const w of this.workers.values()) {
+      if (!exclude.has(w.id) && w.pdRole === 'prefill' && speaks(w, 'sglang') && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
+    }
+    return candidates.length === 0 ? null : this.prefillPolicy.select(candidates, placement);
+  }
+
+  /** The workers of the command line: aggregated, prefill (`URL [PORT]`), decode. */
+  async addConfigured(workers: readonly string[], prefill: readonly string[], decode: readonly string[]): Promise<void> {
+    for (const w of workers) await this.add(w);
+    for (const p of prefill) await this.addWithRole(p, 'prefill');
+    for (const d of decode) await this.addWithRole(d, 'decode');
+  }
+
+  /** Add a worker with a declared P/D role (--prefill URL [PORT], --decode URL). */
+  async addWithRole(spec: string, role: 'prefill' | 'decode'): Promise<Worker> {
+    const [url, port] = spec.trim().split(/\s+/);
+    const bootstrapPort = port === undefined ? null : Number(port);
+    if (bootstrapPort !== null && !(Number.isInteger(bootstrapPort) && bootstrapPort >= 1 && bootstrapPort <= 65535)) throw new Error(`--prefill ${spec}: the bootstrap port must be 1-65535`);
+    const normalized = normalizeWorkerUrl(url!);
+    const w = this.byUrl(normalized) ?? this.insert(normalized, {});
+    w.declaredRole = role;
+    w.pdRole = role;
+    w.declaredBootstrapPort = bootstrapPort;
+    w.bootstrapPort = bootstrapPort ?? w.bootstrapPort;
+    await this.refresh(w);
+    return w;
+  }
+
   /** The worker answered /flush_cache: its prefix cache is empty. */
   cacheFlushed(w: Worker): void {
-    this.policy.forget?.(w);
+    this.forgetCache(w);
   }
 
   /** An attempt on `w` ended: count its prompt and cached tokens (the Workers view's hit rate). */
@@ -213,7 +271,7 @@ export class WorkerPool {
   canPick(exclude: ReadonlySet<string>, also: string, pin: ContinuationPin | null, format: FormatName = 'sglang'): boolean {
     const now = Date.now();
     for (const w of this.workers.values()) {
-      if (w.id !== also && !exclude.has(w.id) && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
+      if (w.id !== also && !exclude.has(w.id) && w.pdRole !== 'prefill' && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) return true;
     }
     return false;
   }
@@ -223,7 +281,7 @@ export class WorkerPool {
     const now = Date.now();
     const reasons: string[] = [];
     for (const w of this.workers.values()) {
-      if (exclude.has(w.id) || !speaks(w, format)) continue;
+      if (exclude.has(w.id) || !speaks(w, format) || w.pdRole === 'prefill') continue;
       if (!w.eligible(now)) {
         reasons.push(`${w.url} is ${w.health(now)}`);
         continue;
@@ -291,7 +349,7 @@ export class WorkerPool {
     if (connectFailed) {
       w.dead = true;
       w.reportedLoad = null;
-      this.policy.forget?.(w);
+      this.forgetCache(w);
     }
     this.onChange(w);
   }
@@ -401,6 +459,8 @@ export class WorkerPool {
         w.maxTotalTokens = probe.maxTotalTokens;
         w.pageSize = probe.pageSize ?? null;
         w.streamInterval = probe.streamInterval ?? null;
+        w.pdRole = w.declaredRole ?? probe.disaggregationMode ?? null;
+        w.bootstrapPort = w.declaredBootstrapPort ?? probe.bootstrapPort ?? null;
         w.probed = true;
       }
       w.healthy = true;
@@ -410,7 +470,7 @@ export class WorkerPool {
     }
     // A worker that was out (dead, unhealthy) and answers again may be a restarted process with
     // an empty cache: what was sent to it before no longer tells where prefixes are cached.
-    if (!w.healthy || (w.healthy && before.health !== 'healthy' && (before.health === 'dead' || before.health === 'unhealthy'))) this.policy.forget?.(w);
+    if (!w.healthy || (w.healthy && before.health !== 'healthy' && (before.health === 'dead' || before.health === 'unhealthy'))) this.forgetCache(w);
     const after = w.info();
     // A worker back in service gets its spares now, not at the next tick: it is the least loaded,
     // so the next burst of continuations goes to it.

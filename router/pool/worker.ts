@@ -68,6 +68,16 @@ export class Worker {
   abortPath: string | null | undefined = undefined;
   /** Tokens per streamed frame when a request names none (probed; null: unknown, taken as 1). */
   streamInterval: number | null = null;
+  /**
+   * P/D role (docs/pd.md): `prefill` serves only the prefill leg of a pair, `decode` streams the
+   * answer; null, an aggregated worker. Declared by --prefill / --decode, else as probed.
+   */
+  pdRole: 'prefill' | 'decode' | null = null;
+  /** The role given on the command line (kept over what a probe says). */
+  declaredRole: 'prefill' | 'decode' | null = null;
+  /** A prefill server's bootstrap port: given with --prefill URL PORT, else probed; null: unknown (sent as null, as the gateway does). */
+  bootstrapPort: number | null = null;
+  declaredBootstrapPort: number | null = null;
   probed = false;
   healthFailures = 0;
   readonly circuit: CircuitBreaker;
@@ -163,6 +173,7 @@ export class Worker {
       sim_index: this.simIndex,
       draining: this.draining,
       abort_path: this.abortPath,
+      ...(this.pdRole !== null ? { pd_role: this.pdRole, bootstrap_port: this.bootstrapPort } : {}),
       ...(this.drainDeadline !== null ? { drain_deadline: this.drainDeadline } : {}),
       ...(this.discovery !== null ? { discovery: this.discovery } : {}),
     };

@@ -20,7 +20,8 @@ export type ErrorKind =
   | 'client_cancel'    // the client went away
   | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
   | 'no_worker'        // no eligible worker was left to try
-  | 'drain';           // the worker is draining (deadline near): continued elsewhere, the worker not blamed
+  | 'drain'            // the worker is draining (deadline near): continued elsewhere, the worker not blamed
+  | 'prefill_failed';  // P/D: the prefill leg failed or hung before the KV transfer: a new pair, the decode worker not blamed
 
 /**
  * A classified failure (router/migration/failure.ts makes them): what an attempt's row records
@@ -74,6 +75,14 @@ export interface AttemptRow {
    * or `openai` (POST /v1/completions, /v1/chat/completions: Baton's tokenizing front).
    */
   format: 'sglang' | 'vllm' | 'openai';
+  /** P/D (docs/pd.md): the prefill leg's worker; null or absent: not a P/D attempt. */
+  prefill_worker?: string | null;
+  /** P/D: the decode leg's worker (the one that streamed; also `worker`). */
+  decode_worker?: string | null;
+  /** P/D: the attempt's bootstrap_room, decimal (a 63-bit integer, beyond JSON's exact numbers). */
+  bootstrap_room?: string | null;
+  /** P/D: the leg the failure was attributed to; null: none failed. */
+  failed_leg?: 'prefill' | 'decode' | null;
 }
 
 export interface RequestRow {

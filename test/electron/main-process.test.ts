@@ -55,6 +55,11 @@ describe('Electron main process under Node', () => {
     expect(appOptions([], {})).toEqual({ workers: [], staticRoot: null });
   });
 
+  it('takes --sim-pd (a switch) and --sim-format pd for the simulated P/D cluster', () => {
+    expect(appOptions(['/opt/baton', '--sim-pd'], {})).toMatchObject({ simFormat: 'pd' });
+    expect(appOptions(['/opt/baton', '--sim-format', 'pd'], {})).toMatchObject({ simFormat: 'pd' });
+  });
+
   it('finds the Electron binary through ELECTRON_OVERRIDE_DIST_PATH, or says why not', () => {
     const dist = mkdtempSync(join(tmpdir(), 'electron-dist-'));
     expect(findElectron({ ELECTRON_OVERRIDE_DIST_PATH: dist })).toMatchObject({ path: null, reason: expect.stringContaining('does not exist') });

@@ -38,6 +38,13 @@ describe('trace files', () => {
     }
   });
 
+  it('a P/D attempt keeps its legs and room through CSV; other rows do not gain those columns', () => {
+    const pd = { ...rows[0]!, prefill_worker: 'http://127.0.0.1:9', decode_worker: 'http://127.0.0.1:1', bootstrap_room: '9223372036854775807', failed_leg: 'decode' } as TraceRow;
+    const mixed = [pd, ...rows.slice(1)];
+    const parsed = parseTraceFile('x.csv', [...traceChunks(mixed, 'csv', { iso: false })].join(''));
+    expect(parsed.rows).toEqual(mixed);
+  });
+
   it('counts lines that are not rows instead of failing, and says what the first was', () => {
     const text = `${JSON.stringify(rows[0])}\n\nnot json\n{"kind":"span"}\n${JSON.stringify(rows[1])}\n`;
     const parsed = parseJsonl(text);

@@ -75,7 +75,24 @@ describe('baton sim', () => {
     expect(await exited(sim.proc)).toBe(0);
   }, 90_000);
 
-  for (const bad of [['--bogus'], ['--workers', '0'], ['--workers', 'two'], ['--port', '-1'], ['--page-size', '0'], ['--weight-version', '']]) {
+  it('--prefill 1 --decode 1: a P/D pair, each line naming its role and the prefill its bootstrap port', async () => {
+    const proc = spawn(process.execPath, [BIN, 'sim', '--prefill', '1', '--decode', '1', '--port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    spawned.push(proc);
+    let out = '';
+    proc.stdout!.setEncoding('utf8').on('data', (t: string) => (out += t));
+    const lines = await eventually(() => {
+      const ls = out.split('\n').filter((l) => l.includes('listening on'));
+      return ls.length >= 2 ? ls : undefined;
+    }, 60_000, 'two workers');
+    expect(lines[0]).toMatch(/^worker 0 \(pid \d+\) listening on http:\/\/127\.0\.0\.1:\d+ \(prefill, bootstrap port \d+\)$/);
+    expect(lines[1]).toMatch(/^worker 1 \(pid \d+\) listening on http:\/\/127\.0\.0\.1:\d+ \(decode\)$/);
+    const port = Number(/bootstrap port (\d+)/.exec(lines[0]!)![1]);
+    expect(await (await fetch(`http://127.0.0.1:${port}/health`)).text()).toBe('OK');
+    proc.kill('SIGTERM');
+    expect(await exited(proc)).toBe(0);
+  }, 90_000);
+
+  for (const bad of [['--bogus'], ['--workers', '0'], ['--workers', 'two'], ['--port', '-1'], ['--page-size', '0'], ['--weight-version', ''], ['--disaggregation-mode', 'both'], ['--prefill', '1', '--workers', '2'], ['--prefill', '0'], ['--decode', '1', '--format', 'vllm']]) {
     it(`refuses ${bad.join(' ')} with one line and exit code 2`, () => {
       const r = spawnSync(process.execPath, [BIN, 'sim', ...bad], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
       expect(r.status).toBe(2);

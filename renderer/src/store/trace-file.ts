@@ -21,7 +21,9 @@ const NUMBER_COLUMNS = new Set([
   'placement_prefix',
 ]);
 const BOOLEAN_COLUMNS = new Set(['admitted', 'stream']);
-const ATTEMPT_ONLY = new Set(['attempt', 'rid', 'worker', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'error_kind', 'error_evidence', 'placement_prefix', 'placement_reason']);
+const ATTEMPT_ONLY = new Set(['attempt', 'rid', 'worker', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'error_kind', 'error_evidence', 'placement_prefix', 'placement_reason', ...'prefill_worker decode_worker bootstrap_room failed_leg'.split(' ')]);
+/** Columns only some attempts have (P/D, docs/pd.md): blank means absent, not null. */
+const ABSENT_WHEN_BLANK = new Set(['prefill_worker', 'decode_worker', 'bootstrap_room', 'failed_leg']);
 const REQUEST_ONLY = new Set(['attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'stream', 'max_new_tokens']);
 
 export function detectFormat(name: string, text: string): TraceFileFormat {
@@ -153,7 +155,7 @@ export function parseCsv(text: string): ParsedTraceFile {
       // A column of the other row kind is blank in this row: leave it out, as the JSON row would.
       if ((kind === 'request' && ATTEMPT_ONLY.has(name)) || (kind === 'attempt' && REQUEST_ONLY.has(name))) continue;
       if (!field || (field.value === '' && !field.quoted)) {
-        o[name] = null;
+        if (!ABSENT_WHEN_BLANK.has(name)) o[name] = null;
       } else if (NUMBER_COLUMNS.has(name)) {
         const v = Number(field.value);
         o[name] = Number.isFinite(v) ? v : field.value;

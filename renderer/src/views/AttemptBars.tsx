@@ -29,6 +29,13 @@ export function attemptCard(a: AttemptView, workers: WorkerTable, now: number): 
   if (a.errorKind) lines.push(['error kind', a.errorKind]);
   if (a.row?.error_evidence) lines.push(['evidence', a.row.error_evidence]);
   if (a.rid) lines.push(['upstream rid', a.rid]);
+  const pd = a.row?.prefill_worker;
+  if (pd) {
+    // P/D (docs/pd.md): the bar is the decode leg; the strip along its foot, the prefill leg.
+    lines.push(['prefill leg', `${workers.label(pd)} · ${pd}${a.row?.failed_leg === 'prefill' ? ' (failed)' : ''}`]);
+    lines.push(['decode leg', `${workers.label(a.worker)}${a.row?.failed_leg === 'decode' ? ' (failed)' : ''}`]);
+    lines.push(['bootstrap room', a.row?.bootstrap_room ?? '—']);
+  }
   return { title: `attempt ${a.attempt} on ${workers.label(a.worker)}`, lines, note: a.error };
 }
 
@@ -88,6 +95,15 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             style={{ left: `${pct(a.startedAt)}%`, width: `${(width / span) * 100}%`, background: workers.colorOf(a.worker) }}
           >
             {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}
+            {a.row?.prefill_worker && (
+              <div
+                className={`pd-leg${a.row.failed_leg === 'prefill' ? ' failed' : ''}`}
+                data-testid="prefill-leg"
+                data-worker={a.row.prefill_worker}
+                data-failed-leg={a.row.failed_leg ?? undefined}
+                style={{ background: workers.colorOf(a.row.prefill_worker) }}
+              />
+            )}
           </div>
         );
       })}

@@ -30,5 +30,9 @@ export async function probeWorker(pool: Pool, timeoutMs: number): Promise<ProbeR
     // ServerArgs.stream_interval, in /server_info), the request's merged over the preferred
     // sampling params (tokenizer_manager.py `_create_tokenized_object`).
     streamInterval: positiveInt(preferred?.stream_interval) ?? positiveInt(server?.stream_interval),
+    // ServerArgs.disaggregation_mode / disaggregation_bootstrap_port (server_args.py), which
+    // /server_info reports as `dataclasses.asdict(server_args)` (http_server.py get_server_info).
+    disaggregationMode: server?.disaggregation_mode === 'prefill' || server?.disaggregation_mode === 'decode' ? server.disaggregation_mode : null,
+    bootstrapPort: positiveInt(server?.disaggregation_bootstrap_port),
   };
 }

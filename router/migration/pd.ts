@@ -1,0 +1,214 @@
+// Prefill/decode disaggregation (docs/pd.md): an attempt on a decode worker has a second leg on a
+// prefill server. Both get the same body with `bootstrap_host`, `bootstrap_port` and a fresh
+// `bootstrap_room` (sgl-model-gateway pd_router.rs `inject_bootstrap_into_value`); the decode
+// leg pulls the prompt's KV from the prefill server's bootstrap server and streams the answer,
+// and the prefill leg answers with its one token only after that transfer
+// (python/sglang/srt/disaggregation/prefill.py). What fails before the transfer is the prefill
+// leg's: a decode worker waiting for KV that never comes is innocent.
+import { randomFillSync } from 'node:crypto';
+import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
+import { StallWatch } from '../upstream/stall-watch.ts';
+import type { Worker } from '../pool/worker.ts';
+import { classifyTransportFact, type Failure } from './failure.ts';
+
+// --- Rooms ------------------------------------------------------------------------------------
+
+const ROOM_MASK = 0x7fff_ffff_ffff_ffffn;
+/** Rooms this router issued that it still remembers (insertion order: the oldest go first). */
+const ROOMS_KEPT = 1 << 20;
+
+/**
+ * Fresh bootstrap rooms. A room seen twice crashes both SGLang schedulers (sglang #40125), so a
+ * room is never reused: random 63-bit as the gateway draws them (pd_types.rs `generate_room_id`:
+ * `rand::random::<u64>() & i64::MAX`, matching Python's `random.randint(0, 2**63 - 1)`), which
+ * keeps rooms of several router replicas apart (two of a million rooms collide with odds ~1e-7),
+ * plus this router's own check against the rooms it issued.
+ */
+export class RoomIssuer {
+  private readonly issued = new Set<bigint>();
+  private readonly buf = Buffer.alloc(8);
+  /** Draws that hit a room already issued (redrawn): for tests and metrics. */
+  redraws = 0;
+
+  constructor(private readonly random: (buf: Buffer) => void = (b) => void randomFillSync(b)) {}
+
+  issue(): bigint {
+    for (;;) {
+      this.random(this.buf);
+      const room = this.buf.readBigUInt64BE(0) & ROOM_MASK;
+      if (this.issued.has(room)) {
+        this.redraws++;
+        continue;
+      }
+      this.issued.add(room);
+      if (this.issued.size > ROOMS_KEPT) this.issued.delete(this.issued.values().next().value as bigint);
+      return room;
+    }
+  }
+}
+
+/** The router's rooms: one issuer per process, shared by every request. */
+export const ROOMS = new RoomIssuer();
+
+/**
+ * The body with the bootstrap fields appended as its last keys (Python's json keeps the last of
+ * duplicate keys, so a client's own bootstrap fields are overridden, as the gateway's insert
+ * does). The room is written as its decimal digits: it may exceed 2^53, and SGLang reads it as
+ * a Python int.
+ */
+export function withBootstrap(body: string | Buffer, host: string, port: number | null, room: bigint): string | Buffer {
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  const close = text.lastIndexOf('}');
+  if (close < 0) throw new Error('attempt body is not a JSON object');
+  let before = close - 1;
+  while (before >= 0 && /\s/.test(text[before]!)) before--;
+  const sep = text[before] === '{' ? '' : ',';
+  const fields = `${sep}"bootstrap_host":${JSON.stringify(host)},"bootstrap_port":${port === null ? 'null' : String(port)},"bootstrap_room":${room.toString()}`;
+  const out = text.slice(0, close) + fields + text.slice(close);
+  return typeof body === 'string' ? out : Buffer.from(out);
+}
+
+/** The host a decode worker reaches a prefill server's bootstrap server on: its URL's (the gateway's `bootstrap_host`). */
+export function bootstrapHost(w: Worker): string {
+  const h = new URL(w.url).hostname;
+  return h.startsWith('[') ? h.slice(1, -1) : h;
+}
+
+// --- The prefill leg --------------------------------------------------------------------------
+
+/** The prefill leg waits for the decode leg's transfer; only the P/D deadline bounds it. */
+const NO_STALLS = new StallWatch(0, 0);
+
+export type PrefillState = 'waiting' | 'done' | 'failed';
+
+/**
+ * One attempt's prefill leg: the same generate body on the prefill server, read to its end. Its
+ * answer is one frame (the first token, `finish_reason {"type":"length","length":0}`) or a
+ * failure; `inputLogprobs` keeps the prompt's logprobs it computed (the gateway puts them in front
+ * of the decode's: pd_router.rs `merge_logprobs_in_json`).
+ */
+export class PrefillLeg {
+  state: PrefillState = 'waiting';
+  failure: Failure | null = null;
+  inputLogprobs: unknown[] | null = null;
+  readonly call: UpstreamCall;
+  readonly startedAt = Date.now();
+  endedAt: number | null = null;
+
+  constructor(
+    readonly worker: Worker,
+    path: string,
+    body: string | Buffer,
+    readonly room: bigint,
+    onEnd: (leg: PrefillLeg) => void,
+  ) {
+    this.call = new UpstreamCall(worker, path, body, (buf, start, end) => this.onFrame(buf, start, end), NO_STALLS);
+    void this.call.result.then((r) => {
+      this.settle(r);
+      onEnd(this);
+    });
+  }
+
+  start(continuation: boolean, headers: Record<string, string> | null): void {
+    this.worker.inFlight++;
+    this.call.start(continuation, headers);
+  }
+
+  /** Stop the leg (the attempt ended): closing its connection is SGLang's abort too. */
+  stop(): void {
+    this.call.abort({ kind: 'cancelled' });
+  }
+
+  private settle(r: AttemptResult): void {
+    this.worker.inFlight--;
+    this.endedAt = Date.now();
+    if (r.kind === 'finished') {
+      this.state = 'done';
+      return;
+    }
+    if (r.kind === 'cancelled') {
+      if (this.state === 'waiting') this.state = 'failed';
+      return;
+    }
+    this.state = 'failed';
+    this.failure = r.kind === 'transport' ? classifyTransportFact(r.fact) : r.failure;
+  }
+
+  /** Its frames are few (one token, then [DONE]): each is parsed. */
+  private onFrame(buf: Buffer, start: number, end: number): void {
+    let text = buf.toString('utf8', start, end).trim();
+    if (text.startsWith('data:')) text = text.slice(5).trim();
+    if (text === '' || text === '[DONE]') return;
+    let j: Record<string, unknown>;
+    try {
+      j = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return; // not a frame of an answer (a comment, a cut frame): the end decides
+    }
+    if ('error' in j) {
+      const e = j.error as Record<string, unknown> | string;
+      const msg = typeof e === 'string' ? e : String(e?.message ?? JSON.stringify(e));
+      this.call.abort({ kind: 'failed', failure: { kind: 'engine_abort', message: `prefill ${this.worker.url}: ${msg}`, status: 502, evidence: 'an {"error"} frame on the prefill leg' } });
+      return;
+    }
+    const meta = j.meta_info as Record<string, unknown> | undefined;
+    const fr = meta?.finish_reason as Record<string, unknown> | null | undefined;
+    if (!fr) return;
+    if (fr.type === 'abort') {
+      this.call.abort({ kind: 'failed', failure: { kind: 'engine_abort', message: `prefill ${this.worker.url} aborted: ${String(fr.message ?? '')}`, status: typeof fr.status_code === 'number' ? fr.status_code : 500, evidence: `abort finish on the prefill leg${typeof fr.status_code === 'number' ? ` (status_code ${fr.status_code})` : ''}` } });
+      return;
+    }
+    const lps = meta?.input_token_logprobs;
+    if (Array.isArray(lps)) this.inputLogprobs = lps;
+    this.call.end({ kind: 'finished' }); // the rest of its stream ([DONE]) is read and dropped
+  }
+}
+
+/**
+ * The failure of a P/D attempt, attributed to a leg. `decodeFailure`: how the decode leg ended
+ * (null: it has not failed, the prefill leg's own failure or the deadline ended the attempt).
+ * Before the decode's first token, a decode that reports an in-band abort (SGLang's "Decode
+ * transfer failed ...", status 500: decode.py) or hangs while the prefill leg has not answered is
+ * waiting on the prefill server: the prefill leg failed. Anything the decode leg's own transport
+ * shows (refused, reset, a 5xx head) is the decode worker's.
+ */
+export function attributeLeg(decodeFailure: Failure, leg: PrefillLeg, decodeHadFrame: boolean): { failure: Failure; leg: 'prefill' | 'decode' } {
+  if (decodeFailure.kind === 'prefill_failed') return { failure: decodeFailure, leg: 'prefill' };
+  if (!decodeHadFrame && leg.state !== 'done' && (decodeFailure.kind === 'engine_abort' || decodeFailure.kind === 'first_token_timeout')) {
+    const why = leg.state === 'failed' ? `the prefill leg had failed (${leg.failure?.evidence ?? leg.failure?.kind ?? 'ended'})` : 'the prefill leg had not answered';
+    return {
+      failure: {
+        kind: 'prefill_failed',
+        message: `prefill ${leg.worker.url} did not transfer the KV of room ${leg.room}: ${decodeFailure.message}`,
+        status: 502,
+        evidence: `decode leg: ${decodeFailure.evidence ?? decodeFailure.kind} before its first token while ${why}: the prefill leg's fault`,
+      },
+      leg: 'prefill',
+    };
+  }
+  return { failure: decodeFailure, leg: 'decode' };
+}
+
+/** The prefill leg failed on its own before the decode's first token. */
+export function prefillFailure(leg: PrefillLeg): Failure {
+  const f = leg.failure;
+  return {
+    kind: 'prefill_failed',
+    message: `prefill ${leg.worker.url} failed before the KV transfer of room ${leg.room}: ${f?.message ?? 'ended'}`,
+    status: 502,
+    evidence: `prefill leg: ${f?.evidence ?? f?.kind ?? 'ended without its token'}, before the decode leg's first token`,
+  };
+}
+
+/** The P/D first-token deadline passed with no first token from the decode leg. */
+export function deadlineFailure(leg: PrefillLeg, ms: number): Failure {
+  if (leg.state === 'done') {
+    return { kind: 'first_token_timeout', message: `no first token from the decode leg within ${ms} ms after the prefill leg answered`, status: 504, evidence: `P/D first-token deadline (${ms} ms): the prefill leg had answered` };
+  }
+  return {
+    kind: 'prefill_failed',
+    message: `no KV transfer from prefill ${leg.worker.url} (room ${leg.room}) within ${ms} ms`,
+    status: 504,
+    evidence: `P/D first-token deadline (${ms} ms): the prefill leg ${leg.state === 'failed' ? 'had failed' : 'had not answered'}`,
+  };
+}

@@ -1,0 +1,132 @@
+// P/D pieces that are plain data: rooms, the bootstrap fields of a body, the leg a failure is
+// attributed to, and the gateway's `--prefill URL PORT` syntax.
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { RoomIssuer, attributeLeg, deadlineFailure, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
+import { configFromArgv, foldPrefillPorts } from '../../cli/router.ts';
+import type { Failure } from '../../router/migration/failure.ts';
+
+describe('rooms', () => {
+  it('are 63-bit and never issued twice, even when the random source repeats itself', () => {
+    const draws = [Buffer.from('ffffffffffffffff', 'hex'), Buffer.from('ffffffffffffffff', 'hex'), Buffer.from('0000000000000001', 'hex')];
+    let i = 0;
+    const rooms = new RoomIssuer((b) => void draws[i++ % draws.length]!.copy(b));
+    const a = rooms.issue();
+    const b = rooms.issue();
+    expect(a).toBe(0x7fff_ffff_ffff_ffffn); // the top bit masked, as the gateway's i64::MAX mask
+    expect(b).toBe(1n);
+    expect(rooms.redraws).toBe(1);
+  });
+
+  it('a real issuer gives distinct rooms below 2^63', () => {
+    const rooms = new RoomIssuer();
+    const seen = new Set<bigint>();
+    for (let k = 0; k < 10_000; k++) {
+      const r = rooms.issue();
+      expect(r >= 0n && r < 1n << 63n).toBe(true);
+      seen.add(r);
+    }
+    expect(seen.size).toBe(10_000);
+  });
+});
+
+describe('withBootstrap', () => {
+  it('appends the three fields as the last keys, the room exact beyond 2^53', () => {
+    const room = 9_007_199_254_740_993n; // 2^53 + 1
+    const out = withBootstrap('{"rid":"r","input_ids":[1,2],"bootstrap_room":5,"stream":true}', '10.0.0.7', 8998, room) as string;
+    expect(out).toBe('{"rid":"r","input_ids":[1,2],"bootstrap_room":5,"stream":true,"bootstrap_host":"10.0.0.7","bootstrap_port":8998,"bootstrap_room":9007199254740993}');
+    expect(out.endsWith('"bootstrap_room":9007199254740993}')).toBe(true);
+  });
+
+  it('a Buffer body stays a Buffer; an unknown port is null; an empty object gets no leading comma', () => {
+    const b = withBootstrap(Buffer.from('{ }\n'), 'p', null, 3n);
+    expect(Buffer.isBuffer(b)).toBe(true);
+    expect(JSON.parse(b.toString())).toEqual({ bootstrap_host: 'p', bootstrap_port: null, bootstrap_room: 3 });
+  });
+
+  it('any JSON object body keeps its fields and gains the bootstrap ones (last key wins)', () => {
+    fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.bigInt({ min: 0n, max: (1n << 53n) - 1n }), (obj, room) => {
+      const out = JSON.parse(withBootstrap(JSON.stringify(obj), 'h', 1, room) as string) as Record<string, unknown>;
+      expect(out).toEqual({ ...obj, bootstrap_host: 'h', bootstrap_port: 1, bootstrap_room: Number(room) });
+    }), { numRuns: 200 });
+  });
+});
+
+describe('attributeLeg', () => {
+  const leg = (state: PrefillLeg['state'], failure: Failure | null = null) => ({ state, failure, worker: { url: 'http://p:1' }, room: 42n }) as unknown as PrefillLeg;
+  const abort: Failure = { kind: 'engine_abort', message: 'Decode transfer failed for request rank=0 ...', status: 500, evidence: 'abort finish with status_code 500' };
+  const reset: Failure = { kind: 'stream_broken', message: 'ECONNRESET', status: 502, evidence: 'transport error ECONNRESET after the response started' };
+
+  it("a decode's in-band abort before its first token while the prefill had not answered is the prefill's", () => {
+    const r = attributeLeg(abort, leg('waiting'), false);
+    expect(r.leg).toBe('prefill');
+    expect(r.failure.kind).toBe('prefill_failed');
+    expect(r.failure.evidence).toContain('had not answered');
+    expect(attributeLeg(abort, leg('failed', reset), false).failure.evidence).toContain('had failed');
+  });
+
+  it("the decode's own transport failure, or anything after its first token, is the decode's", () => {
+    expect(attributeLeg(reset, leg('waiting'), false)).toEqual({ failure: reset, leg: 'decode' });
+    expect(attributeLeg(abort, leg('waiting'), true)).toEqual({ failure: abort, leg: 'decode' });
+    expect(attributeLeg(abort, leg('done'), false)).toEqual({ failure: abort, leg: 'decode' });
+  });
+
+  it('the P/D deadline blames the prefill leg unless it had answered', () => {
+    expect(deadlineFailure(leg('waiting'), 500).kind).toBe('prefill_failed');
+    expect(deadlineFailure(leg('done'), 500).kind).toBe('first_token_timeout');
+  });
+});
+
+describe('command line', () => {
+  it("reads the gateway's --prefill URL PORT and --prefill URL, and --decode URL", () => {
+    expect(foldPrefillPorts(['--prefill', 'http://a:1', '9001', '--prefill', 'http://b:2', '--decode', 'http://c:3'])).toEqual(['--prefill', 'http://a:1 9001', '--prefill', 'http://b:2', '--decode', 'http://c:3']);
+    const cfg = configFromArgv(['--pd-disaggregation', '--prefill', 'http://a:1', '9001', '--prefill', 'http://b:2', '--decode', 'http://c:3', '--pd-first-token-timeout-ms', '5000'], {})!;
+    expect(cfg.pdDisaggregation).toBe(true);
+    expect(cfg.prefill).toEqual(['http://a:1 9001', 'http://b:2']);
+    expect(cfg.decode).toEqual(['http://c:3']);
+    expect(cfg.pdFirstTokenTimeoutMs).toBe(5000);
+  });
+
+  it('--prefill without --pd-disaggregation is a usage error that says so', () => {
+    expect(() => configFromArgv(['--prefill', 'http://a:1'], {})).toThrow(/need --pd-disaggregation/);
+    expect(() => configFromArgv(['--pd-disaggregation', '--prefill', 'http://a:1 x'], {})).toThrow(/URL BOOTSTRAP_PORT/);
+  });
+});
+
+describe('pairs (WorkerPool.pick + pickPrefill)', () => {
+  it('a prefill server is never an attempt\'s worker; round_robin pairs go round on both sides', async () => {
+    const { WorkerPool } = await import('../../router/pool/worker-pool.ts');
+    const { createPolicy } = await import('../../router/pool/policies/index.ts');
+    const opts = {
+      circuit: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 500, healthIntervalMs: 0, healthTimeoutMs: 100, healthFailureThreshold: 1, benchMs: 1000, spareConnections: 0,
+    };
+    const pool = new WorkerPool(opts, () => createPolicy('round_robin'), () => undefined, () => undefined);
+    try {
+      // Port 9 on loopback refuses: the workers are never probed, their roles are the declared ones.
+      const p = [await pool.addWithRole('http://127.0.1.1:9 8998', 'prefill'), await pool.addWithRole('http://127.0.2.1:9', 'prefill')];
+      const d = [await pool.addWithRole('http://127.0.3.1:9', 'decode'), await pool.addWithRole('http://127.0.4.1:9', 'decode')];
+      for (const w of [...p, ...d]) {
+        w.healthy = true;
+        w.dead = false;
+      }
+      expect(p[0]!.bootstrapPort).toBe(8998);
+      expect(p[1]!.bootstrapPort).toBeNull();
+      const pairs = new Set<string>();
+      for (let k = 0; k < 8; k++) {
+        const dec = pool.pick(new Set(), null, 'sglang', null)!;
+        expect(dec.pdRole).toBe('decode');
+        const pre = pool.pickPrefill(new Set(), null, null)!;
+        expect(pre.pdRole).toBe('prefill');
+        pairs.add(`${pre.id}/${dec.id}`);
+      }
+      // Each side in turn: both prefill and both decode servers take attempts.
+      expect(new Set([...pairs].map((x) => x.split('/')[0])).size).toBe(2);
+      expect(new Set([...pairs].map((x) => x.split('/')[1])).size).toBe(2);
+      expect(pool.pickPrefill(new Set([p[0]!.id, p[1]!.id]), null, null)).toBeNull();
+      await expect(pool.addWithRole('http://127.0.5.1:9 70000', 'prefill')).rejects.toThrow(/bootstrap port/);
+    } finally {
+      await pool.close();
+    }
+  });
+});
