@@ -264,6 +264,14 @@ export class BootstrapServer {
         }),
       release: () => {
         if (this.rooms.get(room) === r) this.rooms.delete(room);
+        // Ended before its transfer (aborted, its client gone): the prefill reports the room
+        // failed to its decode, which records "Failed to get kvcache from prefill instance, it
+        // might be dead" (mooncake/conn.py, the decode's status listener on KVPoll.Failed).
+        const pull = r.pull;
+        if (pull !== null && !r.pullGone && !pull.headersSent && !pull.destroyed) {
+          const reason = 'Failed to get kvcache from prefill instance, it might be dead';
+          pull.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(reason) }).end(reason);
+        }
       },
     };
   }

@@ -198,6 +198,32 @@ describe('sim P/D roles', () => {
     expect(again.dec.status).toBe(200);
   });
 
+  it('a prefill request that ends before its transfer (its client gone) fails its decode at once', async () => {
+    const r = room();
+    const text = body({ input_ids: [45, 46, 47], stream: true, sampling_params: { max_new_tokens: 8 } }, r, P(PREFILL).bootstrapPort!);
+    // The prefill leg first: it waits for its decode; then the worker hangs, so once the decode
+    // connects the prefill is stuck before its transfer.
+    const pre = request(`${P(PREFILL).url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } });
+    pre.on('error', () => undefined);
+    pre.end(text);
+    await eventually(async () => ((await stats(PREFILL)).roomsActive === 1 ? true : undefined), 5000, 'prefill room active');
+    await cluster.fault(PREFILL, { kind: 'hang' });
+    try {
+      const decP = openStream(`${P(DECODE).url}/generate`, text);
+      await eventually(async () => ((await stats(DECODE)).roomsActive === 1 ? true : undefined), 5000, 'decode room active');
+      await new Promise((res) => setTimeout(res, 100));
+      const t0 = performance.now();
+      pre.destroy();
+      const dec = await decP;
+      expect(performance.now() - t0).toBeLessThan(WAIT_MS - 300);
+      const fr = meta(dec.chunks.at(-1)!).finish_reason as Record<string, unknown>;
+      expect(fr).toMatchObject({ type: 'abort', status_code: 500 });
+      expect(fr.message).toContain(`KVTransferError(bootstrap_room=${r}): Failed to get kvcache from prefill instance, it might be dead`);
+    } finally {
+      await cluster.fault(PREFILL, { kind: 'clear' });
+    }
+  });
+
   it('a prefill whose decode never comes fails its bootstrap with a 500 after its bounded wait', async () => {
     const r = room();
     const text = body({ input_ids: [51, 52], sampling_params: { max_new_tokens: 4 } }, r, P(PREFILL).bootstrapPort!);
