@@ -176,7 +176,8 @@ describe('prefill dies or hangs before the transfer', () => {
   it('a prefill killed before its rooms transfer: each affected request exact on a new pair, the prefill leg named, decodes never benched', async () => {
     const victim = cluster.workers().find((w) => w.role === 'prefill')!;
     const { ids } = await runAffected('pk', 8, async () => {
-      await new Promise((r) => setTimeout(r, 50));
+      // The fact, not the clock: the victim holds rooms that have not transferred yet.
+      await waitUntil(async () => ((await cluster.stats(victim.index)).pd?.roomsActive ?? 0) >= 2, 10_000, 'rooms on the victim prefill');
       await cluster.kill(victim.index);
     });
     let affected = 0;
