@@ -55,8 +55,18 @@ export interface FaultMark {
   url: string | null;
   /** `dashboard`: an action through the host; `router`: a health change the router reported. */
   source: 'dashboard' | 'router';
-  /** For `down`: the health the router reported (dead, unhealthy, circuit_open). */
+  /** For `down`: the health the router reported first (benched at its first blame, dead, unhealthy, circuit_open). */
   detail: string | null;
+  /**
+   * For `down`: what the router read when it blamed the worker, from the failed attempt's row
+   * (`<error_kind>: <error_evidence>`), attached as soon as that row is written; null until then.
+   */
+  evidence?: string | null;
+  /** For `down`: the health the router reported later (its health check's verdict: dead, unhealthy), and when. */
+  verdict?: string | null;
+  verdictAt?: number | null;
+  /** For `down`: when the router next reported the worker healthy (epoch ms); null: not yet. */
+  recoveredAt?: number | null;
 }
 
 /** The error of the host's last probe of a worker's /health, for a worker the router says is not healthy. */
