@@ -8,6 +8,7 @@ export const TRACE_COLUMNS = [
   'cached_tokens', 'outcome', 'error_kind', 'error', 'error_evidence', 'finish_reason',
   'attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens',
   'duration_ms', 'stream', 'max_new_tokens', 'trace_id', 'format', 'placement_prefix', 'placement_reason',
+  'client_error', 'client_status',
 ] as const;
 
 export type TraceColumn = (typeof TRACE_COLUMNS)[number];
