@@ -116,7 +116,7 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
     }
   }
 
-  const incidents: Incident[] = [];
+  const incidents: Building[] = [];
   for (const [worker, list] of onsets) {
     // Ties: a mark before a row, then by request id and attempt, so the order of the input never matters.
     list.sort((a, b) => a.t - b.t || (a.mark ? 0 : 1) - (b.mark ? 0 : 1) || onsetKey(a).localeCompare(onsetKey(b)));
@@ -136,7 +136,7 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
   // A request that found no worker at all belongs to the incident under way when it failed (the
   // latest to start, of those whose failures reach within `quiet` of it).
   for (const r of noWorker.sort((a, b) => a.ended_at - b.ended_at || a.request_id.localeCompare(b.request_id))) {
-    let owner: Incident | null = null;
+    let owner: Building | null = null;
     for (const i of incidents) {
       if (i.start <= r.ended_at && r.ended_at <= i.lastFailure + quiet && (owner === null || i.start >= owner.start)) owner = i;
     }
