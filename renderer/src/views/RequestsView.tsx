@@ -43,7 +43,7 @@ function filtered(f: RequestFilters): boolean {
 }
 
 /** A window fitted to the newest rows the filter shows, when even the newest ended before `liveFrom`; else null. */
-function olderFit(ids: readonly string[], book: { get(id: string): RequestView | undefined }, liveFrom: number, now: number): { from: number; to: number } | null {
+function olderFit(ids: readonly string[], book: { get(id: string): RequestView | undefined }, liveFrom: number): { from: number; to: number } | null {
   const spans: { from: number; to: number }[] = [];
   for (let i = 0; i < ids.length && spans.length < 200; i++) {
     const r = book.get(ids[i]!);
@@ -99,7 +99,7 @@ export function RequestsView() {
   let span = windowMs;
   // Focused on an incident, the axis fits its requests; a filter whose rows all ended before the
   // live window fits them too, so what it selects never scrolls out of view.
-  const fit = filters.incident ? { from: filters.incident.from, to: filters.incident.to } : !held && filtered(filters) ? olderFit(ids, book, liveTo - windowMs, now) : null;
+  const fit = filters.incident ? { from: filters.incident.from, to: filters.incident.to } : !held && filtered(filters) ? olderFit(ids, book, liveTo - windowMs) : null;
   if (fit) {
     to = fit.to;
     span = Math.max(1000, fit.to - fit.from);
