@@ -54,6 +54,9 @@ export class FaultLog {
     if (event.type === 'worker_removed') {
       this.health.delete(event.worker_id);
       this.close(event.worker_id, null);
+      // Discovery took it away (a pod OOMKilled, evicted, deleted): a mark with the pod's own reason.
+      const d = event.worker?.discovery;
+      if (d) this.discovered('remove', event.worker!, event.t);
       return;
     }
     if (event.type !== 'worker_state') return;
@@ -61,6 +64,7 @@ export class FaultLog {
     const before = this.health.get(w.id);
     this.health.set(w.id, w.health);
     if (before === undefined || before === w.health) return;
+    if (w.health === 'draining' && w.discovery?.reason) this.discovered('drain', w, event.t);
     if (DOWN.has(w.health) && !DOWN.has(before)) {
       const mark = this.record('down', w.id, w.url, 'router', w.health, event.t);
       mark.evidence = null;
@@ -87,6 +91,13 @@ export class FaultLog {
    */
   sync(workers: readonly WorkerInfo[], t = this.clock()): void {
     for (const worker of workers) this.observe({ type: 'worker_state', t, worker });
+  }
+
+  private discovered(kind: 'drain' | 'remove', w: WorkerInfo, t: number): void {
+    const d = w.discovery!;
+    const mark = this.record(kind, w.id, w.url, 'router', d.reason ?? null, t);
+    mark.pod = d.pod ?? d.name ?? null;
+    mark.node = d.node ?? null;
   }
 
   private close(id: string, at: number | null): void {

@@ -81,7 +81,8 @@ export class WorkerPool {
     private readonly opts: PoolOptions,
     private readonly policy: Policy,
     private readonly onChange: (w: Worker) => void,
-    private readonly onRemove: (id: string) => void,
+    /** `last`: the worker as it was when removed (its discovery tag says why it went). */
+    private readonly onRemove: (id: string, last: WorkerInfo) => void,
   ) {}
 
   list(): Worker[] {
@@ -138,7 +139,7 @@ export class WorkerPool {
     this.policy.forget?.(w);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
-    this.onRemove(id);
+    this.onRemove(id, w.info());
     return true;
   }
 

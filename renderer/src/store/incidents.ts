@@ -184,7 +184,7 @@ function build(worker: string, group: Onset[], workerId: string | null, requests
     start,
     end: lastFailure,
     cause: first.mark
-      ? first.mark.kind === 'down' ? `${first.mark.worker ?? worker} ${first.mark.detail ?? 'down'}` : `${first.mark.kind} (${first.mark.source})`
+      ? first.mark.kind === 'down' ? `${first.mark.worker ?? worker} ${first.mark.detail ?? 'down'}` : `${first.mark.kind} (${first.mark.source})${first.mark.detail ? `: ${first.mark.detail}` : ''}${first.mark.pod ? ` · pod ${first.mark.pod}${first.mark.node ? ` on ${first.mark.node}` : ''}` : ''}`
       : first.row!.error_kind!,
     evidence: firstRow ? `${firstRow.error_kind}: ${firstRow.error_evidence ?? firstRow.error ?? 'no evidence recorded'}` : down?.evidence ?? null,
     verdict: down?.verdict ?? null,

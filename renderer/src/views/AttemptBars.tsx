@@ -44,6 +44,8 @@ function faultCard(m: FaultMark): CardContent {
       ...(m.kind === 'down' ? [['router read', m.evidence ?? 'nothing yet (no failed attempt on it)'] as [string, string]] : []),
       ...(m.verdict ? [['health check', `${m.verdict} at ${fmtClock(m.verdictAt ?? m.t)}`] as [string, string]] : []),
       ...(m.recoveredAt ? [['healthy again', fmtClock(m.recoveredAt)] as [string, string]] : []),
+      ...(m.pod ? [['pod', `${m.pod}${m.node ? ` on node ${m.node}` : ''}`] as [string, string]] : []),
+      ...(m.kind !== 'down' && m.source === 'router' && m.detail ? [['why', m.detail] as [string, string]] : []),
     ],
   };
 }
