@@ -38,7 +38,7 @@ describe('a discovered worker says why it went', () => {
     };
     // Health checks off: the pods' IPs are not served; the pool only holds them.
     const pool = new WorkerPool(
-      { circuit: { failureThreshold: 5, openMs: 1000, successThreshold: 1 }, connectTimeoutMs: 200, healthIntervalMs: 0, healthTimeoutMs: 100, healthFailureThreshold: 1, benchMs: 1000 },
+      { circuit: { failureThreshold: 5, openMs: 1000, successThreshold: 1 }, connectTimeoutMs: 200, healthIntervalMs: 0, healthTimeoutMs: 100, healthFailureThreshold: 1, benchMs: 1000, spareConnections: 0 },
       createPolicy('least_inflight'),
       (w) => emit({ type: 'worker_state', t: Date.now(), worker: w.info() }),
       (id, last) => emit({ type: 'worker_removed', t: Date.now(), worker_id: id, worker: last }),
