@@ -77,6 +77,7 @@ export function IncidentStrip({ incidents }: { incidents: readonly Incident[] })
   const store = useStoreApi();
   const focus = useDash((s) => s.filters.incident ?? null);
   if (incidents.length === 0 && !focus) return null;
+  const current = focus ? incidents.find((i) => i.id === focus.id) ?? null : null;
   const newest = [...incidents].reverse();
   return (
     <div className="incidents" data-testid="incident-list" aria-label="Incidents">
@@ -84,7 +85,8 @@ export function IncidentStrip({ incidents }: { incidents: readonly Incident[] })
       {focus ? (
         <span className="incident-focus" data-testid="incident-focus" data-incident={focus.id}>
           <strong>{focus.label}</strong>
-          <span data-testid="incident-summary">{focus.summary}</span>
+          {/* The incident keeps growing while live: its counts now, not when it was clicked. */}
+          <span data-testid="incident-summary">{current ? incidentSummary(current) : focus.summary}</span>
           <button onClick={() => store.getState().setFilters({ incident: null })} data-testid="incident-clear" title="Back to every request">× all requests</button>
         </span>
       ) : null}
