@@ -10,6 +10,8 @@ import { clientFailure, uncovered } from '../../renderer/src/store/failure-reaso
 import type { FaultMark } from '../../host/contract.ts';
 import type { AttemptRow, ErrorKind, RequestRow, TraceRow } from '../../router/trace/row.ts';
 import type { RequestView } from '../../renderer/src/store/request-view.ts';
+import { NO_FILTERS, visibleIds } from '../../renderer/src/store/filters.ts';
+import { faultLabel } from '../../renderer/src/store/faults.ts';
 
 const W0 = 'http://127.0.0.1:9000';
 const W1 = 'http://127.0.0.1:9001';
@@ -84,6 +86,17 @@ describe('an incident, as the engineer reads it', () => {
     // A row of a router that predates client_error, with no attempt: still not `null`.
     expect(clientFailure(view(request('x', 0, 1, 0, 'failed')))?.type).toBe('no_worker');
     expect(clientFailure({ ...view(null), status: 'finished' })).toBeNull();
+  });
+
+  it('a focused incident filters the list to its requests; a down flag names the blame, then the verdict', () => {
+    const view = (id: string): RequestView => ({ id, seq: 0, startedAt: 0, endedAt: 1, status: 'finished', admitted: true, admissionReason: null, stream: true, promptTokens: 8, maxNewTokens: 10, attempts: [], migrations: [], completionTokens: 0, error: null, summary: null, format: null, traceId: null });
+    const all = ['a', 'b', 'c'];
+    const incident = { id: 'x', label: 'w0', summary: '', ids: new Set(['a', 'c']), from: 0, to: 10 };
+    expect(visibleIds(all, view, { ...NO_FILTERS, incident })).toEqual(['c', 'a']);
+    expect(visibleIds(all, view, NO_FILTERS)).toEqual(['c', 'b', 'a']);
+    expect(faultLabel(mark(1, 'down'))).toBe('w0 benched');
+    expect(faultLabel(mark(1, 'down', W0, { verdict: 'dead' }))).toBe('w0 benched → dead');
+    expect(faultLabel(mark(1, 'remove', W1, { source: 'router', detail: 'OOMKilled (exit code 137)' }))).toBe('remove w1: OOMKilled (exit code 137)');
   });
 
   it('warns of a format or model no healthy worker serves', () => {
