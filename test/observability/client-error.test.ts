@@ -3,7 +3,7 @@
 // `client_status`, word for word what the client read. Real workers (in-process simulated
 // SGLang and vLLM), a real router.
 import { afterAll, describe, expect, it } from 'vitest';
-import { startWorker, type SimWorker } from '../../sim/worker.ts';
+import { startWorker } from '../../sim/worker.ts';
 import { startVllmWorker } from '../../sim/vllm/worker.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import type { RequestRow } from '../../router/trace/row.ts';
