@@ -101,6 +101,7 @@ export function createActions(ctx: ActionContext): HostActions {
     async live(): Promise<LiveState> {
       const router = await routerStats(ctx.router);
       const workers = router?.workers ?? ctx.router.workers();
+      faults.sync(workers);
       return { t: Date.now(), router, faults: recentFaults(), sim: ctx.sim?.workers() ?? null, probes: probes.update(workers) };
     },
     traceRows(requestId: string) {

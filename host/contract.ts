@@ -53,10 +53,28 @@ export interface FaultMark {
   /** The worker's id (w0, ...) and URL, when known. */
   worker: string | null;
   url: string | null;
-  /** `dashboard`: an action through the host; `router`: a health change the router reported. */
+  /** `dashboard`: an action through the host; `router`: a health change the router reported, or a worker its discovery drained or removed. */
   source: 'dashboard' | 'router';
-  /** For `down`: the health the router reported (dead, unhealthy, circuit_open). */
+  /**
+   * For `down`: the health the router reported first (benched at its first blame, dead,
+   * unhealthy, circuit_open); for a `drain` or `remove` the router made
+   * (source `router`: discovery), why the worker went, read from its pod's status (`OOMKilled (exit
+   * code 137)`, `Evicted: ...`, `pod deleted (grace 30s)`).
+   */
   detail: string | null;
+  /**
+   * For `down`: what the router read when it blamed the worker, from the failed attempt's row
+   * (`<error_kind>: <error_evidence>`), attached as soon as that row is written; null until then.
+   */
+  evidence?: string | null;
+  /** For `down`: the health the router reported later (its health check's verdict: dead, unhealthy), and when. */
+  verdict?: string | null;
+  verdictAt?: number | null;
+  /** For `down`: when the router next reported the worker healthy (epoch ms); null: not yet. */
+  recoveredAt?: number | null;
+  /** A discovered worker's pod and node (router/discovery/k8s-pods.ts), so the operator need not open k9s. */
+  pod?: string | null;
+  node?: string | null;
 }
 
 /** The error of the host's last probe of a worker's /health, for a worker the router says is not healthy. */

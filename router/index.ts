@@ -71,7 +71,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
     },
     () => createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
     (w) => telemetry.workerChanged(w.info()),
-    (id) => telemetry.workerRemoved(id, null),
+    (id, last) => telemetry.workerRemoved(id, last),
   );
   const drainer = new Drainer(pool, { marginMs: config.drainMarginMs });
   const reconciler = new Reconciler(pool, drainer, (s) => telemetry.discoveryState(s));

@@ -172,8 +172,9 @@ export class Telemetry {
     if (this.bus.active) this.bus.emit({ type: 'discovery_state', t: Date.now(), discovery: status });
   }
 
-  workerRemoved(id: string, _url: string | null): void {
-    if (this.bus.active) this.bus.emit({ type: 'worker_removed', t: Date.now(), worker_id: id });
+  /** `last`: the worker as it was when removed; its discovery tag's reason says why it went (a pod OOMKilled, evicted, deleted). */
+  workerRemoved(id: string, last: WorkerInfo | null = null): void {
+    if (this.bus.active) this.bus.emit({ type: 'worker_removed', t: Date.now(), worker_id: id, ...(last ? { worker: last } : {}) });
   }
 
   /** Coalesced progress: at most one event per request per tick, only when it moved. */

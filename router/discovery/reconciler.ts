@@ -113,7 +113,12 @@ export class Reconciler {
     const workerId = this.live(e);
     if (e.draining && workerId !== null) return;
     e.draining = true;
-    if (workerId !== null) this.drainer.drain(workerId, deadline, reason);
+    if (workerId !== null) {
+      // Why it is going, on the worker itself: /workers, the dashboard's card and the removal's event carry it.
+      const worker = this.pool.get(workerId)!;
+      if (worker.discovery) worker.discovery = { ...worker.discovery, reason };
+      this.drainer.drain(workerId, deadline, reason);
+    }
   }
 
   private remove(source: string, key: string, reason?: string): void {
@@ -173,6 +178,9 @@ export class Reconciler {
     const workerId = this.live(e);
     if (workerId === null) return;
     this.drainer.forget(workerId);
+    const worker = this.pool.get(workerId)!;
+    // The removal's event carries the worker as it was last: with why it went (OOMKilled, Evicted, ...).
+    if (worker.discovery) worker.discovery = { ...worker.discovery, reason: why };
     this.pool.remove(workerId);
     this.log(`discovery ${e.source}: removed ${workerId} ${e.url} (${e.key}): ${why}`);
   }

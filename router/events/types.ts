@@ -75,7 +75,9 @@ export type BatonEvent =
       at_token: number; attempt: number; error_kind: ErrorKind }
   | { type: 'request_finished'; t: number; row: RequestRow }
   | { type: 'worker_state'; t: number; worker: WorkerInfo }
-  | { type: 'worker_removed'; t: number; worker_id: string }
+  | { type: 'worker_removed'; t: number; worker_id: string;
+      /** The worker as it was when removed (absent from older routers): `discovery.reason` says why a discovered one went. */
+      worker?: WorkerInfo }
   | { type: 'discovery_state'; t: number; discovery: DiscoveryStatus };
 
 export type BatonEventType = BatonEvent['type'];

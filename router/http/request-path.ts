@@ -191,7 +191,7 @@ export class RequestPath {
       // Still one request row, as for a stitchable request that found no worker.
       front.noWorker!(res, headers);
       const ended = Date.now();
-      telemetry.requestFinished(src, { kind: 'request', format: format.name, request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: null }, null, false);
+      telemetry.requestFinished(src, { kind: 'request', format: format.name, request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: null, client_error: 'no_worker: no healthy worker available', client_status: 503 }, null, false);
       return;
     }
     const upstreamHeaders = telemetry.attemptStarted({ request_id: id, attempt: 0, rid: id, worker: worker.url, replayed_tokens: 0, budget_before: null });
@@ -203,7 +203,7 @@ export class RequestPath {
     const ended = Date.now();
     const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
     telemetry.attemptEnded({ kind: 'attempt', format: format.name, request_id: id, attempt: 0, rid: id, worker: worker.url, started_at: started, ended_at: ended, ttft_ms: null, prompt_tokens_sent: parsed.promptLength ?? 0, replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, placement_prefix: null, placement_reason: null, outcome, error_kind: failure?.kind ?? null, error: failure?.message ?? null, error_evidence: failure?.evidence ?? null, finish_reason: null });
-    telemetry.requestFinished(src, { kind: 'request', format: format.name, request_id: id, attempts: 1, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome, duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: failure?.message ?? null }, null, false);
+    telemetry.requestFinished(src, { kind: 'request', format: format.name, request_id: id, attempts: 1, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome, duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: failure?.message ?? null, client_error: outcome === 'failed' && failure ? `${failure.kind}: ${failure.message}` : null, client_status: outcome === 'failed' && failure ? failure.status : null }, null, false);
   }
 }
 

@@ -121,6 +121,8 @@ export class LogicalRequest implements ProgressSource {
   /** Attempt 0's constraint: the model the request names, if it names one (OpenAI's `model`). */
   private readonly firstPin: ContinuationPin | null;
   private firstFailureAt: number | null = null;
+  /** The error the client got (its status, and `<type>: <message>`), for the request row; null: none yet. */
+  private told: { status: number; text: string } | null = null;
   /** Attempts moved off a draining worker: not failures, not counted against the migration limit. */
   private drained = 0;
   private logicalFirstTokenSeen = false;
@@ -266,7 +268,7 @@ export class LogicalRequest implements ProgressSource {
       // A bug must still end the request once: the client gets an error, the row is written.
       this.current?.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'internal error', status: 500 } });
       const lastFailure: Failure = { kind: 'protocol', message: `internal error: ${(err as Error).message}`, status: 500 };
-      this.sink.fail(500, lastFailure.message, 'internal_error');
+      this.failSink(500, lastFailure.message, 'internal_error');
       end = { outcome: 'failed', finishReason: null, lastFailure, exhausted: false };
     }
     this.ctx.drainer?.live.delete(this);
@@ -292,6 +294,8 @@ export class LogicalRequest implements ProgressSource {
       stream: this.req.stream,
       max_new_tokens: this.out.budget,
       error: outcome === 'failed' && lastFailure ? lastFailure.message : outcome === 'cancelled' ? (this.sink.cut?.message ?? null) : null,
+      client_error: outcome === 'failed' ? (this.told?.text ?? null) : null,
+      client_status: outcome === 'failed' ? (this.told?.status ?? null) : null,
       // Filled in by telemetry when the request is traced.
       trace_id: null,
       format: this.format.name,
@@ -345,9 +349,9 @@ export class LogicalRequest implements ProgressSource {
       if (!worker) {
         const message = lastFailure
           ? `no worker left that can continue this request exactly after: ${lastFailure.message} (${this.ctx.pool.whyNoContinuation(this.exclude, pin ?? { modelPath: null, weightVersion: null }, this.format.workers)})`
-          : 'no healthy worker available';
+          : `no healthy worker serves format ${this.format.workers}`;
         if (lastFailure) exhausted = true;
-        this.sink.fail(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');
+        this.failSink(503, message, lastFailure ? 'migration_exhausted' : 'no_worker');
         break;
       }
       let prefill: Worker | null = null;
@@ -414,6 +418,7 @@ export class LogicalRequest implements ProgressSource {
       if (!MIGRATES[failure.kind]) {
         // The request's own fault (4xx, a refusal): the client gets it as the worker wrote it.
         this.endAttempt(a, 'failed', failure);
+        this.told = { status: failure.status, text: `${failure.kind}: ${failure.message}` };
         this.out.passThrough(reader, failure);
         break;
       }
@@ -446,7 +451,7 @@ export class LogicalRequest implements ProgressSource {
       if (refusal !== null) {
         exhausted = refusal.exhausted;
         if (refusal.status !== undefined) this.failClient(refusal.status, refusal.message, refusal.type);
-        else this.sink.fail(failure.status >= 500 ? failure.status : 502, `${refusal.message}: ${failure.message}`, refusal.type);
+        else this.failSink(failure.status >= 500 ? failure.status : 502, `${refusal.message}: ${failure.message}`, refusal.type);
         break;
       }
       // Counted when the continuation starts, so the event can name where it went.
@@ -503,8 +508,15 @@ export class LogicalRequest implements ProgressSource {
     return null;
   }
 
+  /** The router's own error, in band if the stream has started, and what the request row says the client got. */
+  private failSink(status: number, message: string, type: string): void {
+    this.told = { status, text: `${type}: ${message}` };
+    this.sink.fail(status, message, type);
+  }
+
   /** The router's own error: in band on a stream (the format's error frame), else a JSON error with `status`. */
   private failClient(status: number, message: string, type: string): void {
+    this.told = { status, text: `${type}: ${message}` };
     if (this.sink.streaming) this.sink.endStreamWithError(this.format.errors.frame(status, message, type));
     else this.sink.fail(status, message, type);
   }

@@ -90,7 +90,8 @@ export class WorkerPool {
     private readonly opts: PoolOptions,
     policy: Policy | (() => Policy),
     private readonly onChange: (w: Worker) => void,
-    private readonly onRemove: (id: string) => void,
+    /** `last`: the worker as it was when removed (its discovery tag says why it went). */
+    private readonly onRemove: (id: string, last: WorkerInfo) => void,
   ) {
     // A factory gives the prefill side a policy of its own (P/D, docs/pd.md), as the gateway keeps
     // a prefill and a decode policy: one round-robin counter over both picks would pair the same
@@ -168,7 +169,7 @@ export class WorkerPool {
     this.forgetCache(w);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
-    this.onRemove(id);
+    this.onRemove(id, w.info());
     return true;
   }
 

@@ -103,6 +103,14 @@ export interface RequestRow {
   stream: boolean;
   max_new_tokens: number | null;
   error: string | null;
+  /**
+   * When `outcome` is `failed`: the error the client got, as `<type>: <message>` (the router's own:
+   * `no_worker`, `migration_exhausted`, `not_migratable`, ...; a failure passed through from the
+   * worker: its error kind); null otherwise. Optional for rows written before it existed.
+   */
+  client_error?: string | null;
+  /** The HTTP status of that error (in band when the stream had started); null when `client_error` is. */
+  client_status?: number | null;
   /** The OpenTelemetry trace of this request (docs/tracing.md); null when not traced. */
   trace_id: string | null;
   /**

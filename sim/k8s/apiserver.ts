@@ -17,6 +17,9 @@
 //  - a pod deleted with a grace period gets metadata.deletionTimestamp = now + grace (a MODIFIED
 //    event) and goes (DELETED) when the grace is over; eviction by the kubelet leaves a Failed pod,
 //    reason Evicted;
+//  - a container that died (OOMKilled, a crash's Error with its exit code) is restarted: its status
+//    has state.waiting CrashLoopBackOff and lastState.terminated {reason, exitCode}, as the
+//    kubelet writes them (pkg/kubelet/kubelet_pods.go, convertToAPIContainerStatuses);
 //  - the EndpointSlice controller: a Service's slice lists its pods' endpoints with ready/serving/
 //    terminating conditions (pkg/controller/endpointslice, podToEndpoint);
 //  - 403 as a Status naming the refused verb, resource and namespace (RBAC's authorizer message).
@@ -331,6 +334,17 @@ export class FakeApiServer {
     this.updatePod(name, namespace, (p) => {
       p.ready = false;
       p.terminated = { reason: 'OOMKilled', exitCode: 137 };
+    });
+  }
+
+  /**
+   * The container exited on its own (a crash: `reason` Error and its exit code, as the kubelet
+   * writes containerStatuses[].lastState.terminated while it restarts the container): not Ready.
+   */
+  crashContainer(name: string, exitCode: number, reason = 'Error', namespace = 'default'): void {
+    this.updatePod(name, namespace, (p) => {
+      p.ready = false;
+      p.terminated = { reason, exitCode };
     });
   }
 

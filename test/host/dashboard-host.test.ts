@@ -39,6 +39,32 @@ describe('FaultLog', () => {
     log.record('hang', 'w0', null, 'dashboard', null, 150);
     expect(log.list().map((m) => m.t)).toEqual([150, 200, 200]);
   });
+  it("marks a worker down at the router's first blame (benched), with what the router read, then the health check's verdict", () => {
+    const log = new FaultLog(10, () => 0);
+    const w1 = info('w1', 'healthy');
+    const attempt = (t: number, kind: string | null, evidence: string | null) => ({
+      type: 'attempt_ended' as const, t,
+      row: { kind: 'attempt', request_id: `r${t}`, attempt: 0, worker: w1.url, ended_at: t, outcome: kind ? 'failed' : 'finished', error_kind: kind, error: 'ERR_WORKER_CLOSED', error_evidence: evidence } as never,
+    });
+    log.observe({ type: 'worker_state', t: 1000, worker: w1 });
+    log.observe(attempt(1500, null, null));
+    // A kill -9 outside the dashboard: the first broken stream benches the worker, then its row is written.
+    log.observe({ type: 'worker_state', t: 2000, worker: { ...w1, health: 'benched' } });
+    expect(log.list().map((m) => [m.t, m.kind, m.detail, m.evidence])).toEqual([[2000, 'down', 'benched', null]]);
+    log.observe(attempt(2001, 'stream_broken', 'transport error ERR_WORKER_CLOSED after the response started'));
+    log.observe({ type: 'worker_state', t: 2002, worker: { ...w1, health: 'benched' } }); // the next broken stream: the same incident
+    log.observe(attempt(2003, 'stream_broken', 'something later'));
+    expect(log.list()).toHaveLength(1);
+    expect(log.list()[0]!.evidence).toBe('stream_broken: transport error ERR_WORKER_CLOSED after the response started');
+    // The health check, seconds later, agrees: added to the same mark, not a new one.
+    log.observe({ type: 'worker_state', t: 6000, worker: { ...w1, health: 'dead' } });
+    expect(log.list().map((m) => [m.t, m.detail, m.verdict, m.verdictAt])).toEqual([[2000, 'benched', 'dead', 6000]]);
+    // Back (the poll says so: a bench that runs out has no event), then blamed again: a second mark.
+    log.sync([{ ...w1, health: 'healthy' }], 9000);
+    expect(log.list()[0]!.recoveredAt).toBe(9000);
+    log.sync([{ ...w1, health: 'benched' }], 9500);
+    expect(log.list().map((m) => [m.t, m.detail])).toEqual([[2000, 'benched'], [9500, 'benched']]);
+  });
 });
 
 describe('ProbeNotes', () => {

@@ -21,12 +21,14 @@ export const REQUEST_FIELDS = [
   'started_at', 'ended_at', 'stream', 'max_new_tokens', 'error',
   // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
   'trace_id', 'format',
+  // issue 32: the error the client got (docs/trace-rows.md)
+  'client_error', 'client_status',
 ] as const;
 
 const NUMBERS = new Set([
   'attempt', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before',
   'budget_after', 'cached_tokens', 'attempts', 'migrations', 'prompt_tokens', 'completion_tokens', 'duration_ms',
-  'max_new_tokens', 'placement_prefix',
+  'max_new_tokens', 'placement_prefix', 'client_status',
 ]);
 const BOOLEANS = new Set(['admitted', 'stream']);
 

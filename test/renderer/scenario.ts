@@ -50,6 +50,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
       prompt_tokens: 8, completion_tokens: produced, cached_tokens: 0, finish_reason: last?.fails ? null : 'length',
       outcome: last?.fails ? 'failed' : 'finished', duration_ms: t - t0, started_at: t0, ended_at: t, stream: true,
       max_new_tokens: budget, error: last?.fails ? 'stream_broken: socket closed mid-body' : null, trace_id: null,
+      client_error: last?.fails ? 'not_migratable: worker failed and the request is not migratable: socket closed mid-body' : null, client_status: last?.fails ? 502 : null,
     };
     events.push({ type: 'request_finished', t, row });
   }

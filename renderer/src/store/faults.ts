@@ -24,7 +24,10 @@ export function lastFault(marks: readonly FaultMark[], burstMs = 2000): FaultMar
 
 export function faultLabel(m: FaultMark): string {
   const who = m.worker ?? m.url ?? '?';
-  return m.kind === 'down' ? `${who} ${m.detail ?? 'down'}` : `${m.kind} ${who}`;
+  // A worker the router blamed is `benched` at once; the health check's verdict follows it.
+  if (m.kind === 'down') return `${who} ${m.detail ?? 'down'}${m.verdict && m.verdict !== m.detail ? ` → ${m.verdict}` : ''}`;
+  // Discovery's drain or removal says why, from the pod's status (OOMKilled, Evicted, deleted with grace).
+  return m.source === 'router' && m.detail ? `${m.kind} ${who}: ${m.detail}` : `${m.kind} ${who}`;
 }
 
 /** Marks that land within `minGap` ms of each other drawn as one (a kill and the router noticing it). */

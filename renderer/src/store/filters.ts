@@ -12,9 +12,21 @@ export interface RequestFilters {
   search: string;
   /** Only requests alive at or after the last fault marker. */
   sinceFault?: boolean;
+  /** Only the requests an incident touched (renderer/src/store/incidents.ts), on a time axis fitted to them. */
+  incident?: IncidentFocus | null;
 }
 
-export const NO_FILTERS: RequestFilters = { migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false };
+/** An incident the list is focused on: its requests, and the window that shows them all. */
+export interface IncidentFocus {
+  id: string;
+  label: string;
+  summary: string;
+  ids: ReadonlySet<string>;
+  from: number;
+  to: number;
+}
+
+export const NO_FILTERS: RequestFilters = { migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false, incident: null };
 
 /** Whether an id matches a search: a case-insensitive prefix, the same rule in every view. */
 export function idMatches(id: string, search: string): boolean {
@@ -26,6 +38,7 @@ export function matches(r: RequestView, f: RequestFilters, lastFaultAt: number |
   if (f.migrated && migrationCount(r) === 0) return false;
   if (f.failed && r.status !== 'failed') return false;
   if (f.notAdmitted && r.admitted !== false) return false;
+  if (f.incident && !f.incident.ids.has(r.id)) return false;
   if (f.worker !== null && !r.attempts.some((a) => a.worker === f.worker)) return false;
   if (f.sinceFault && lastFaultAt !== null && r.endedAt !== null && r.endedAt < lastFaultAt) return false;
   if (!idMatches(r.id, f.search)) return false;

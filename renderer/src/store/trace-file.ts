@@ -18,13 +18,13 @@ export interface ParsedTraceFile {
 const NUMBER_COLUMNS = new Set([
   'attempt', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after',
   'cached_tokens', 'attempts', 'migrations', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'max_new_tokens',
-  'placement_prefix',
+  'placement_prefix', 'client_status',
 ]);
 const BOOLEAN_COLUMNS = new Set(['admitted', 'stream']);
 const ATTEMPT_ONLY = new Set(['attempt', 'rid', 'worker', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'error_kind', 'error_evidence', 'placement_prefix', 'placement_reason', ...'prefill_worker decode_worker bootstrap_room failed_leg'.split(' ')]);
 /** Columns only some attempts have (P/D, docs/pd.md): blank means absent, not null. */
 const ABSENT_WHEN_BLANK = new Set(['prefill_worker', 'decode_worker', 'bootstrap_room', 'failed_leg']);
-const REQUEST_ONLY = new Set(['attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'stream', 'max_new_tokens']);
+const REQUEST_ONLY = new Set(['attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'stream', 'max_new_tokens', 'client_error', 'client_status']);
 
 export function detectFormat(name: string, text: string): TraceFileFormat {
   if (/\.csv$/i.test(name)) return 'csv';

@@ -9,11 +9,12 @@ import type { FaultMark } from '../../../host/contract.ts';
 import { stalledFrom, type AttemptView, type RequestView } from '../store/request-view.ts';
 import type { WorkerTable } from '../store/workers.ts';
 import { faultLabel } from '../store/faults.ts';
+import { clientFailure, type ClientFailure } from '../store/failure-reason.ts';
 import { useStoreApi } from './context.ts';
 import { fmtClock, fmtIso, fmtMs } from './format.ts';
 import { hoverCard, type CardContent } from './HoverCard.tsx';
 
-export function attemptCard(a: AttemptView, workers: WorkerTable, now: number): CardContent {
+export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, client: ClientFailure | null = null): CardContent {
   const stall = stalledFrom(a, now);
   const lines: [string, string][] = [
     ['worker', `${workers.label(a.worker)} · ${a.worker}`],
@@ -36,6 +37,7 @@ export function attemptCard(a: AttemptView, workers: WorkerTable, now: number): 
     lines.push(['decode leg', `${workers.label(a.worker)}${a.row?.failed_leg === 'decode' ? ' (failed)' : ''}`]);
     lines.push(['bootstrap room', a.row?.bootstrap_room ?? '—']);
   }
+  if (client) lines.push(['client got', `${client.status ?? ''} ${client.text}`.trim()]);
   return { title: `attempt ${a.attempt} on ${workers.label(a.worker)}`, lines, note: a.error };
 }
 
@@ -46,6 +48,11 @@ function faultCard(m: FaultMark): CardContent {
       ['at', `${fmtClock(m.t)} · ${fmtIso(m.t)} · ${m.t}`],
       ['source', m.source === 'dashboard' ? 'an action through the dashboard' : 'the router reported it'],
       ...(m.url ? [['worker', m.url] as [string, string]] : []),
+      ...(m.kind === 'down' ? [['router read', m.evidence ?? 'nothing yet (no failed attempt on it)'] as [string, string]] : []),
+      ...(m.verdict ? [['health check', `${m.verdict} at ${fmtClock(m.verdictAt ?? m.t)}`] as [string, string]] : []),
+      ...(m.recoveredAt ? [['healthy again', fmtClock(m.recoveredAt)] as [string, string]] : []),
+      ...(m.pod ? [['pod', `${m.pod}${m.node ? ` on node ${m.node}` : ''}`] as [string, string]] : []),
+      ...(m.kind !== 'down' && m.source === 'router' && m.detail ? [['why', m.detail] as [string, string]] : []),
     ],
   };
 }
@@ -75,6 +82,10 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
   const pct = (t: number) => (Math.min(Math.max(t - start, 0), span) / span) * 100;
   return (
     <div className={big ? 'waterfall big' : 'waterfall'} data-testid="waterfall">
+      {r.attempts.length === 0 && r.status === 'failed' && (
+        // No attempt, so no bar to hover: the reason the client got stands where the bars would.
+        <span className="failure-reason" data-testid="failure-reason">{clientFailure(r)?.text}</span>
+      )}
       {r.attempts.map((a) => {
         const aEnd = a.endedAt ?? now;
         const broken = a.outcome === 'failed';
@@ -91,7 +102,7 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             data-outcome={a.outcome}
             data-tokens={a.tokens}
             data-stalled={stall === null ? undefined : stall}
-            {...hoverCard(() => attemptCard(a, workers, now))}
+            {...hoverCard(() => attemptCard(a, workers, now, a.attempt === r.attempts.length - 1 ? clientFailure(r) : null))}
             style={{ left: `${pct(a.startedAt)}%`, width: `${(width / span) * 100}%`, background: workers.colorOf(a.worker) }}
           >
             {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}

@@ -1,6 +1,8 @@
 // The badges of a request: how often it migrated, and why it may not migrate at all.
 import type { RequestView } from '../store/request-view.ts';
 import { migrationCount } from '../store/request-view.ts';
+import { clientFailure } from '../store/failure-reason.ts';
+import { hoverCard } from './HoverCard.tsx';
 
 export function Badges({ r }: { r: RequestView }) {
   const migrations = migrationCount(r);
@@ -10,11 +12,27 @@ export function Badges({ r }: { r: RequestView }) {
       {r.admitted === false && (
         <span className="badge refused" data-testid="badge-not-migratable">not migratable: {r.admissionReason ?? 'refused'}</span>
       )}
-      {r.status === 'failed' && <span className="badge bad">failed</span>}
+      {r.status === 'failed' && <FailedBadge r={r} />}
       {r.status === 'lost' && <span className="badge" title={STATUS_TEXT.lost}>outcome not seen</span>}
       {r.stream === false && <span className="badge">unary</span>}
       {r.format !== null && r.format !== 'sglang' && <span className="badge" data-testid="badge-format" title="the wire format it came in">{r.format}</span>}
     </div>
+  );
+}
+
+/** `failed: no_worker`, with what the client got in full on hover. */
+function FailedBadge({ r }: { r: RequestView }) {
+  const f = clientFailure(r);
+  if (!f) return null;
+  return (
+    <span
+      className="badge bad"
+      data-testid="badge-failed"
+      data-reason={f.type}
+      {...hoverCard(() => ({ title: `the client got ${f.status ?? 'an error'}`, lines: [['reason', f.type], ...(f.status !== null ? [['status', String(f.status)] as [string, string]] : [])], note: f.text }))}
+    >
+      failed: {f.type}
+    </span>
   );
 }
 

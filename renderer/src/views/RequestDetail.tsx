@@ -10,6 +10,7 @@ import { migrationCount, type RequestView } from '../store/request-view.ts';
 import { budgetBar } from '../store/budget.ts';
 import { rebuildRequest } from '../store/rebuild.ts';
 import { marksIn } from '../store/faults.ts';
+import { clientFailure } from '../store/failure-reason.ts';
 import { withIso } from '../store/trace-file.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { AttemptBars, requestSpan } from './AttemptBars.tsx';
@@ -149,6 +150,7 @@ export function RequestDetail({ id }: { id: string }) {
   const duration = (r.endedAt ?? now) - r.startedAt;
   const span = requestSpan(r, now);
   const marks = marksIn(faults, span.from, span.to);
+  const failure = clientFailure(r);
 
   const copyCurl = async () => {
     try {
@@ -199,9 +201,18 @@ export function RequestDetail({ id }: { id: string }) {
       <h3>Admission</h3>
       <p data-testid="detail-admission">
         {r.admitted === null ? 'not seen (the page joined after it arrived)'
-          : r.admitted ? 'admitted: may migrate on failure'
+          : r.admitted ? (failure ? 'admitted: could migrate, and failed all the same (below: what the client got)' : 'admitted: may migrate on failure')
           : `not migratable: ${r.admissionReason ?? 'refused'} (served normally; a failure reaches the client)`}
       </p>
+
+      {failure && (
+        <>
+          <h3>What the client got</h3>
+          <p className="client-error" data-testid="detail-client-error" data-reason={failure.type}>
+            {failure.status !== null ? `HTTP ${failure.status}: ` : ''}<span className="mono">{failure.text}</span>
+          </p>
+        </>
+      )}
 
       <h3>Attempts</h3>
       <table className="grid attempts" data-testid="attempts-table">

@@ -5,7 +5,7 @@
 // markers (kill, hang, drain, a worker going down, ...) cross the whole list.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { visibleIds } from '../store/filters.ts';
+import { visibleIds, type RequestFilters } from '../store/filters.ts';
 import { lastFault, groupMarks, marksIn } from '../store/faults.ts';
 import { REQUEST_WINDOWS } from '../store/store.ts';
 import type { RequestView } from '../store/request-view.ts';
@@ -18,6 +18,8 @@ import { hoverCard, copyText } from './HoverCard.tsx';
 import { fmtClock, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { curlGenerate, SAMPLE_BODY } from './curl.ts';
 import { showInfo } from './toast.tsx';
+import { IncidentStrip, focusMarks, useIncidents } from './IncidentsView.tsx';
+import { fitWindow } from '../store/incidents.ts';
 
 const ROW_HEIGHT = 44;
 /** The shared time axis moves in steps, so rows re-render twice a second rather than per batch. */
@@ -35,6 +37,24 @@ function typicalDuration(ids: readonly string[], get: (id: string) => RequestVie
   return d[Math.floor(d.length / 2)]!;
 }
 
+/** Whether any filter narrows the list. */
+function filtered(f: RequestFilters): boolean {
+  return f.migrated || f.failed || f.notAdmitted || f.worker !== null || f.search.trim() !== '' || Boolean(f.sinceFault);
+}
+
+/** A window fitted to the newest rows the filter shows, when even the newest ended before `liveFrom`; else null. */
+function olderFit(ids: readonly string[], book: { get(id: string): RequestView | undefined }, liveFrom: number): { from: number; to: number } | null {
+  const spans: { from: number; to: number }[] = [];
+  for (let i = 0; i < ids.length && spans.length < 200; i++) {
+    const r = book.get(ids[i]!);
+    if (!r) continue;
+    if (r.endedAt === null || r.endedAt >= liveFrom) return null;
+    spans.push({ from: r.startedAt, to: r.endedAt });
+  }
+  const w = fitWindow(spans);
+  return w ? { from: w.from, to: Math.ceil(w.to / AXIS_STEP_MS) * AXIS_STEP_MS } : null;
+}
+
 export function RequestsView() {
   const store = useStoreApi();
   const host = useHost();
@@ -43,7 +63,7 @@ export function RequestsView() {
   const selected = useDash((s) => s.selected);
   const cursor = useDash((s) => s.cursor);
   const now = useDash((s) => s.now);
-  const span = useDash((s) => s.requestWindow);
+  const windowMs = useDash((s) => s.requestWindow);
   const faults = useDash((s) => s.faults);
   const mode = useDash((s) => s.mode);
   const routerUrl = useDash((s) => s.routerUrl);
@@ -53,6 +73,7 @@ export function RequestsView() {
   const book = store.getState().model.book;
   const fault = lastFault(faults);
   const lastFaultAt = fault?.t ?? null;
+  const incidents = useIncidents();
 
   // `version` is the book's change counter: the list is recomputed once per batch.
   const live = useMemo(() => visibleIds(book.ids(), (id) => book.get(id), filters, lastFaultAt), [book, version, filters, lastFaultAt]);
@@ -75,7 +96,14 @@ export function RequestsView() {
 
   // Held: the axis ends where the rows on screen end (never later than when the list was held).
   let to = liveTo;
-  if (held) {
+  let span = windowMs;
+  // Focused on an incident, the axis fits its requests; a filter whose rows all ended before the
+  // live window fits them too, so what it selects never scrolls out of view.
+  const fit = filters.incident ? { from: filters.incident.from, to: filters.incident.to } : !held && filtered(filters) ? olderFit(ids, book, liveTo - windowMs) : null;
+  if (fit) {
+    to = fit.to;
+    span = Math.max(1000, fit.to - fit.from);
+  } else if (held) {
     let latest = 0;
     for (const item of items) {
       const r = book.get(ids[item.index]!);
@@ -164,7 +192,7 @@ export function RequestsView() {
             {gone > 0 ? `; ${gone.toLocaleString()} older ones were let go (${dropped.notable.toLocaleString()} of them migrated or failed). Their trace rows stay in Traces as long as this page or the router holds them.` : '.'}
           </span>
           <span className="empty-actions">
-            <button onClick={() => store.getState().setFilters({ migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false })} data-testid="clear-filters">Clear the filters</button>
+            <button onClick={() => store.getState().setFilters({ migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false, incident: null })} data-testid="clear-filters">Clear the filters</button>
             {(q !== '' || filters.migrated || filters.failed) && (
               <button
                 data-testid="search-traces"
@@ -203,6 +231,7 @@ export function RequestsView() {
 
   return (
     <div className="main requests">
+      <IncidentStrip incidents={incidents} />
       <RequestFilterBar shown={ids.length} held={book.size} />
       {typical !== null && typical < 400 && (
         <div className="hint" data-testid="pace-hint">
@@ -212,16 +241,16 @@ export function RequestsView() {
       )}
       <div className="timeline-head req-grid" style={{ paddingRight: 14 + scrollbar }}>
         <span />
-        <span className="axis-note">{connection === 'lost' && mode === 'live' ? 'frozen' : held ? (mode === 'file' ? 'scrolled' : 'held') : mode === 'file' ? 'file end' : 'live'}</span>
+        <span className="axis-note" data-testid="axis-note">{fit ? (filters.incident ? 'incident' : 'fitted') : connection === 'lost' && mode === 'live' ? 'frozen' : held ? (mode === 'file' ? 'scrolled' : 'held') : mode === 'file' ? 'file end' : 'live'}</span>
         <span className="axis-ticks" data-testid="list-axis">
           {ticks.map((t) => <span key={t} className="tick" style={{ left: pct(from + t) }}>{fmtOffset(t - span, '+')}</span>)}
-          <span className="tick end">{held || mode === 'file' ? fmtClock(to).slice(0, 8) : 'now'}</span>
+          <span className="tick end" data-testid="axis-end" data-t={to}>{held || fit || mode === 'file' ? fmtClock(to).slice(0, 8) : 'now'}</span>
           {groups.map((g, i) => (
-            <span key={i} className={`flag ${g.source}${lanes[i] ? ' lane1' : ''}${(g.t - from) / span > 0.6 ? ' right' : ''}`} style={{ left: pct(g.t) }} data-testid="fault-flag" data-kinds={g.marks.map((m) => m.kind).join(' ')} {...hoverCard(() => groupCard(g))}>{g.label}</span>
+            <span key={i} className={`flag ${g.source}${lanes[i] ? ' lane1' : ''}${(g.t - from) / span > 0.6 ? ' right' : ''}`} style={{ left: pct(g.t) }} data-testid="fault-flag" data-kinds={g.marks.map((m) => m.kind).join(' ')} onClick={() => focusMarks(store.getState(), incidents, g.marks)} {...hoverCard(() => groupCard(g))}>{g.label}</span>
           ))}
         </span>
         <span className="axis">
-          <select aria-label="time window" value={span} onChange={(e) => store.getState().setRequestWindow(Number(e.target.value))} data-testid="waterfall-window">
+          <select aria-label="time window" value={windowMs} onChange={(e) => store.getState().setRequestWindow(Number(e.target.value))} data-testid="waterfall-window">
             {REQUEST_WINDOWS.map((w) => <option key={w} value={w}>{w < 60_000 ? `${w / 1000} s` : `${w / 60_000} min`} window</option>)}
           </select>
           <span>budget: produced / max_new_tokens</span>

@@ -82,6 +82,9 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
             {discoveredAs(worker)}
           </span>
         )}
+        {worker.discovery?.reason && (
+          <span className="badge refused" data-testid="worker-gone-reason" title="why discovery is taking it away, read from its pod's status">{worker.discovery.reason}</span>
+        )}
         <span title="model_path">{worker.model_path ?? 'model not probed'}</span>
         <span title="weight_version (probed, and re-read from each attempt)" data-testid="worker-weights">weights {worker.weight_version ?? '?'}</span>
         {worker.abort_path !== undefined && (

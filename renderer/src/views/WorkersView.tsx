@@ -35,6 +35,7 @@ function DiscoveryStates({ list }: { list: readonly DiscoveryStatus[] }) {
   );
 }
 import { showError } from './toast.tsx';
+import { uncovered } from '../store/failure-reason.ts';
 
 function FileWorkers() {
   const store = useStoreApi();
@@ -120,6 +121,11 @@ function LiveWorkers() {
         <DiscoveryStates list={discovery} />
         <span className="count">{list.length} workers · figures from the router</span>
       </form>
+      {uncovered(list).map((u) => (
+        <div key={u.what} className="hint warn" data-testid="coverage-warning" data-what={u.what}>
+          No healthy worker serves {u.what} ({u.workers}): its requests fail with <code>no_worker</code> until one is back.
+        </div>
+      ))}
       <div className="scroll">
         {list.length === 0 ? (
           <div className="empty" data-testid="workers-empty">

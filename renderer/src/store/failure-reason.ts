@@ -1,0 +1,58 @@
+// What a failed request's client was told, for the row, the detail panel and the hover card. Pure.
+import type { RequestView } from './request-view.ts';
+
+export interface ClientFailure {
+  /** `no_worker`, `migration_exhausted`, ... (the router's error type), or the passed-through error kind. */
+  type: string;
+  /** The whole `<type>: <message>` as the request row says it. */
+  text: string;
+  status: number | null;
+}
+
+/**
+ * The error a failed request's client got: the request row's `client_error`; for rows of routers
+ * that predate it, the row's `error`, or, with no attempt at all, what such a router answered.
+ * Null for a request that did not fail (or whose end this page has not seen).
+ */
+export function clientFailure(r: RequestView): ClientFailure | null {
+  if (r.status !== 'failed') return null;
+  const row = r.summary;
+  const text = row?.client_error ?? null;
+  if (text) {
+    const colon = text.indexOf(': ');
+    return { type: colon > 0 ? text.slice(0, colon) : text, text, status: row?.client_status ?? null };
+  }
+  if (row && row.attempts === 0) return { type: 'no_worker', text: 'no_worker: no healthy worker available (no attempt was made)', status: 503 };
+  const error = row?.error ?? r.error;
+  return { type: 'failed', text: error ?? 'failed (the router recorded no reason)', status: null };
+}
+
+/** Short words for a failure type, as an incident's count says them ("2 failed: no worker left"). */
+export function failureWords(type: string): string {
+  if (type === 'no_worker') return 'no worker left';
+  if (type === 'migration_exhausted') return 'migration exhausted';
+  if (type === 'not_migratable') return 'not migratable';
+  return type.replace(/_/g, ' ');
+}
+
+interface CoverageWorker { id: string; health: string; format: string | null; model_path: string | null; draining: boolean }
+
+/**
+ * Formats and models that no healthy worker serves now, each with the workers that would
+ * (`format vllm: w1 dead`): requests of them fail with `no_worker` until one is back. Only what
+ * the router's workers name; a format no worker was ever probed for is not known here.
+ */
+export function uncovered(workers: readonly CoverageWorker[]): { what: string; workers: string }[] {
+  const groups = new Map<string, CoverageWorker[]>();
+  const add = (key: string, w: CoverageWorker) => groups.set(key, [...(groups.get(key) ?? []), w]);
+  for (const w of workers) {
+    if (w.format !== null) add(`format ${w.format}`, w);
+    if (w.model_path !== null) add(`model ${w.model_path}`, w);
+  }
+  const out: { what: string; workers: string }[] = [];
+  for (const [what, ws] of groups) {
+    if (ws.some((w) => w.health === 'healthy' && !w.draining)) continue;
+    out.push({ what, workers: ws.map((w) => `${w.id} ${w.health}`).join(', ') });
+  }
+  return out;
+}

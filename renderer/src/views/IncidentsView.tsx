@@ -1,0 +1,112 @@
+// The incident list above the Requests waterfall: one chip per incident (newest first), coloured
+// by severity (failed requests), with its worker, start and counts. Clicking one (or a fault flag
+// on the time axis) focuses the list on it: only the requests it touched, on a time axis fitted to
+// them, and the count in words ("31 broken · 29 migrated · 2 failed: no worker left"). Derived
+// from the trace rows and fault marks this page holds, at most once a second while live.
+import { useMemo } from 'react';
+import type { FaultMark } from '../../../host/contract.ts';
+import { deriveIncidents, fitWindow, incidentOfMark, incidentSummary, type Incident } from '../store/incidents.ts';
+import type { IncidentFocus } from '../store/filters.ts';
+import type { DashState } from '../store/store.ts';
+import { useDash, useSecond, useStoreApi } from './context.ts';
+import { fmtClock, fmtMs } from './format.ts';
+import { hoverCard } from './HoverCard.tsx';
+
+/** The incidents in this page's rows and marks; recomputed once a second at most (live), or when a file loads. */
+export function useIncidents(): Incident[] {
+  const store = useStoreApi();
+  const faults = useDash((s) => s.faults);
+  const mode = useDash((s) => s.mode);
+  const second = useSecond();
+  const version = useDash((s) => s.version);
+  // Live, the rows change with every batch: once a second is enough for a list of incidents.
+  const key = mode === 'file' ? version : second;
+  return useMemo(() => deriveIncidents(store.getState().model.traces.all(), faults), [store, faults, key]);
+}
+
+/** Focus the Requests list on an incident: its requests, and a window that shows them all. */
+export function focusIncident(state: DashState, i: Incident): void {
+  const { book, traces } = state.model;
+  const ids = new Set(i.requestIds);
+  const spans: { from: number; to: number }[] = [{ from: i.start, to: i.end }];
+  for (const id of ids) {
+    const r = book.get(id);
+    if (r) {
+      spans.push({ from: r.startedAt, to: r.endedAt ?? state.now });
+      continue;
+    }
+    for (const row of traces.ofRequest(id)) spans.push({ from: row.started_at, to: row.ended_at });
+  }
+  const w = fitWindow(spans)!;
+  const focus: IncidentFocus = { id: i.id, label: incidentLabel(i), summary: incidentSummary(i), ids, from: w.from, to: w.to };
+  state.setFilters({ incident: focus, migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false });
+  state.setView('live');
+}
+
+/** Focus the incident a fault flag belongs to; false when none holds it (a routine mark). */
+export function focusMarks(state: DashState, incidents: readonly Incident[], marks: readonly FaultMark[]): boolean {
+  for (const m of marks) {
+    const i = incidentOfMark(incidents, m);
+    if (i) {
+      focusIncident(state, i);
+      return true;
+    }
+  }
+  return false;
+}
+
+function incidentLabel(i: Incident): string {
+  return `${i.workerId ?? i.worker} · ${i.cause} · ${fmtClock(i.start).slice(0, 8)}`;
+}
+
+function card(i: Incident) {
+  const lines: [string, string][] = [
+    ['worker', `${i.workerId ?? ''} ${i.worker}`.trim()],
+    ['began', `${fmtClock(i.start)} · ${i.start}`],
+    ['lasted', fmtMs(i.end - i.start)],
+    ['cause', i.cause],
+  ];
+  if (i.evidence) lines.push(['router read', i.evidence]);
+  if (i.verdict) lines.push(['health check', i.verdict]);
+  lines.push(['recovered', i.recoveredAt === null ? 'not seen' : fmtClock(i.recoveredAt)]);
+  lines.push(['requests', incidentSummary(i)]);
+  return { title: `incident on ${i.workerId ?? i.worker}`, lines };
+}
+
+export function IncidentStrip({ incidents }: { incidents: readonly Incident[] }) {
+  const store = useStoreApi();
+  const focus = useDash((s) => s.filters.incident ?? null);
+  if (incidents.length === 0 && !focus) return null;
+  const current = focus ? incidents.find((i) => i.id === focus.id) ?? null : null;
+  const newest = [...incidents].reverse();
+  return (
+    <div className="incidents" data-testid="incident-list" aria-label="Incidents">
+      <span className="incidents-title">Incidents ({incidents.length})</span>
+      {focus ? (
+        <span className="incident-focus" data-testid="incident-focus" data-incident={focus.id}>
+          <strong>{focus.label}</strong>
+          {/* The incident keeps growing while live: its counts now, not when it was clicked. */}
+          <span data-testid="incident-summary">{current ? incidentSummary(current) : focus.summary}</span>
+          <button onClick={() => store.getState().setFilters({ incident: null })} data-testid="incident-clear" title="Back to every request">× all requests</button>
+        </span>
+      ) : null}
+      <span className="incident-chips">
+        {newest.map((i) => (
+          <button
+            key={i.id}
+            className={`incident-chip ${i.severity}${focus?.id === i.id ? ' active' : ''}`}
+            data-testid="incident"
+            data-incident={i.id}
+            data-severity={i.severity}
+            data-failed={i.failed}
+            onClick={() => focusIncident(store.getState(), i)}
+            {...hoverCard(() => card(i))}
+          >
+            <span className="sev" aria-label={i.severity} />
+            {i.workerId ?? i.worker} · {fmtClock(i.start).slice(0, 8)} · {i.broken} broken{i.failed > 0 ? ` · ${i.failed} failed` : ''}
+          </button>
+        ))}
+      </span>
+    </div>
+  );
+}
