@@ -100,9 +100,51 @@ export interface Snapshot {
 export interface RequestBody {
   request_id: string;
   body: unknown;
+  /** The router path it was posted to (/generate, /inference/v1/generate, /v1/chat/completions, /v1/completions); absent from older hosts. */
+  path?: string;
 }
 
 export type ExportFormat = 'jsonl' | 'csv';
+
+/** A worker as an exported file remembers it: the router's id and URL, what it served, and its colour on the page. */
+export interface ContextWorker {
+  id: string;
+  url: string;
+  format: WorkerInfo['format'];
+  model_path: string | null;
+  /** The colour the page drew it in (#rrggbb). */
+  color: string;
+  /** Where a discovery source added it (pod name, node, ...); absent for a worker added by hand. */
+  discovery?: WorkerInfo['discovery'];
+}
+
+/**
+ * What an export carries besides its rows, so that opening the file restores the same view
+ * (docs/trace-rows.md, "The context record"): one JSON Lines line, or one CSV record, of kind
+ * `baton_context`, after the rows. Readers that predate it skip it as a line that is not a row.
+ */
+export interface TraceFileContext {
+  kind: 'baton_context';
+  version: 1;
+  /** Epoch ms of the export. */
+  exported_at: number;
+  /** The workers the page knew, removed ones included: ids, URLs, formats, colours. */
+  workers: ContextWorker[];
+  /** The host's fault markers (kills, drains, workers the router blamed or found down). */
+  faults: FaultMark[];
+  /**
+   * When the oldest request still running at the export started (epoch ms), null when none ran:
+   * requests that ended after the export are not in the file, so its charts stop here rather
+   * than show their absence as a fall to zero.
+   */
+  inflight_from: number | null;
+  /**
+   * Issue 32's incidents (first blame, what followed), as the incidents model derives them from
+   * rows + fault marks. Absent until that model writes them; a reader derives them from `faults`
+   * and the rows when absent.
+   */
+  incidents?: unknown[];
+}
 
 /**
  * An export's filter: the router's (request, worker, outcome, kind, since) plus `until` (rows that

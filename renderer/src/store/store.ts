@@ -36,6 +36,11 @@ export interface FileInfo {
   /** Epoch ms of the earliest start and the latest end among its rows. */
   from: number;
   to: number;
+  /**
+   * When the oldest request still running at the export began (its context record): rows of
+   * requests that ended after the export are not in the file, so charts end here. Null: not known.
+   */
+  inflightFrom?: number | null;
 }
 
 /** The Traces view's filter; it lives in the store so it survives switching views. */
@@ -187,7 +192,8 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       if (events.length === 0) return;
       ingest(events);
       const clock = get().frozenAt ?? (get().mode === 'file' ? get().now : now);
-      model.series.prune(clock);
+      // A file is the whole truth however long it spans: nothing of it ages out of the charts.
+      if (get().mode !== 'file') model.series.prune(clock);
       set({ version: get().version + 1, now: clock });
     },
     loadSnapshot(snapshot, now = Date.now()) {
@@ -205,7 +211,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       const inflight = new Set<string>();
       for (const e of snapshot.inflight) inflight.add('request_id' in e ? e.request_id : e.type === 'attempt_ended' ? e.row.request_id : '');
       model.book.markLost(model.book.runningIds().filter((id) => !inflight.has(id)));
-      model.series.prune(now);
+      if (get().mode !== 'file') model.series.prune(now);
       set({
         version: get().version + 1, now, frozenAt: null, routerUrl: snapshot.routerUrl, sim: snapshot.sim, traffic: snapshot.traffic,
         router: incoming ?? get().router, faults: snapshot.faults ?? get().faults,

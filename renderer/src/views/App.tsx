@@ -100,6 +100,8 @@ export function fileSource(host: FileHost): Source {
     storage: typeof localStorage === 'undefined' ? null : localStorage,
   });
   store.setState({ file: host.file, now: host.file.to, connection: { status: 'live', message: null } });
+  // The colours the file recorded (or assigned in order to a file without them), not recomputed.
+  for (const [id, color] of host.colors) store.getState().model.workers.fileColors.set(id, color);
   return { host, store };
 }
 
