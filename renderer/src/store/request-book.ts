@@ -126,7 +126,7 @@ export class RequestBook {
       : {
           id, seq: this.seq++, startedAt: t, endedAt: null, status: 'running', admitted: null, admissionReason: null,
           stream: null, promptTokens: null, maxNewTokens: null, attempts: [], migrations: [], completionTokens: 0,
-          error: null, summary: null, format: null, traceId: null,
+          error: null, summary: null, format: null, front: null, traceId: null,
         };
     if (!current) this.order.push(id);
     this.byId.set(id, next);
@@ -157,6 +157,9 @@ export class RequestBook {
     r.promptTokens = e.prompt_tokens;
     r.maxNewTokens = e.max_new_tokens;
     r.traceId = (e as { trace_id?: string | null }).trace_id ?? r.traceId;
+    // Format and front from the first event, so the badges show while it runs (older routers: from its rows).
+    r.format = e.format ?? r.format;
+    r.front = e.front ?? r.front;
     return { started: isNew };
   }
 
