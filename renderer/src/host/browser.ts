@@ -86,6 +86,16 @@ export class BrowserHost implements DashboardHost {
     return (await call<{ rows: TraceRow[] }>('GET', `/api/requests/${encodeURIComponent(id)}/rows`)).rows;
   }
 
+  /** The preferences the host keeps (GET /api/prefs): the same on every port. */
+  async prefs(): Promise<Record<string, unknown> | null> {
+    const res = await fetch('/api/prefs');
+    return res.ok ? ((await res.json()) as Record<string, unknown>) : null;
+  }
+
+  async savePrefs(prefs: Record<string, unknown>): Promise<void> {
+    await call('PUT', '/api/prefs', prefs);
+  }
+
   async uiConfig(): Promise<UiConfig | null> {
     const res = await fetch('/config/ui');
     return res.ok ? ((await res.json()) as UiConfig) : null;

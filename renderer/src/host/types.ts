@@ -44,6 +44,9 @@ export interface DashboardHost {
   requestOutput(id: string): Promise<RequestOutput | null>;
   /** The router's settings for the dashboard (GET /config/ui): where a trace id links to; null when it has none. */
   uiConfig(): Promise<UiConfig | null>;
+  /** The dashboard's preferences as the host keeps them across ports (browser mode); absent: the page's localStorage only. */
+  prefs?(): Promise<Record<string, unknown> | null>;
+  savePrefs?(prefs: Record<string, unknown>): Promise<void>;
 }
 
 export interface UiConfig {

@@ -192,12 +192,16 @@ export class RequestBook {
     const a = r.attempts.find((x) => x.attempt === e.attempt)!;
     // Events of one request arrive in order, but a replayed snapshot may repeat older progress.
     const delta = e.tokens - a.tokens;
+    // Tokens since this page last saw the attempt grow (or since its start): a snapshot's
+    // coalesced progress carries all of a running attempt's tokens at once, and charted in one
+    // second they would spike every sparkline on page load.
+    const since = a.lastTokenAt ?? a.startedAt;
     if (delta > 0) {
       a.tokens = e.tokens;
       a.lastTokenAt = Math.max(a.lastTokenAt ?? 0, e.t);
     }
     r.completionTokens = Math.max(r.completionTokens, e.completion_tokens);
-    return delta > 0 ? { tokens: { worker: a.worker, delta } } : {};
+    return delta > 0 ? { tokens: since < e.t ? { worker: a.worker, delta, since } : { worker: a.worker, delta } } : {};
   }
 
   private attemptEnded(row: AttemptRow): EventEffect {

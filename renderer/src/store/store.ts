@@ -12,6 +12,7 @@ import { WorkerTable } from './workers.ts';
 import { NO_FILTERS, type RequestFilters } from './filters.ts';
 import { snapshotEvents } from './snapshot-events.ts';
 import { lastFault } from './faults.ts';
+import { fmtClock } from '../views/format.ts';
 
 export type View = 'live' | 'workers' | 'charts' | 'traces' | 'traffic';
 
@@ -268,6 +269,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
 }
 
 function anotherRouter(known: RouterStats, incoming: RouterStats): string {
-  const at = new Date(incoming.started_at).toLocaleTimeString();
+  // 24-hour HH:MM:SS like every other time on the page (the locale's format may be 12-hour).
+  const at = fmtClock(incoming.started_at).slice(0, 8);
   return `Another router answered (instance ${incoming.instance.slice(0, 8)}, started ${at}; was ${known.instance.slice(0, 8)}): the view was reset.`;
 }

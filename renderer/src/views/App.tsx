@@ -2,6 +2,7 @@
 // around it the page's two sources: the live host, or a trace file (opened with `baton view`,
 // with "Open file…", or dropped on the page), shown in the same views with a store of its own.
 import { lazy, Suspense, useCallback, useEffect, useState, type DragEvent } from 'react';
+import { flushSync } from 'react-dom';
 import type { DashboardHost } from '../host/types.ts';
 import { createDashStore, type DashStore } from '../store/store.ts';
 import { fetchFileHost, fileFromLocation, fileHost, TraceFileError, type FileHost } from '../host/file.ts';
@@ -29,9 +30,11 @@ function useGlobalKeys(): void {
       if (e.key === '/' && !typing) {
         e.preventDefault();
         const state = store.getState();
-        if (state.view !== 'live' && state.view !== 'traces') state.setView('live');
-        // The search box exists once the view has rendered.
-        requestAnimationFrame(() => document.getElementById(store.getState().view === 'traces' ? 'trace-search' : 'request-search')?.focus());
+        // Focus now, in this keydown: the keys typed right after `/` go to the focused element,
+        // and a focus deferred to the next frame let the first of them fall on the page. A view
+        // switch is rendered synchronously so that its search box exists already.
+        if (state.view !== 'live' && state.view !== 'traces') flushSync(() => state.setView('live'));
+        document.getElementById(store.getState().view === 'traces' ? 'trace-search' : 'request-search')?.focus();
       } else if (e.key === 'Escape' && !typing && !document.querySelector('[data-testid=confirm-dialog]')) {
         store.getState().select(null);
       }

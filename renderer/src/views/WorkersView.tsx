@@ -125,7 +125,7 @@ function LiveWorkers() {
         {list.length === 0 ? (
           <div className="empty" data-testid="workers-empty">
             <strong>No workers yet.</strong>
-            Add a URL above (an SGLang server started with <code>--skip-tokenizer-init</code>), or start the simulated cluster: <code>baton serve --sim 3</code>.
+            <span data-testid="empty-sentence">Add a URL above (an SGLang server started with <code>--skip-tokenizer-init</code>), or start the simulated cluster: <code>baton serve --sim 3</code>.</span>
           </div>
         ) : (
           <div className="cards">
