@@ -133,11 +133,12 @@ export interface TraceFileContext {
   /** The host's fault markers (kills, drains, workers the router blamed or found down). */
   faults: FaultMark[];
   /**
-   * When the oldest request still running at the export started (epoch ms), null when none ran:
-   * requests that ended after the export are not in the file, so its charts stop here rather
-   * than show their absence as a fall to zero.
+   * The requests still running at the export, as events (admission, their running attempts'
+   * start, first token and tokens so far): they have no rows yet, and without them the file's
+   * last seconds would lose their traffic, a fall to zero that never happened. Filtered like
+   * the rows (id prefix, worker); none when the export keeps one outcome.
    */
-  inflight_from: number | null;
+  inflight: BatonEvent[];
   /**
    * Issue 32's incidents (first blame, what followed), as the incidents model derives them from
    * rows + fault marks. Absent until that model writes them; a reader derives them from `faults`

@@ -49,11 +49,18 @@ function livePage() {
 }
 
 describe('self-contained exports', () => {
-  it('the page\'s context names every worker it saw (removed ones too) with its id, format and colour, the markers, and the oldest running request', () => {
+  it('the page\'s context names every worker it saw (removed ones too) with its id, format and colour, the markers, and the requests running', () => {
     const ctx = exportContext(livePage().getState(), T0 + 900);
     expect(ctx.workers.map((w) => [w.id, w.url, w.format, w.color])).toEqual([['w3', A, 'sglang', workerColor('w3')], ['w7', B, 'vllm', workerColor('w7')]]);
     expect(ctx.faults.map((m) => m.kind)).toEqual(['kill', 'down']);
-    expect(ctx.inflight_from).toBe(T0 + 300);
+    expect(ctx.inflight.map((e) => [e.type, 'request_id' in e ? e.request_id : ''])).toEqual([
+      ['request_admitted', 'running'], ['attempt_started', 'running'], ['first_token', 'running'], ['progress', 'running'],
+    ]);
+    expect(ctx.inflight.at(-1)).toMatchObject({ tokens: 2, completion_tokens: 2 });
+    // Filtered like the rows: another id prefix, or one outcome, leaves them out.
+    expect(exportContext(livePage().getState(), T0 + 900, { requestPrefix: 'pla' }).inflight).toEqual([]);
+    expect(exportContext(livePage().getState(), T0 + 900, { outcome: 'failed' }).inflight).toEqual([]);
+    expect(exportContext(livePage().getState(), T0 + 900, { requestPrefix: 'RUN' }).inflight).toHaveLength(4);
     expect(ctx.exported_at).toBe(T0 + 900);
   });
 
@@ -71,7 +78,8 @@ describe('self-contained exports', () => {
       expect(snap.workers.map((w) => [w.id, w.url, w.format])).toEqual([['w3', A, 'sglang'], ['w7', B, 'vllm']]);
       expect(snap.faults).toEqual(ctx.faults);
       expect([...host.colors]).toEqual([['w3', workerColor('w3')], ['w7', workerColor('w7')]]);
-      expect(host.file.inflightFrom).toBe(T0 + 300);
+      expect(snap.inflight).toEqual(ctx.inflight);
+      expect(host.file.to).toBeGreaterThanOrEqual(ctx.inflight.at(-1)!.t);
       if (format === 'csv') {
         // Strict CSV readers take the context record: it has the header's width.
         const records = parseCsvStrict(text, { columns: true }) as Record<string, string>[];
@@ -102,6 +110,12 @@ describe('self-contained exports', () => {
     expect(workers.colorOf(A)).toBe('#123456');
     expect(workers.colorOf(B)).toBe(workerColor('w7'));
     expect(store.getState().faults.map((m) => m.kind)).toEqual(['kill', 'down']);
+    // The request running at the export is there, running, with its tokens charted up to the end.
+    const running = store.getState().model.book.get('running')!;
+    expect([running.status, running.completionTokens, running.attempts[0]!.worker]).toEqual(['running', 2, B]);
+    const tokens = store.getState().model.series.points(host.file.to + 1000, 10, 1).reduce((n, p) => n + (p.tokensPerSec[B] ?? 0), 0);
+    // B's tokens: 13 (moved, attempt 1) + 9 (plain) from rows, and 2 of the running request.
+    expect(tokens).toBeCloseTo(13 + 9 + 2, 6);
   });
 
   it('a file from before the context record still opens, one worker per URL, each in its own colour', () => {
@@ -126,12 +140,9 @@ describe('self-contained exports', () => {
     expect(parsed.context!.faults).toEqual([{ t: 5, kind: 'kill', worker: null, url: null, source: 'router', detail: null }]);
   });
 
-  it('charts span the whole file and stop where requests running at the export began', () => {
+  it('charts span the whole file, in points that keep it under 120', () => {
     const file = { name: 'x', rows: 1, skipped: 0, from: T0, to: T0 + 600_000 };
     expect(fileSpan(file)).toEqual({ seconds: 600, step: 5, endMs: T0 + 600_000 });
-    expect(fileSpan({ ...file, inflightFrom: T0 + 590_000 }).endMs).toBe(T0 + 590_000);
-    // A request running since before the file's first row does not empty the charts.
-    expect(fileSpan({ ...file, inflightFrom: T0 - 1 }).endMs).toBe(T0 + 600_000);
     expect(fileSpan({ ...file, to: T0 + 8 * 3600_000 }).step).toBe(300);
   });
 });

@@ -27,7 +27,9 @@ export function fileHost(name: string, text: string): FileHost {
     if (r.started_at < from) from = r.started_at;
     if (r.ended_at > to) to = r.ended_at;
   }
-  return new FileHost({ name, rows: parsed.rows.length, skipped: parsed.skipped, from, to, inflightFrom: parsed.context?.inflight_from ?? null }, parsed.rows, parsed.context);
+  // Requests running at the export (the context's events) run to the file's end.
+  for (const e of parsed.context?.inflight ?? []) if (e.t > to) to = e.t;
+  return new FileHost({ name, rows: parsed.rows.length, skipped: parsed.skipped, from, to }, parsed.rows, parsed.context);
 }
 
 /**
@@ -88,7 +90,7 @@ export class FileHost implements DashboardHost {
   }
 
   snapshot(): Snapshot {
-    return { routerUrl: '', t: this.file.to, workers: this.workers, rows: this.rows, inflight: [], sim: null, traffic: null, router: null, faults: this.context?.faults ?? [] };
+    return { routerUrl: '', t: this.file.to, workers: this.workers, rows: this.rows, inflight: this.context?.inflight ?? [], sim: null, traffic: null, router: null, faults: this.context?.faults ?? [] };
   }
 
   connect(handlers: FeedHandlers): () => void {

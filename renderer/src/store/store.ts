@@ -37,11 +37,6 @@ export interface FileInfo {
   /** Epoch ms of the earliest start and the latest end among its rows. */
   from: number;
   to: number;
-  /**
-   * When the oldest request still running at the export began (its context record): rows of
-   * requests that ended after the export are not in the file, so charts end here. Null: not known.
-   */
-  inflightFrom?: number | null;
 }
 
 /** The Traces view's filter; it lives in the store so it survives switching views. */

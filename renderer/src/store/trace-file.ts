@@ -3,6 +3,7 @@
 // so the Node tests and the page share it. The inverse (rows → file text) serves exports of a
 // file opened offline.
 import type { TraceRow } from '../../../router/trace/row.ts';
+import type { BatonEvent } from '../../../router/events/types.ts';
 import type { ContextWorker, FaultMark, TraceFileContext } from '../../../host/contract.ts';
 import { CONTEXT_KIND, contextRecord } from '../../../host/export-query.ts';
 
@@ -26,6 +27,17 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
  * A context record as read from a file: what is well-formed is kept, the rest dropped (a file
  * edited by hand still opens; it just draws less).
  */
+const INFLIGHT_TYPES = new Set(['request_admitted', 'attempt_started', 'first_token', 'progress']);
+
+/** An event of a request running at the export, well-formed enough for the reducer. */
+function isInflightEvent(e: unknown): e is BatonEvent {
+  if (!isObj(e) || typeof e.type !== 'string' || !INFLIGHT_TYPES.has(e.type) || typeof e.t !== 'number' || typeof e.request_id !== 'string') return false;
+  if (e.type === 'attempt_started') return typeof e.attempt === 'number' && typeof e.worker === 'string';
+  if (e.type === 'first_token') return typeof e.attempt === 'number' && typeof e.ttft_ms === 'number';
+  if (e.type === 'progress') return typeof e.attempt === 'number' && typeof e.tokens === 'number' && typeof e.completion_tokens === 'number';
+  return typeof e.admitted === 'boolean';
+}
+
 export function readContext(value: unknown): TraceFileContext | null {
   if (!isObj(value) || value.kind !== CONTEXT_KIND) return null;
   const workers: ContextWorker[] = [];
@@ -47,7 +59,7 @@ export function readContext(value: unknown): TraceFileContext | null {
     kind: CONTEXT_KIND, version: 1,
     exported_at: typeof value.exported_at === 'number' ? value.exported_at : 0,
     workers, faults,
-    inflight_from: typeof value.inflight_from === 'number' ? value.inflight_from : null,
+    inflight: (Array.isArray(value.inflight) ? value.inflight : []).filter(isInflightEvent),
     ...(Array.isArray(value.incidents) ? { incidents: value.incidents } : {}),
   };
 }

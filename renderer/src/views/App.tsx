@@ -95,7 +95,7 @@ interface Source { host: DashboardHost; store: DashStore }
 
 /** A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands at its end. */
 export function fileSource(host: FileHost): Source {
-  const n = host.file.rows;
+  const n = host.file.rows + (host.context?.inflight.length ?? 0);
   const store = createDashStore({
     limits: { maxFinished: n + 1, maxTotal: n + 1 },
     traceRows: [n + 1, n + 1],

@@ -17,13 +17,12 @@ import type { FileInfo } from '../store/store.ts';
 const FILE_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
 
 /**
- * A trace file's charts: its whole span, ending where its rows are complete. Requests still
- * running at the export are not in the file, so past the start of the oldest of them (the
- * context record's `inflight_from`) the traffic would seem to fall to zero; the charts end there.
+ * A trace file's charts: its whole span, in points of a size that keeps them under 120. (The
+ * requests still running at the export travel in its context record, so its last seconds keep
+ * their traffic.)
  */
 export function fileSpan(file: FileInfo): { seconds: number; step: number; endMs: number } {
-  const cut = file.inflightFrom ?? null;
-  const endMs = cut !== null && cut > file.from && cut < file.to ? cut : file.to;
+  const endMs = file.to;
   const span = Math.max(1, Math.floor(endMs / 1000) - Math.floor(file.from / 1000));
   const step = FILE_STEPS.find((s) => span / s <= 120) ?? FILE_STEPS[FILE_STEPS.length - 1]!;
   return { seconds: Math.ceil(span / step) * step, step, endMs };
@@ -139,12 +138,11 @@ export function ChartsView() {
           </span>
         )}
         <span className="count">
-          {file && endMs < file.to && <span data-testid="chart-file-cut" title="Requests that were running when the file was exported are not in it">to {fmtClock(endMs).slice(0, 8)}, where requests still running at the export began · </span>}
           points of {win.step} s · one crosshair for all charts
         </span>
       </div>
       <div className="scroll">
-        <div className="charts" data-testid="charts" data-from={from} data-to={to} data-step={win.step}>
+        <div className="charts" data-testid="charts" data-from={from} data-to={to} data-step={win.step} data-rps={data.map((d) => d.rps).join(',')}>
           <Panel title="Tokens/s per worker" testId="chart-tokens">
             <AreaChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />

@@ -248,7 +248,7 @@ export function TracesView() {
     setProgress(`exporting ${format.toUpperCase()}…`);
     try {
       const { request, ...rest } = filter;
-      const result = await host.exportTraces(format, { ...rest, ...(request ? { requestPrefix: request } : {}) }, (bytes) => setProgress(`exporting ${format.toUpperCase()}: ${fmtBytes(bytes)}`), exportContext(store.getState()));
+      const result = await host.exportTraces(format, { ...rest, ...(request ? { requestPrefix: request } : {}) }, (bytes) => setProgress(`exporting ${format.toUpperCase()}: ${fmtBytes(bytes)}`), exportContext(store.getState(), Date.now(), { ...rest, ...(request ? { requestPrefix: request } : {}) }));
       setProgress(result.saved ? `saved ${result.saved} (${fmtBytes(result.bytes)})` : 'export cancelled');
     } catch (err) {
       setProgress(null);
