@@ -5,30 +5,41 @@ import { resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
 import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
 
+// Every line fits 80 columns (test/host/serve-help.test.ts): a terminal wraps longer ones mid-word.
 const HELP = `usage: baton serve [options]
 
-  --port P               port of the router and the dashboard (default 30080; 0 picks one)
-  --host H               address to bind (default 127.0.0.1; the dashboard is meant for loopback)
-  --worker URL           a dev-cluster worker (repeatable); with none, a simulated cluster starts
-  --sim N                simulated workers to start (default 3 without --worker, else 0)
-  --traffic              run the traffic generator (default with a simulated cluster only)
+  --port P               port of the router and the dashboard
+                         (default 30080; 0 picks a free one)
+  --host H               address to bind (default 127.0.0.1: the dashboard
+                         is meant for loopback)
+  --worker URL           a dev-cluster worker (repeatable); with none, a
+                         simulated cluster starts
+  --sim N                simulated workers to start (default 3 without
+                         --worker, else 0)
+  --traffic              run the traffic generator (the default with a
+                         simulated cluster only)
   --no-traffic           do not run it
   --migration-limit N    migrations per request (default 3; 0 = off)
   --policy NAME          routing policy (default least_inflight)
   --token-interval-ms T  simulated workers' time between tokens (default 20)
-  --config FILE          router settings from a YAML file (docs/configuration.md), e.g. Kubernetes
-                         discovery (docs/kubernetes.md); host, port, workers and the admin token
-                         stay this command's (the dashboard is meant for loopback)
-  --sim-format F         the simulated workers' wire format: sglang (default), vllm, or mixed;
-                         openai: SGLang workers on a real tokenizer (Qwen3's, bundled), the
-                         router's OpenAI front (/v1/chat/completions) and chat traffic
-                         (half each, with traffic in both formats); pd: SGLang workers in
-                         P/D roles, half prefill and half decode (default 2 + 2), behind the
-                         router in P/D mode (docs/pd.md)
+  --sim-format F         the simulated workers' wire format:
+                           sglang  SGLang workers (the default)
+                           vllm    vLLM workers
+                           mixed   half each, with traffic in both formats
+                           openai  SGLang workers on a real tokenizer (Qwen3's,
+                                   bundled), the router's OpenAI front
+                                   (/v1/chat/completions) and chat traffic
+                           pd      SGLang workers in P/D roles, half prefill and
+                                   half decode (default 2 + 2), behind the
+                                   router in P/D mode (docs/pd.md)
   --sim-pd               the same as --sim-format pd
+  --config FILE          router settings from a YAML file
+                         (docs/configuration.md), e.g. Kubernetes discovery
+                         (docs/kubernetes.md); host, port, workers and the
+                         admin token stay this command's
 
-Open the printed dashboard URL in a browser. Ctrl-C stops the router, the traffic and the
-simulated workers.`;
+Open the printed dashboard URL in a browser. Ctrl-C stops the router, the
+traffic and the simulated workers.`;
 
 const OPTIONS = {
   help: { type: 'boolean' },

@@ -209,7 +209,10 @@ test('true figures, a kill marked everywhere, and a migrated request still inspe
   const file = join(SHOTS, 'traces-export.jsonl');
   await download.saveAs(file);
   await expect(page.getByTestId('export-progress')).toHaveText(/saved/);
-  const rows = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  // The last line is the file's context record (workers, colours, markers: e2e/exports.spec.ts).
+  expect(lines.at(-1)!.kind).toBe('baton_context');
+  const rows = lines.slice(0, -1);
   expect(rows.every((r) => String(r.request_id).startsWith(requestId.slice(0, 12)))).toBe(true);
   expect(rows.filter((r) => r.request_id === requestId && r.kind === 'attempt').map((r) => [r.worker, r.tokens])).toEqual(live.map((a) => [a.worker, a.tokens]));
   expect(rows[0]!.started_at_iso).toBe(new Date(rows[0]!.started_at as number).toISOString());

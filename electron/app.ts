@@ -2,14 +2,14 @@
 // simulated cluster, traffic), opens one locked-down window on the Vite build, and bridges the
 // router's events to it in batches. Everything worth testing lives in Electron-free modules.
 import { createWriteStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { appendFile, open, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { RENDERER_DIST, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
-import { exportFileName, traceQuery } from '../host/export-query.ts';
+import { contextRecord, csvHeaderColumns, exportFileName, traceQuery } from '../host/export-query.ts';
 import { ensureRendererBuilt } from '../host/renderer-build.ts';
 import type { ExportResult } from '../host/contract.ts';
 import type { BrowserWindowLike, ElectronLike } from './electron-types.ts';
@@ -59,8 +59,20 @@ async function startHost(opts: AppOptions): Promise<AppHandle> {
   }
 }
 
+/** The first few KiB of a file: enough for a CSV header line. */
+async function readHead(path: string): Promise<string> {
+  const handle = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(8192);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
 function exporter(electron: ElectronLike, host: AppHandle, window: () => BrowserWindowLike | null): Exporter {
-  return async (format, filter): Promise<ExportResult> => {
+  return async (format, filter, context): Promise<ExportResult> => {
     const win = window();
     if (!win) return { saved: null, bytes: 0 };
     const { canceled, filePath } = await electron.dialog.showSaveDialog(win, {
@@ -71,6 +83,11 @@ function exporter(electron: ElectronLike, host: AppHandle, window: () => Browser
     const res = await fetch(`${host.router.url}/traces?${traceQuery(format, filter)}`);
     if (!res.ok || !res.body) throw new Error(`export failed: ${res.status} ${res.statusText}`);
     await pipeline(Readable.fromWeb(res.body as WebReadableStream), createWriteStream(filePath));
+    if (context) {
+      // The context record after the rows (host/export-query.ts), padded to the CSV header's width.
+      const head = await readHead(filePath);
+      await appendFile(filePath, contextRecord(context, format, csvHeaderColumns(head)));
+    }
     return { saved: filePath, bytes: (await stat(filePath)).size };
   };
 }

@@ -3,7 +3,7 @@
 import type { BatonEvent, WorkerInfo } from '../router/events/types.ts';
 import type {
   ExportFilter, ExportFormat, ExportResult, LiveState, RequestBody, RequestOutput, SimAction, SimWorkerState, Snapshot, TrafficSettings,
-  TrafficStatus,
+  TrafficStatus, TraceFileContext,
 } from '../host/contract.ts';
 import type { TraceRow } from '../router/trace/row.ts';
 
@@ -21,7 +21,7 @@ export interface BatonBridge {
   traffic(): Promise<TrafficStatus | null>;
   setTraffic(patch: Partial<TrafficSettings>): Promise<TrafficStatus>;
   /** Opens a save dialog in the main process and writes the rows there. */
-  exportTraces(format: ExportFormat, filter: ExportFilter): Promise<ExportResult>;
+  exportTraces(format: ExportFormat, filter: ExportFilter, context?: TraceFileContext): Promise<ExportResult>;
   /** A finished request's output token ids from the router's memory; null once it is no longer kept. */
   requestOutput(id: string): Promise<RequestOutput | null>;
   /** The router's figures (totals, workers) and the host's faults, sim state and probe errors: polled. */

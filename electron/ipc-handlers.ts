@@ -1,11 +1,11 @@
 // What each allowlisted IPC channel does, over the host's actions. No Electron import: app.ts
 // registers these with ipcMain after checking the sender and the arguments (policy.ts).
 import type {
-  ExportFilter, ExportFormat, ExportResult, HostActions, RequestOutput, SimAction, TrafficSettings,
+  ExportFilter, ExportFormat, ExportResult, HostActions, RequestOutput, SimAction, TrafficSettings, TraceFileContext,
 } from '../host/contract.ts';
 import type { InvokeChannel } from './policy.ts';
 
-export type Exporter = (format: ExportFormat, filter: ExportFilter) => Promise<ExportResult>;
+export type Exporter = (format: ExportFormat, filter: ExportFilter, context?: TraceFileContext) => Promise<ExportResult>;
 /** The router's memory of recent outputs (RouterHandle.requestOutput), as in browser mode's GET /requests/:id/output. */
 export type OutputReader = (id: string) => RequestOutput | undefined;
 
@@ -22,7 +22,7 @@ export function ipcHandlers(actions: HostActions, exportTraces: Exporter, reques
     'baton:drain-worker': (id, draining) => actions.drainWorker(id as string, draining as boolean),
     'baton:traffic': () => actions.traffic(),
     'baton:set-traffic': (patch) => actions.setTraffic(patch as Partial<TrafficSettings>),
-    'baton:export-traces': (format, filter) => exportTraces(format as ExportFormat, filter as ExportFilter),
+    'baton:export-traces': (format, filter, context) => exportTraces(format as ExportFormat, filter as ExportFilter, context as TraceFileContext | undefined),
     // null, not undefined, so the page gets the same answer as the browser host's 404.
     'baton:request-output': (id) => requestOutput(id as string) ?? null,
     'baton:live': () => actions.live?.() ?? null,

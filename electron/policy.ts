@@ -133,7 +133,13 @@ export function checkInvokeArgs(channel: InvokeChannel, args: unknown[]): unknow
         if (typeof f[key] !== 'number' || !Number.isFinite(f[key])) throw new IpcArgumentError(`${key} must be a number`);
         clean[key] = f[key];
       }
-      return [format, clean];
+      // The context record (workers, colours, fault markers) goes into the file as JSON: a plain
+      // object of bounded size, with the kind it claims.
+      if (args[2] === undefined) return [format, clean];
+      const ctx = plainObject(args[2], 'context');
+      if (ctx.kind !== 'baton_context') throw new IpcArgumentError('context.kind must be baton_context');
+      if (JSON.stringify(ctx).length > 4 << 20) throw new IpcArgumentError('context is larger than 4 MiB');
+      return [format, clean, ctx];
     }
   }
 }

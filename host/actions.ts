@@ -110,7 +110,9 @@ export function createActions(ctx: ActionContext): HostActions {
     },
     requestBody(requestId: string) {
       const body = ctx.traffic?.body(String(requestId));
-      return body === undefined || body === null ? null : { request_id: String(requestId), body };
+      if (body === undefined || body === null) return null;
+      const path = ctx.traffic?.path(String(requestId));
+      return { request_id: String(requestId), body, ...(path ? { path } : {}) };
     },
     simWorkers: () => ctx.sim?.workers() ?? null,
     async simAction(index: number, action: SimAction) {

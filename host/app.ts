@@ -10,6 +10,7 @@ import { createActions } from './actions.ts';
 import { FaultLog } from './fault-log.ts';
 import type { HostActions, TrafficSettings } from './contract.ts';
 import { addHostRoutes } from './http-api.ts';
+import { defaultPrefsFile, PrefsFile } from './prefs.ts';
 import { InFlightEvents } from './inflight.ts';
 import { SimControl, type SimClusterLike } from './sim-control.ts';
 import { TrafficGenerator } from './traffic.ts';
@@ -36,6 +37,8 @@ export interface AppDeps {
 }
 
 export interface AppOptions {
+  /** Where the dashboard's preferences are kept (host/prefs.ts); null: nowhere (tests). Default: defaultPrefsFile(). */
+  prefsFile?: string | null;
   /** The router's port (it also serves the dashboard in browser mode); 0 picks a free one. */
   port?: number;
   host?: string;
@@ -151,7 +154,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
 
     const actions = createActions({ router, inflight, sim: cluster ? new SimControl(cluster) : null, traffic: generator, faults });
     const staticRoot = opts.staticRoot === undefined ? RENDERER_DIST : opts.staticRoot;
-    addHostRoutes(router, actions, staticRoot);
+    addHostRoutes(router, actions, staticRoot, opts.prefsFile === null ? null : new PrefsFile(opts.prefsFile ?? defaultPrefsFile()));
 
     return {
       router,

@@ -118,9 +118,52 @@ export interface Snapshot {
 export interface RequestBody {
   request_id: string;
   body: unknown;
+  /** The router path it was posted to (/generate, /inference/v1/generate, /v1/chat/completions, /v1/completions); absent from older hosts. */
+  path?: string;
 }
 
 export type ExportFormat = 'jsonl' | 'csv';
+
+/** A worker as an exported file remembers it: the router's id and URL, what it served, and its colour on the page. */
+export interface ContextWorker {
+  id: string;
+  url: string;
+  format: WorkerInfo['format'];
+  model_path: string | null;
+  /** The colour the page drew it in (#rrggbb). */
+  color: string;
+  /** Where a discovery source added it (pod name, node, ...); absent for a worker added by hand. */
+  discovery?: WorkerInfo['discovery'];
+}
+
+/**
+ * What an export carries besides its rows, so that opening the file restores the same view
+ * (docs/trace-rows.md, "The context record"): one JSON Lines line, or one CSV record, of kind
+ * `baton_context`, after the rows. Readers that predate it skip it as a line that is not a row.
+ */
+export interface TraceFileContext {
+  kind: 'baton_context';
+  version: 1;
+  /** Epoch ms of the export. */
+  exported_at: number;
+  /** The workers the page knew, removed ones included: ids, URLs, formats, colours. */
+  workers: ContextWorker[];
+  /** The host's fault markers (kills, drains, workers the router blamed or found down). */
+  faults: FaultMark[];
+  /**
+   * The requests still running at the export, as events (admission, their running attempts'
+   * start, first token and tokens so far): they have no rows yet, and without them the file's
+   * last seconds would lose their traffic, a fall to zero that never happened. Filtered like
+   * the rows (id prefix, worker); none when the export keeps one outcome.
+   */
+  inflight: BatonEvent[];
+  /**
+   * The incidents (first blame, what followed) as the page derived them from its rows and fault
+   * marks (renderer/src/store/incidents.ts `deriveIncidents`), for a reader other than Baton;
+   * Baton re-derives them from the file's rows and `faults` on open. Absent in older files.
+   */
+  incidents?: unknown[];
+}
 
 /**
  * An export's filter: the router's (request, worker, outcome, kind, since) plus `until` (rows that

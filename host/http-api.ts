@@ -5,6 +5,7 @@ import type { HostActions } from './contract.ts';
 import { checkMutation, guarded, readJson, sendJson } from './http-json.ts';
 import { HostError } from './host-error.ts';
 import { serveStatic } from './static.ts';
+import type { PrefsFile } from './prefs.ts';
 
 /** The routes this module adds, for docs and tests. */
 export const HOST_ROUTES = [
@@ -19,13 +20,15 @@ export const HOST_ROUTES = [
   ['POST', '/api/workers'],
   ['DELETE', '/api/workers/:id'],
   ['POST', '/api/workers/:id/drain'],
+  ['GET', '/api/prefs'],
+  ['PUT', '/api/prefs'],
 ] as const;
 
 function field(body: unknown, name: string): unknown {
   return body !== null && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 }
 
-export function addHostRoutes(router: RouterHandle, actions: HostActions, staticRoot: string | null): void {
+export function addHostRoutes(router: RouterHandle, actions: HostActions, staticRoot: string | null, prefs: PrefsFile | null = null): void {
   router.addRoute('GET', '/api/snapshot', (_req, res) => guarded(res, async () => sendJson(res, 200, await actions.snapshot())));
 
   const missing = (name: string) => new HostError(404, `this host does not offer ${name}`);
@@ -86,6 +89,14 @@ export function addHostRoutes(router: RouterHandle, actions: HostActions, static
     const draining = field(await readJson(req), 'draining');
     actions.drainWorker(params.id ?? '', draining === undefined ? true : draining === true);
     sendJson(res, 200, { id: params.id, draining: draining !== false });
+  }));
+
+  // The dashboard's preferences, kept by the host so that a page on another port finds them.
+  router.addRoute('GET', '/api/prefs', (_req, res) => guarded(res, async () => sendJson(res, 200, prefs ? await prefs.read() : {})));
+  router.addRoute('PUT', '/api/prefs', (req, res) => guarded(res, async () => {
+    checkMutation(req);
+    if (!prefs) throw new HostError(404, 'this host keeps no preferences');
+    sendJson(res, 200, await prefs.update(await readJson(req)));
   }));
 
   if (staticRoot !== null) {

@@ -34,8 +34,8 @@ export class TrafficGenerator {
   private credit = 0;
   private counters = { sent: 0, ok: 0, failed: 0 };
   private stopped = false;
-  /** The bodies of the last requests sent, by request id, for "copy as curl". */
-  private readonly bodies = new Map<string, unknown>();
+  /** The bodies of the last requests sent and the router path each went to, by request id, for "copy as curl". */
+  private readonly bodies = new Map<string, { body: unknown; path: string }>();
   private readonly keepBodies: number;
 
   constructor(opts: TrafficOptions) {
@@ -57,7 +57,12 @@ export class TrafficGenerator {
 
   /** The body of a request this generator sent (by the id it gave it), while kept. */
   body(requestId: string): unknown {
-    return this.bodies.get(requestId);
+    return this.bodies.get(requestId)?.body;
+  }
+
+  /** The router path a kept request was posted to (/generate, /inference/v1/generate, /v1/chat/completions). */
+  path(requestId: string): string | undefined {
+    return this.bodies.get(requestId)?.path;
   }
 
   update(patch: Partial<TrafficSettings>): TrafficStatus {
@@ -101,7 +106,7 @@ export class TrafficGenerator {
     // The id travels as x-request-id (the router takes it when the body has no rid), so the body
     // can be found again by the id the dashboard shows, and a replay gets an id of its own.
     const id = randomUUID().replace(/-/g, '');
-    this.bodies.set(id, body);
+    this.bodies.set(id, { body, path: new URL(target).pathname });
     if (this.bodies.size > this.keepBodies) this.bodies.delete(this.bodies.keys().next().value!);
     const done = this.send(target, JSON.stringify(body), id, controller.signal)
       .then((ok) => { this.counters[ok ? 'ok' : 'failed'] += 1; })

@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { pickHost } from './host/pick.ts';
 import { fileFromLocation } from './host/file.ts';
 import { createDashStore } from './store/store.ts';
+import { hostBackedStorage, syncPrefs } from './store/prefs-sync.ts';
 import { DEFAULT_LIMITS, type BookLimits } from './store/request-book.ts';
 import { Root } from './views/App.tsx';
 import './styles.css';
@@ -26,6 +27,12 @@ function limitsFrom(search: string): BookLimits {
 
 const root = document.getElementById('root');
 if (!root) throw new Error('#root missing from index.html');
-const storage = typeof localStorage === 'undefined' ? null : localStorage;
-const live = fileFromLocation() ? null : { host: pickHost(), store: createDashStore({ storage, limits: limitsFrom(location.search) }) };
+const local = typeof localStorage === 'undefined' ? null : localStorage;
+let live = null;
+if (!fileFromLocation()) {
+  const host = pickHost();
+  const store = createDashStore({ storage: hostBackedStorage(local, host), limits: limitsFrom(location.search) });
+  void syncPrefs(store, host);
+  live = { host, store };
+}
 createRoot(root).render(<Root live={live} />);

@@ -65,7 +65,11 @@ export type BatonEvent =
   | { type: 'request_admitted'; t: number; request_id: string; admitted: boolean; reason: string | null;
       stream: boolean; prompt_tokens: number; max_new_tokens: number | null;
       /** The request's OpenTelemetry trace id when it is traced (head-sampled), else null. */
-      trace_id: string | null }
+      trace_id: string | null;
+      /** The wire format it came in (as its rows' `format`), so the page badges it from the start; absent from older routers. */
+      format?: 'sglang' | 'vllm' | 'openai';
+      /** The path it was posted to (/generate, /inference/v1/generate, /v1/chat/completions, ...); absent from older routers. */
+      front?: string }
   | { type: 'attempt_started'; t: number; request_id: string; attempt: number; rid: string; worker: string;
       replayed_tokens: number; budget_before: number | null }
   | { type: 'first_token'; t: number; request_id: string; attempt: number; ttft_ms: number }

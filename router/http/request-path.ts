@@ -46,6 +46,13 @@ export interface FanOut {
 }
 
 /** What a front brings to the path: its parse and its error shapes. */
+/** The path a request came on, without its query: what the dashboard badges as its front. */
+function frontPath(req: IncomingMessage): string {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
 export interface Front {
   /** The router is at its limit of `limit` concurrent requests (a 503 with retry-after). */
   busy(res: ServerResponse, limit: number): void;
@@ -154,7 +161,7 @@ export class RequestPath {
       if (parsed.refusal) return format.writeRequestError(res, parsed.stream, 400, parsed.refusal, idHeaders);
       const trace = this.telemetry.inboundTrace(req, format.generatePath);
       if (r.passthrough) {
-        await this.serveUnstitchable(front, parsed, r.text, id, res, idHeaders, entry, format, trace);
+        await this.serveUnstitchable(front, parsed, r.text, id, res, idHeaders, entry, format, trace, frontPath(req));
         return;
       }
       // The OpenAI front's answer is Baton's own; a native one carries its worker's content type.
@@ -162,11 +169,13 @@ export class RequestPath {
       if (r.fanout) {
         const sinks = r.fanout.sinks(sink, res);
         entry.lrs = r.fanout.children.map((c, k) => new LogicalRequest(this.loop, c.format, c.parsed, c.id, sinks[k]!, trace));
+        for (const l of entry.lrs) l.front = frontPath(req);
         r.fanout.attach(entry.lrs);
         await Promise.all(entry.lrs.map((l) => l.run()));
         return;
       }
       lr = new LogicalRequest(this.loop, format, parsed, id, sink, trace);
+      lr.front = frontPath(req);
       entry.lr = lr;
       await lr.run();
     } finally {
@@ -179,14 +188,17 @@ export class RequestPath {
    * the answer passed back as the worker wrote it; traced, never migrated, never blamed on the
    * worker (its refusal of a bad value is the request's fault).
    */
-  private async serveUnstitchable(front: Front, parsed: FormatRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight, format: WireFormat, trace: InboundTrace | null): Promise<void> {
+  private async serveUnstitchable(front: Front, parsed: FormatRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight, format: WireFormat, trace: InboundTrace | null, path: string): Promise<void> {
     const { pool, telemetry } = this;
     const worker = pool.pick(new Set(), null, format.workers);
     entry.worker = worker;
     const started = Date.now();
     const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
     const src = { id, trace, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
-    telemetry.requestAdmitted(src, { request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null });
+    telemetry.requestAdmitted(src, {
+      request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null,
+      format: format.name as 'sglang' | 'vllm' | 'openai', front: path,
+    });
     if (!worker) {
       // Still one request row, as for a stitchable request that found no worker.
       front.noWorker!(res, headers);

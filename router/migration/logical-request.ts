@@ -136,6 +136,9 @@ export class LogicalRequest implements ProgressSource {
   /** Where each ended attempt's tokens start in the logical output (for the dashboard). */
   private readonly segments: { attempt: number; worker: string; from_token: number; tokens: number }[] = [];
 
+  /** The client path it came on (/generate, /v1/chat/completions, ...), for its first event; set by the edge. */
+  front: string | null = null;
+
   constructor(
     private readonly ctx: LoopContext,
     private readonly format: WireFormat,
@@ -259,6 +262,8 @@ export class LogicalRequest implements ProgressSource {
       stream: this.req.stream,
       prompt_tokens: this.req.promptLength ?? 0,
       max_new_tokens: this.out.budget,
+      format: this.format.name as 'sglang' | 'vllm' | 'openai',
+      ...(this.front ? { front: this.front } : {}),
     });
     let end: LoopEnd;
     this.ctx.drainer?.live.add(this);

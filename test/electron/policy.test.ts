@@ -92,6 +92,11 @@ describe('IPC allowlist', () => {
     expect(checkInvokeArgs('baton:export-traces', ['csv', { requestPrefix: 'ab', since: 1, until: 2 }])).toEqual(['csv', { requestPrefix: 'ab', since: 1, until: 2 }]);
     expect(() => checkInvokeArgs('baton:export-traces', ['csv', { until: 'soon' }])).toThrow(/until/);
     expect(() => checkInvokeArgs('baton:export-traces', ['csv', { requestPrefix: 7 }])).toThrow(IpcArgumentError);
+    // The context record (workers, colours, markers) rides along as a bounded plain object of its kind.
+    const ctx = { kind: 'baton_context', version: 1, exported_at: 1, workers: [], faults: [], inflight: [] };
+    expect(checkInvokeArgs('baton:export-traces', ['jsonl', {}, ctx])).toEqual(['jsonl', {}, ctx]);
+    expect(() => checkInvokeArgs('baton:export-traces', ['jsonl', {}, { kind: 'other' }])).toThrow(/baton_context/);
+    expect(() => checkInvokeArgs('baton:export-traces', ['jsonl', {}, { ...ctx, faults: 'x'.repeat(5 << 20) }])).toThrow(/4 MiB/);
   });
 
   it('takes one request id, a bounded non-empty string, for the output of a request', () => {

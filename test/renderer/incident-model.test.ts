@@ -81,7 +81,7 @@ describe('an incident, as the engineer reads it', () => {
   });
 
   it("a failed request's row, badge and card say what its client got", () => {
-    const view = (summary: RequestRow | null): RequestView => ({ id: 'x', seq: 0, startedAt: 0, endedAt: 1, status: 'failed', admitted: true, admissionReason: null, stream: true, promptTokens: 8, maxNewTokens: 10, attempts: [], migrations: [], completionTokens: 0, error: null, summary, format: 'vllm', traceId: null });
+    const view = (summary: RequestRow | null): RequestView => ({ id: 'x', seq: 0, startedAt: 0, endedAt: 1, status: 'failed', admitted: true, admissionReason: null, stream: true, promptTokens: 8, maxNewTokens: 10, attempts: [], migrations: [], completionTokens: 0, error: null, summary, format: 'vllm', front: null, traceId: null });
     expect(clientFailure(view(request('x', 0, 1, 0, 'failed', 'no_worker: no healthy worker serves format vllm')))).toEqual({ type: 'no_worker', text: 'no_worker: no healthy worker serves format vllm', status: 503 });
     // A row of a router that predates client_error, with no attempt: still not `null`.
     expect(clientFailure(view(request('x', 0, 1, 0, 'failed')))?.type).toBe('no_worker');
@@ -89,7 +89,7 @@ describe('an incident, as the engineer reads it', () => {
   });
 
   it('a focused incident filters the list to its requests; a down flag names the blame, then the verdict', () => {
-    const view = (id: string): RequestView => ({ id, seq: 0, startedAt: 0, endedAt: 1, status: 'finished', admitted: true, admissionReason: null, stream: true, promptTokens: 8, maxNewTokens: 10, attempts: [], migrations: [], completionTokens: 0, error: null, summary: null, format: null, traceId: null });
+    const view = (id: string): RequestView => ({ id, seq: 0, startedAt: 0, endedAt: 1, status: 'finished', admitted: true, admissionReason: null, stream: true, promptTokens: 8, maxNewTokens: 10, attempts: [], migrations: [], completionTokens: 0, error: null, summary: null, format: null, front: null, traceId: null });
     const all = ['a', 'b', 'c'];
     const incident = { id: 'x', label: 'w0', summary: '', ids: new Set(['a', 'c']), from: 0, to: 10 };
     expect(visibleIds(all, view, { ...NO_FILTERS, incident })).toEqual(['c', 'a']);

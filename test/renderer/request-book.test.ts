@@ -29,7 +29,8 @@ describe('RequestBook', () => {
     expect(r.status).toBe('running');
     expect(r.attempts[0]).toMatchObject({ worker: 'w2', tokens: 5, outcome: 'running', ttftMs: 5 });
     expect(r.completionTokens).toBe(5);
-    expect(effects.filter((e) => e.tokens).map((e) => e.tokens)).toEqual(Array(5).fill({ worker: 'w2', delta: 1 }));
+    // Each delta spread from when the page last saw the attempt grow (its first token at 5).
+    expect(effects.filter((e) => e.tokens).map((e) => e.tokens)).toEqual([5, 6, 7, 8, 9].map((since) => ({ worker: 'w2', delta: 1, since })));
     expect(effects.filter((e) => e.ttftMs !== undefined)).toHaveLength(1);
     expect(book.running).toBe(1);
   });

@@ -4,10 +4,10 @@ import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
 import type { TraceRow } from '../../../router/trace/row.ts';
 import type {
   ExportFilter, ExportFormat, ExportResult, LiveState, RequestBody, RequestOutput, SimAction, SimWorkerState, Snapshot, TrafficSettings,
-  TrafficStatus,
+  TrafficStatus, TraceFileContext,
 } from '../../../host/contract.ts';
 import { CatchUp } from './catch-up.ts';
-import { traceQuery, exportFileName } from '../../../host/export-query.ts';
+import { contextRecord, csvHeaderColumns, traceQuery, exportFileName } from '../../../host/export-query.ts';
 import type { DashboardHost, FeedHandlers, UiConfig } from './types.ts';
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -86,6 +86,16 @@ export class BrowserHost implements DashboardHost {
     return (await call<{ rows: TraceRow[] }>('GET', `/api/requests/${encodeURIComponent(id)}/rows`)).rows;
   }
 
+  /** The preferences the host keeps (GET /api/prefs): the same on every port. */
+  async prefs(): Promise<Record<string, unknown> | null> {
+    const res = await fetch('/api/prefs');
+    return res.ok ? ((await res.json()) as Record<string, unknown>) : null;
+  }
+
+  async savePrefs(prefs: Record<string, unknown>): Promise<void> {
+    await call('PUT', '/api/prefs', prefs);
+  }
+
   async uiConfig(): Promise<UiConfig | null> {
     const res = await fetch('/config/ui');
     return res.ok ? ((await res.json()) as UiConfig) : null;
@@ -135,18 +145,25 @@ export class BrowserHost implements DashboardHost {
   }
 
   /** Streams `/traces` with progress, then hands the file to the browser as a download. */
-  async exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {
+  async exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void, context?: TraceFileContext): Promise<ExportResult> {
     const res = await fetch(`/traces?${traceQuery(format, filter)}`);
     if (!res.ok || !res.body) throw new Error(`export failed: ${res.status} ${res.statusText}`);
     const reader = res.body.getReader();
     const parts: BlobPart[] = [];
     let bytes = 0;
+    let header = '';
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      if (parts.length === 0) header = new TextDecoder().decode(value.subarray(0, 8192));
       parts.push(value);
       bytes += value.byteLength;
       onProgress(bytes);
+    }
+    if (context) {
+      const record = new TextEncoder().encode(contextRecord(context, format, csvHeaderColumns(header)));
+      parts.push(record);
+      bytes += record.byteLength;
     }
     return download(parts, format, bytes);
   }

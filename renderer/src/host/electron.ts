@@ -1,7 +1,7 @@
 // Electron's host: the preload script's `window.api` (contextBridge), one method per allowlisted
 // IPC channel. Events arrive in batches the main process flushes a few times per second.
 import type { BatonBridge } from '../../../electron/bridge-api.ts';
-import type { ExportFilter, ExportFormat, SimAction, TrafficSettings } from '../../../host/contract.ts';
+import type { ExportFilter, ExportFormat, SimAction, TraceFileContext, TrafficSettings } from '../../../host/contract.ts';
 import { CatchUp } from './catch-up.ts';
 import type { DashboardHost, FeedHandlers } from './types.ts';
 
@@ -51,7 +51,7 @@ export class ElectronHost implements DashboardHost {
   drainWorker = async (id: string, draining: boolean) => void (await this.api.drainWorker(id, draining));
   traffic = () => this.api.traffic();
   setTraffic = (patch: Partial<TrafficSettings>) => this.api.setTraffic(patch);
-  exportTraces = (format: ExportFormat, filter: ExportFilter) => this.api.exportTraces(format, filter);
+  exportTraces = (format: ExportFormat, filter: ExportFilter, _onProgress?: unknown, context?: TraceFileContext) => this.api.exportTraces(format, filter, context);
   requestOutput = (id: string) => this.api.requestOutput(id);
   live = () => this.api.live();
   traceRows = (id: string) => this.api.traceRows(id);

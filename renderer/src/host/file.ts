@@ -2,10 +2,12 @@
 // FILE`, or a file dropped on the page), with no router behind them. Nothing is live: there are
 // no events after the snapshot, no actions, no outputs; exports write the file's rows again.
 import type { TraceRow } from '../../../router/trace/row.ts';
-import type { ExportFilter, ExportFormat, ExportResult, Snapshot } from '../../../host/contract.ts';
+import type { WorkerInfo } from '../../../router/events/types.ts';
+import type { ExportFilter, ExportFormat, ExportResult, Snapshot, TraceFileContext } from '../../../host/contract.ts';
 import type { FileInfo } from '../store/store.ts';
 import { parseTraceFile, renderTraceFile } from '../store/trace-file.ts';
 import { idMatches } from '../store/filters.ts';
+import { WORKER_PALETTE } from '../store/colors.ts';
 import { download } from './browser.ts';
 import type { DashboardHost, FeedHandlers } from './types.ts';
 
@@ -25,7 +27,39 @@ export function fileHost(name: string, text: string): FileHost {
     if (r.started_at < from) from = r.started_at;
     if (r.ended_at > to) to = r.ended_at;
   }
-  return new FileHost({ name, rows: parsed.rows.length, skipped: parsed.skipped, from, to }, parsed.rows);
+  // Requests running at the export (the context's events) run to the file's end.
+  for (const e of parsed.context?.inflight ?? []) if (e.t > to) to = e.t;
+  return new FileHost({ name, rows: parsed.rows.length, skipped: parsed.skipped, from, to }, parsed.rows, parsed.context);
+}
+
+/**
+ * The workers of a file as the router named them: from its context record (ids, formats, colours),
+ * else one per worker URL in its rows, in order of first appearance, under its host:port, with
+ * palette slots in that order so that they differ (a hash of the URL may give two the same).
+ */
+export function fileWorkers(rows: readonly TraceRow[], context: TraceFileContext | null): { workers: WorkerInfo[]; colors: Map<string, string> } {
+  const colors = new Map<string, string>();
+  const blank = (id: string, url: string): WorkerInfo => ({
+    id, url, health: 'unknown', circuit: 'closed', format: null, token_only: null, incremental: null, model_path: null, weight_version: null,
+    in_flight: 0, simulated: false, sim_index: null, draining: false,
+  });
+  if (context && context.workers.length > 0) {
+    const workers = context.workers.map((w) => {
+      if (w.color) colors.set(w.id, w.color);
+      return { ...blank(w.id, w.url), format: w.format, model_path: w.model_path, ...(w.discovery ? { discovery: w.discovery } : {}) };
+    });
+    return { workers, colors };
+  }
+  const urls: string[] = [];
+  const seen = new Set<string>();
+  for (const r of rows) if (r.kind === 'attempt' && !seen.has(r.worker)) { seen.add(r.worker); urls.push(r.worker); }
+  const workers = urls.map((url, i) => {
+    let id = url;
+    try { id = new URL(url).host || url; } catch { /* not a URL: its own name */ }
+    colors.set(id, WORKER_PALETTE[i % WORKER_PALETTE.length]!);
+    return blank(id, url);
+  });
+  return { workers, colors };
 }
 
 export function matchesExport(row: TraceRow, f: ExportFilter): boolean {
@@ -42,8 +76,12 @@ export function matchesExport(row: TraceRow, f: ExportFilter): boolean {
 export class FileHost implements DashboardHost {
   readonly kind = 'file' as const;
   private readonly byRequest = new Map<string, TraceRow[]>();
+  readonly workers: WorkerInfo[];
+  /** Worker colours by id, as the file gives them (or as assigned to a file without them). */
+  readonly colors: Map<string, string>;
 
-  constructor(readonly file: FileInfo, private readonly rows: TraceRow[]) {
+  constructor(readonly file: FileInfo, private readonly rows: TraceRow[], readonly context: TraceFileContext | null = null) {
+    ({ workers: this.workers, colors: this.colors } = fileWorkers(rows, context));
     for (const r of rows) {
       let mine = this.byRequest.get(r.request_id);
       if (!mine) this.byRequest.set(r.request_id, (mine = []));
@@ -52,7 +90,7 @@ export class FileHost implements DashboardHost {
   }
 
   snapshot(): Snapshot {
-    return { routerUrl: '', t: this.file.to, workers: [], rows: this.rows, inflight: [], sim: null, traffic: null, router: null, faults: [] };
+    return { routerUrl: '', t: this.file.to, workers: this.workers, rows: this.rows, inflight: this.context?.inflight ?? [], sim: null, traffic: null, router: null, faults: this.context?.faults ?? [] };
   }
 
   connect(handlers: FeedHandlers): () => void {
@@ -74,8 +112,10 @@ export class FileHost implements DashboardHost {
   traffic = async () => null;
   setTraffic = offline;
 
-  async exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void): Promise<ExportResult> {
-    const text = renderTraceFile(this.rows.filter((r) => matchesExport(r, filter)), format);
+  /** The file's rows again, with its own context record (or the page's, for a file without one). */
+  async exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void, context?: TraceFileContext): Promise<ExportResult> {
+    const ctx = this.context ?? context ?? null;
+    const text = renderTraceFile(this.rows.filter((r) => matchesExport(r, filter)), format, ctx);
     const bytes = new TextEncoder().encode(text);
     onProgress(bytes.byteLength);
     return download([bytes], format, bytes.byteLength);

@@ -4,7 +4,7 @@ import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
 import type { TraceRow } from '../../../router/trace/row.ts';
 import type {
   ExportFilter, ExportFormat, ExportResult, LiveState, RequestBody, RequestOutput, SimAction, SimWorkerState, Snapshot, TrafficSettings,
-  TrafficStatus,
+  TrafficStatus, TraceFileContext,
 } from '../../../host/contract.ts';
 import type { ConnectionState, FileInfo } from '../store/store.ts';
 
@@ -38,11 +38,15 @@ export interface DashboardHost {
   drainWorker(id: string, draining: boolean): Promise<void>;
   traffic(): Promise<TrafficStatus | null>;
   setTraffic(patch: Partial<TrafficSettings>): Promise<TrafficStatus>;
-  exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void): Promise<ExportResult>;
+  /** Writes the rows, and after them `context` (workers, colours, fault markers) so that the file stands alone. */
+  exportTraces(format: ExportFormat, filter: ExportFilter, onProgress: (bytes: number) => void, context?: TraceFileContext): Promise<ExportResult>;
   /** A finished request's output token ids; null when the router no longer keeps them. */
   requestOutput(id: string): Promise<RequestOutput | null>;
   /** The router's settings for the dashboard (GET /config/ui): where a trace id links to; null when it has none. */
   uiConfig(): Promise<UiConfig | null>;
+  /** The dashboard's preferences as the host keeps them across ports (browser mode); absent: the page's localStorage only. */
+  prefs?(): Promise<Record<string, unknown> | null>;
+  savePrefs?(prefs: Record<string, unknown>): Promise<void>;
 }
 
 export interface UiConfig {

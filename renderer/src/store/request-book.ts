@@ -126,7 +126,7 @@ export class RequestBook {
       : {
           id, seq: this.seq++, startedAt: t, endedAt: null, status: 'running', admitted: null, admissionReason: null,
           stream: null, promptTokens: null, maxNewTokens: null, attempts: [], migrations: [], completionTokens: 0,
-          error: null, summary: null, format: null, traceId: null,
+          error: null, summary: null, format: null, front: null, traceId: null,
         };
     if (!current) this.order.push(id);
     this.byId.set(id, next);
@@ -157,6 +157,9 @@ export class RequestBook {
     r.promptTokens = e.prompt_tokens;
     r.maxNewTokens = e.max_new_tokens;
     r.traceId = (e as { trace_id?: string | null }).trace_id ?? r.traceId;
+    // Format and front from the first event, so the badges show while it runs (older routers: from its rows).
+    r.format = e.format ?? r.format;
+    r.front = e.front ?? r.front;
     return { started: isNew };
   }
 
@@ -189,12 +192,16 @@ export class RequestBook {
     const a = r.attempts.find((x) => x.attempt === e.attempt)!;
     // Events of one request arrive in order, but a replayed snapshot may repeat older progress.
     const delta = e.tokens - a.tokens;
+    // Tokens since this page last saw the attempt grow (or since its start): a snapshot's
+    // coalesced progress carries all of a running attempt's tokens at once, and charted in one
+    // second they would spike every sparkline on page load.
+    const since = a.lastTokenAt ?? a.startedAt;
     if (delta > 0) {
       a.tokens = e.tokens;
       a.lastTokenAt = Math.max(a.lastTokenAt ?? 0, e.t);
     }
     r.completionTokens = Math.max(r.completionTokens, e.completion_tokens);
-    return delta > 0 ? { tokens: { worker: a.worker, delta } } : {};
+    return delta > 0 ? { tokens: since < e.t ? { worker: a.worker, delta, since } : { worker: a.worker, delta } } : {};
   }
 
   private attemptEnded(row: AttemptRow): EventEffect {

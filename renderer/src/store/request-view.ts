@@ -58,6 +58,8 @@ export interface RequestView {
   summary: RequestRow | null;
   /** The wire format it came in (sglang, vllm), once a row said; null from older routers' rows. */
   format: string | null;
+  /** The router path it came on (/generate, /v1/chat/completions, ...), from its first event; null when not said. */
+  front: string | null;
   /** Its OpenTelemetry trace id when the router traced it, else null. */
   traceId: string | null;
 }

@@ -12,6 +12,7 @@ import { WorkerTable } from './workers.ts';
 import { NO_FILTERS, type RequestFilters } from './filters.ts';
 import { snapshotEvents } from './snapshot-events.ts';
 import { lastFault } from './faults.ts';
+import { fmtClock } from '../views/format.ts';
 
 export type View = 'live' | 'workers' | 'charts' | 'traces' | 'traffic';
 
@@ -187,7 +188,8 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       if (events.length === 0) return;
       ingest(events);
       const clock = get().frozenAt ?? (get().mode === 'file' ? get().now : now);
-      model.series.prune(clock);
+      // A file is the whole truth however long it spans: nothing of it ages out of the charts.
+      if (get().mode !== 'file') model.series.prune(clock);
       set({ version: get().version + 1, now: clock });
     },
     loadSnapshot(snapshot, now = Date.now()) {
@@ -205,7 +207,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       const inflight = new Set<string>();
       for (const e of snapshot.inflight) inflight.add('request_id' in e ? e.request_id : e.type === 'attempt_ended' ? e.row.request_id : '');
       model.book.markLost(model.book.runningIds().filter((id) => !inflight.has(id)));
-      model.series.prune(now);
+      if (get().mode !== 'file') model.series.prune(now);
       set({
         version: get().version + 1, now, frozenAt: null, routerUrl: snapshot.routerUrl, sim: snapshot.sim, traffic: snapshot.traffic,
         router: incoming ?? get().router, faults: snapshot.faults ?? get().faults,
@@ -262,6 +264,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
 }
 
 function anotherRouter(known: RouterStats, incoming: RouterStats): string {
-  const at = new Date(incoming.started_at).toLocaleTimeString();
+  // 24-hour HH:MM:SS like every other time on the page (the locale's format may be 12-hour).
+  const at = fmtClock(incoming.started_at).slice(0, 8);
   return `Another router answered (instance ${incoming.instance.slice(0, 8)}, started ${at}; was ${known.instance.slice(0, 8)}): the view was reset.`;
 }

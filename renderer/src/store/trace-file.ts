@@ -3,6 +3,9 @@
 // so the Node tests and the page share it. The inverse (rows → file text) serves exports of a
 // file opened offline.
 import type { TraceRow } from '../../../router/trace/row.ts';
+import type { BatonEvent } from '../../../router/events/types.ts';
+import type { ContextWorker, FaultMark, TraceFileContext } from '../../../host/contract.ts';
+import { CONTEXT_KIND, contextRecord } from '../../../host/export-query.ts';
 
 export type TraceFileFormat = 'jsonl' | 'csv';
 
@@ -13,6 +16,52 @@ export interface ParsedTraceFile {
   /** The first problem met, for the message shown when nothing could be read. */
   firstError: string | null;
   format: TraceFileFormat;
+  /** The file's context record (workers, colours, fault markers), null in files that predate it. */
+  context: TraceFileContext | null;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/**
+ * A context record as read from a file: what is well-formed is kept, the rest dropped (a file
+ * edited by hand still opens; it just draws less).
+ */
+const INFLIGHT_TYPES = new Set(['request_admitted', 'attempt_started', 'first_token', 'progress']);
+
+/** An event of a request running at the export, well-formed enough for the reducer. */
+function isInflightEvent(e: unknown): e is BatonEvent {
+  if (!isObj(e) || typeof e.type !== 'string' || !INFLIGHT_TYPES.has(e.type) || typeof e.t !== 'number' || typeof e.request_id !== 'string') return false;
+  if (e.type === 'attempt_started') return typeof e.attempt === 'number' && typeof e.worker === 'string';
+  if (e.type === 'first_token') return typeof e.attempt === 'number' && typeof e.ttft_ms === 'number';
+  if (e.type === 'progress') return typeof e.attempt === 'number' && typeof e.tokens === 'number' && typeof e.completion_tokens === 'number';
+  return typeof e.admitted === 'boolean';
+}
+
+export function readContext(value: unknown): TraceFileContext | null {
+  if (!isObj(value) || value.kind !== CONTEXT_KIND) return null;
+  const workers: ContextWorker[] = [];
+  for (const w of Array.isArray(value.workers) ? value.workers : []) {
+    if (!isObj(w) || typeof w.id !== 'string' || typeof w.url !== 'string') continue;
+    const format = w.format === 'sglang' || w.format === 'vllm' ? w.format : null;
+    const color = typeof w.color === 'string' && /^#[0-9a-f]{6}$/i.test(w.color) ? w.color : '';
+    workers.push({ id: w.id, url: w.url, format, model_path: str(w.model_path), color, ...(isObj(w.discovery) ? { discovery: w.discovery as unknown as ContextWorker['discovery'] } : {}) });
+  }
+  const faults: FaultMark[] = [];
+  for (const m of Array.isArray(value.faults) ? value.faults : []) {
+    if (!isObj(m) || typeof m.t !== 'number' || typeof m.kind !== 'string') continue;
+    faults.push({
+      t: m.t, kind: m.kind as FaultMark['kind'], worker: str(m.worker), url: str(m.url),
+      source: m.source === 'dashboard' ? 'dashboard' : 'router', detail: str(m.detail),
+    });
+  }
+  return {
+    kind: CONTEXT_KIND, version: 1,
+    exported_at: typeof value.exported_at === 'number' ? value.exported_at : 0,
+    workers, faults,
+    inflight: (Array.isArray(value.inflight) ? value.inflight : []).filter(isInflightEvent),
+    ...(Array.isArray(value.incidents) ? { incidents: value.incidents } : {}),
+  };
 }
 
 const NUMBER_COLUMNS = new Set([
@@ -49,6 +98,7 @@ export function parseJsonl(text: string): ParsedTraceFile {
   const rows: TraceRow[] = [];
   let skipped = 0;
   let firstError: string | null = null;
+  let context: TraceFileContext | null = null;
   let start = 0;
   let line = 0;
   while (start <= text.length) {
@@ -66,6 +116,11 @@ export function parseJsonl(text: string): ParsedTraceFile {
       firstError ??= `line ${line}: not JSON`;
       continue;
     }
+    const ctx = readContext(value);
+    if (ctx) {
+      context = ctx;
+      continue;
+    }
     const row = asRow(value);
     if (typeof row === 'string') {
       skipped++;
@@ -74,7 +129,7 @@ export function parseJsonl(text: string): ParsedTraceFile {
       rows.push(row);
     }
   }
-  return { rows, skipped, firstError, format: 'jsonl' };
+  return { rows, skipped, firstError, format: 'jsonl', context };
 }
 
 /**
@@ -135,14 +190,26 @@ export function parseCsv(text: string): ParsedTraceFile {
   const records = csvRecords(text);
   const header = records[0]?.map((f) => f.value.trim()) ?? [];
   if (!header.includes('kind') || !header.includes('request_id')) {
-    return { rows: [], skipped: Math.max(0, records.length), firstError: 'the first line is not a trace-row CSV header (kind, request_id, ...)', format: 'csv' };
+    return { rows: [], skipped: Math.max(0, records.length), firstError: 'the first line is not a trace-row CSV header (kind, request_id, ...)', format: 'csv', context: null };
   }
   const rows: TraceRow[] = [];
   let skipped = 0;
   let firstError: string | null = null;
+  let context: TraceFileContext | null = null;
+  const kindAt = header.indexOf('kind');
+  const idAt = header.indexOf('request_id');
   for (let r = 1; r < records.length; r++) {
     const rec = records[r]!;
     if (rec.length === 1 && rec[0]!.value === '' && !rec[0]!.quoted) continue; // a blank line
+    if (rec[kindAt]?.value === CONTEXT_KIND) {
+      try {
+        context = readContext(JSON.parse(rec[idAt]?.value ?? '')) ?? context;
+      } catch {
+        skipped++;
+        firstError ??= `record ${r + 1}: a ${CONTEXT_KIND} record whose request_id is not JSON`;
+      }
+      continue;
+    }
     const o: Record<string, unknown> = {};
     let kind: unknown = null;
     for (let c = 0; c < header.length; c++) {
@@ -173,7 +240,7 @@ export function parseCsv(text: string): ParsedTraceFile {
       rows.push(row);
     }
   }
-  return { rows, skipped, firstError, format: 'csv' };
+  return { rows, skipped, firstError, format: 'csv', context };
 }
 
 export function parseTraceFile(name: string, text: string): ParsedTraceFile {
@@ -197,14 +264,18 @@ function csvField(v: unknown): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** Rows as a file again: JSON Lines or CSV with the ISO columns, as the router exports them. */
-export function renderTraceFile(rows: readonly TraceRow[], format: TraceFileFormat): string {
+/**
+ * Rows as a file again: JSON Lines or CSV with the ISO columns, as the router exports them, and
+ * the context record after them when given.
+ */
+export function renderTraceFile(rows: readonly TraceRow[], format: TraceFileFormat, context: TraceFileContext | null = null): string {
   const out = rows.map(withIso);
-  if (format === 'jsonl') return out.map((r) => JSON.stringify(r)).join('\n') + (out.length > 0 ? '\n' : '');
-  const columns: string[] = [];
-  const seen = new Set<string>();
+  if (format === 'jsonl') return out.map((r) => JSON.stringify(r)).join('\n') + (out.length > 0 ? '\n' : '') + (context ? contextRecord(context, 'jsonl') : '');
+  // kind and request_id first: the context record's place (host/export-query.ts, contextRecord).
+  const columns: string[] = ['kind', 'request_id'];
+  const seen = new Set<string>(columns);
   for (const r of out) for (const k of Object.keys(r)) if (!seen.has(k)) { seen.add(k); columns.push(k); }
   const lines = [columns.join(',')];
   for (const r of out) lines.push(columns.map((c) => csvField(r[c])).join(','));
-  return lines.join('\n') + '\n';
+  return lines.join('\n') + '\n' + (context ? contextRecord(context, 'csv', columns.length) : '');
 }

@@ -9,6 +9,10 @@ import { workerColor } from './colors.ts';
 export class WorkerTable {
   readonly byId = new Map<string, WorkerInfo>();
   private readonly idByUrl = new Map<string, string>();
+  /** Every worker the router has named, removed ones included (an export carries them all). */
+  readonly seen = new Map<string, WorkerInfo>();
+  /** Colours a trace file gives its workers, by id: the file's, not recomputed. */
+  readonly fileColors = new Map<string, string>();
   /** When the router last gave the whole list (epoch ms of its reading), null before. */
   readAt: number | null = null;
 
@@ -36,6 +40,7 @@ export class WorkerTable {
   clear(): void {
     this.byId.clear();
     this.idByUrl.clear();
+    this.seen.clear();
     this.readAt = null;
   }
 
@@ -60,11 +65,13 @@ export class WorkerTable {
   }
 
   colorOf(key: string): string {
-    return workerColor(this.idOf(key));
+    const id = this.idOf(key);
+    return this.fileColors.get(id) ?? workerColor(id);
   }
 
   private set(w: WorkerInfo): void {
     this.byId.set(w.id, w);
+    this.seen.set(w.id, w);
     this.idByUrl.set(w.url, w.id);
   }
 }

@@ -2,6 +2,7 @@
 // around it the page's two sources: the live host, or a trace file (opened with `baton view`,
 // with "Open file…", or dropped on the page), shown in the same views with a store of its own.
 import { lazy, Suspense, useCallback, useEffect, useState, type DragEvent } from 'react';
+import { flushSync } from 'react-dom';
 import type { DashboardHost } from '../host/types.ts';
 import { createDashStore, type DashStore } from '../store/store.ts';
 import { fetchFileHost, fileFromLocation, fileHost, TraceFileError, type FileHost } from '../host/file.ts';
@@ -29,9 +30,11 @@ function useGlobalKeys(): void {
       if (e.key === '/' && !typing) {
         e.preventDefault();
         const state = store.getState();
-        if (state.view !== 'live' && state.view !== 'traces') state.setView('live');
-        // The search box exists once the view has rendered.
-        requestAnimationFrame(() => document.getElementById(store.getState().view === 'traces' ? 'trace-search' : 'request-search')?.focus());
+        // Focus now, in this keydown: the keys typed right after `/` go to the focused element,
+        // and a focus deferred to the next frame let the first of them fall on the page. A view
+        // switch is rendered synchronously so that its search box exists already.
+        if (state.view !== 'live' && state.view !== 'traces') flushSync(() => state.setView('live'));
+        document.getElementById(store.getState().view === 'traces' ? 'trace-search' : 'request-search')?.focus();
       } else if (e.key === 'Escape' && !typing && !document.querySelector('[data-testid=confirm-dialog]')) {
         store.getState().select(null);
       }
@@ -92,7 +95,7 @@ interface Source { host: DashboardHost; store: DashStore }
 
 /** A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands at its end. */
 export function fileSource(host: FileHost): Source {
-  const n = host.file.rows;
+  const n = host.file.rows + (host.context?.inflight.length ?? 0);
   const store = createDashStore({
     limits: { maxFinished: n + 1, maxTotal: n + 1 },
     traceRows: [n + 1, n + 1],
@@ -100,6 +103,8 @@ export function fileSource(host: FileHost): Source {
     storage: typeof localStorage === 'undefined' ? null : localStorage,
   });
   store.setState({ file: host.file, now: host.file.to, connection: { status: 'live', message: null } });
+  // The colours the file recorded (or assigned in order to a file without them), not recomputed.
+  for (const [id, color] of host.colors) store.getState().model.workers.fileColors.set(id, color);
   return { host, store };
 }
 

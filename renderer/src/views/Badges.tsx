@@ -15,7 +15,9 @@ export function Badges({ r }: { r: RequestView }) {
       {r.status === 'failed' && <FailedBadge r={r} />}
       {r.status === 'lost' && <span className="badge" title={STATUS_TEXT.lost}>outcome not seen</span>}
       {r.stream === false && <span className="badge">unary</span>}
-      {r.format !== null && r.format !== 'sglang' && <span className="badge" data-testid="badge-format" title="the wire format it came in">{r.format}</span>}
+      {r.format !== null && (r.format !== 'sglang' || (r.front !== null && r.front !== '/generate')) && (
+        <span className="badge" data-testid="badge-format" data-format={r.format} data-front={r.front ?? ''} title={`the wire format it came in${r.front ? `, on ${r.front}` : ''}`}>{formatBadge(r.format, r.front)}</span>
+      )}
     </div>
   );
 }
@@ -34,6 +36,13 @@ function FailedBadge({ r }: { r: RequestView }) {
       failed: {f.type}
     </span>
   );
+}
+
+/** `vllm`, `openai chat`, `openai completions`, ...: the format, and for the OpenAI family which endpoint. */
+export function formatBadge(format: string, front: string | null): string {
+  const m = front ? /^\/v1\/(chat\/completions|completions|responses)$/.exec(front) : null;
+  if (!m) return format;
+  return `${format} ${m[1] === 'chat/completions' ? 'chat' : m[1]}`;
 }
 
 const STATUS_ICON = { running: '◐', finished: '✓', failed: '✕', cancelled: '⊘', lost: '?' } as const;

@@ -3,7 +3,7 @@
 // redrawn once a second, not per event. The charts share one time axis and one crosshair
 // (recharts' syncId), and every fault marker (kill, hang, drain, a worker going down, ...)
 // crosses each of them.
-import { useMemo, type ReactElement } from 'react';
+import { useMemo, useState, type ReactElement } from 'react';
 import {
   Area, AreaChart, Bar, BarChart, CartesianGrid, ComposedChart, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis,
 } from 'recharts';
@@ -11,6 +11,22 @@ import type { FaultMark } from '../../../host/contract.ts';
 import { faultLabel, groupMarks, marksIn } from '../store/faults.ts';
 import { useDash, useSecond, useStoreApi } from './context.ts';
 import { fmtClock } from './format.ts';
+import type { FileInfo } from '../store/store.ts';
+
+/** Point sizes for a whole file: the first that keeps it under 120 points. */
+const FILE_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
+
+/**
+ * A trace file's charts: its whole span, in points of a size that keeps them under 120. (The
+ * requests still running at the export travel in its context record, so its last seconds keep
+ * their traffic.)
+ */
+export function fileSpan(file: FileInfo): { seconds: number; step: number; endMs: number } {
+  const endMs = file.to;
+  const span = Math.max(1, Math.floor(endMs / 1000) - Math.floor(file.from / 1000));
+  const step = FILE_STEPS.find((s) => span / s <= 120) ?? FILE_STEPS[FILE_STEPS.length - 1]!;
+  return { seconds: Math.ceil(span / step) * step, step, endMs };
+}
 
 export const CHART_WINDOWS = [
   { label: '1 min', seconds: 60, step: 1 },
@@ -62,11 +78,16 @@ export function ChartsView() {
   useDash((s) => s.model.workers.byId.size);
   const windowIndex = useDash((s) => s.chartWindow);
   const faults = useDash((s) => s.faults);
-  const win = CHART_WINDOWS[windowIndex] ?? CHART_WINDOWS[0]!;
+  const file = useDash((s) => s.file);
+  // A file opens on all of it; its 1/5/15 min windows end where it ends.
+  const [whole, setWhole] = useState(true);
+  const span = file && whole ? fileSpan(file) : null;
+  const win = span ? { label: 'whole file', seconds: span.seconds, step: span.step } : (CHART_WINDOWS[windowIndex] ?? CHART_WINDOWS[0]!);
+  const endMs = file ? fileSpan(file).endMs : second * 1000;
   const { series, workers } = store.getState().model;
 
   const { data, workerIds, kinds, from, to } = useMemo(() => {
-    const points = series.points(second * 1000, win.seconds, win.step);
+    const points = series.points(endMs, win.seconds, win.step);
     // Series are keyed by worker URL (what attempts carry); the legend shows the worker id.
     const ids = new Set(workers.list().map((w) => w.url));
     const kindSet = new Set<string>();
@@ -84,9 +105,9 @@ export function ChartsView() {
       p99: p.ttftP99,
       fail: Object.fromEntries([...kindSet].map((k) => [k, p.failures[k] ?? 0])) as Record<string, number>,
     }));
-    const start = points[0]?.t ?? second * 1000 - win.seconds * 1000;
+    const start = points[0]?.t ?? endMs - win.seconds * 1000;
     return { data: rows, workerIds: [...ids], kinds: [...kindSet], from: start, to: start + win.seconds * 1000 };
-  }, [series, workers, second, win]);
+  }, [series, workers, endMs, win.seconds, win.step]);
 
   const marks = marksIn(faults, from, to);
   const xAxis = (
@@ -101,8 +122,13 @@ export function ChartsView() {
     <div className="main">
       <div className="toolbar">
         Window
+        {file && (
+          <button aria-pressed={whole} className={whole ? 'primary' : ''} onClick={() => setWhole(true)} data-testid="chart-window-file" title="From the file's first row to where its rows are complete">
+            Whole file
+          </button>
+        )}
         {CHART_WINDOWS.map((w, i) => (
-          <button key={w.label} aria-pressed={i === windowIndex} className={i === windowIndex ? 'primary' : ''} onClick={() => store.getState().setChartWindow(i)} data-testid={`chart-window-${w.seconds}`}>
+          <button key={w.label} aria-pressed={!span && i === windowIndex} className={!span && i === windowIndex ? 'primary' : ''} onClick={() => { setWhole(false); store.getState().setChartWindow(i); }} data-testid={`chart-window-${w.seconds}`}>
             {w.label}
           </button>
         ))}
@@ -111,10 +137,12 @@ export function ChartsView() {
             markers: {marks.map((m, i) => <span key={i} className={`flag-inline ${m.source}`} data-testid="chart-fault">{faultLabel(m)} {fmtClock(m.t).slice(0, 8)}</span>)}
           </span>
         )}
-        <span className="count">points of {win.step} s · one crosshair for all charts</span>
+        <span className="count">
+          points of {win.step} s · one crosshair for all charts
+        </span>
       </div>
       <div className="scroll">
-        <div className="charts" data-testid="charts">
+        <div className="charts" data-testid="charts" data-from={from} data-to={to} data-step={win.step} data-rps={data.map((d) => d.rps).join(',')}>
           <Panel title="Tokens/s per worker" testId="chart-tokens">
             <AreaChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />

@@ -19,7 +19,7 @@ import { Badges, StatusIcon } from './Badges.tsx';
 import { fmtClock, fmtIso, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { OutputTokens } from './OutputTokens.tsx';
 import { copyText } from './HoverCard.tsx';
-import { curlGenerate } from './curl.ts';
+import { curlGenerate, FRONT_PATHS, type FrontPath } from './curl.ts';
 import { showError, showInfo } from './toast.tsx';
 
 function traceRowsOf(r: RequestView): TraceRow[] {
@@ -159,8 +159,9 @@ export function RequestDetail({ id }: { id: string }) {
         showError('The router keeps no request bodies: only requests sent by the embedded traffic generator can be replayed.');
         return;
       }
-      const ok = await copyText(curlGenerate(routerUrl, body.body));
-      showInfo(ok ? 'curl command copied: it replays this request\'s body against the router' : 'Copy failed');
+      const path = (FRONT_PATHS as readonly string[]).includes(body.path ?? '') ? (body.path as FrontPath) : null;
+      const ok = await copyText(curlGenerate(routerUrl, body.body, { path, requestId: r.id }));
+      showInfo(ok ? `curl command copied: it replays this request's body against the router as ${r.id}-replay-1` : 'Copy failed');
     } catch (err) {
       showError(err);
     }

@@ -210,15 +210,15 @@ export function RequestsView() {
     }
     if (mode === 'file') return <><strong>This file holds no requests.</strong></>;
     if (workersKnown === 0) {
-      return <><strong>No workers yet.</strong>Add a worker URL in Workers (an SGLang server started with <code>--skip-tokenizer-init</code>), or start with simulated ones: <code>baton serve --sim 3</code>.</>;
+      return <><strong>No workers yet.</strong><span>Add a worker URL in Workers (an SGLang server started with <code>--skip-tokenizer-init</code>), or start with simulated ones: <code>baton serve --sim 3</code>.</span></>;
     }
     const curl = curlGenerate(routerUrl, SAMPLE_BODY);
     return (
       <>
         <strong>No requests yet.</strong>
         {traffic ? (
-          traffic.settings.running ? 'The traffic generator is on: its requests appear here in a moment.' : <>The traffic generator is paused: start it in <button className="link" onClick={() => store.getState().setView('traffic')}>Traffic</button>, or send a request yourself:</>
-        ) : <>No traffic generator runs here (<code>baton serve --traffic</code> starts one). Send a request to the router yourself:</>}
+          traffic.settings.running ? 'The traffic generator is on: its requests appear here in a moment.' : <span data-testid="empty-sentence">The traffic generator is paused: start it in <button className="link" onClick={() => store.getState().setView('traffic')}>Traffic</button>, or send a request yourself:</span>
+        ) : <span data-testid="empty-sentence">No traffic generator runs here (<code>baton serve --traffic</code> starts one). Send a request to the router yourself:</span>}
         {(!traffic || !traffic.settings.running) && (
           <span className="curl">
             <code className="mono" data-testid="empty-curl">{curl}</code>

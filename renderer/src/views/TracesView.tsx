@@ -10,6 +10,7 @@ import type { ExportFormat } from '../../../host/contract.ts';
 import type { TraceViewFilter } from '../store/store.ts';
 import type { WorkerTable } from '../store/workers.ts';
 import { idMatches } from '../store/filters.ts';
+import { exportContext } from '../store/export-context.ts';
 import { lastFault, faultLabel } from '../store/faults.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { fmtBytes, fmtClock, fmtIso, fmtMs } from './format.ts';
@@ -247,7 +248,7 @@ export function TracesView() {
     setProgress(`exporting ${format.toUpperCase()}…`);
     try {
       const { request, ...rest } = filter;
-      const result = await host.exportTraces(format, { ...rest, ...(request ? { requestPrefix: request } : {}) }, (bytes) => setProgress(`exporting ${format.toUpperCase()}: ${fmtBytes(bytes)}`));
+      const result = await host.exportTraces(format, { ...rest, ...(request ? { requestPrefix: request } : {}) }, (bytes) => setProgress(`exporting ${format.toUpperCase()}: ${fmtBytes(bytes)}`), exportContext(store.getState(), Date.now(), { ...rest, ...(request ? { requestPrefix: request } : {}) }));
       setProgress(result.saved ? `saved ${result.saved} (${fmtBytes(result.bytes)})` : 'export cancelled');
     } catch (err) {
       setProgress(null);

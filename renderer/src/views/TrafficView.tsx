@@ -42,7 +42,7 @@ export function TrafficView() {
     return (
       <div className="main"><div className="empty" data-testid="traffic-empty">
         <strong>No traffic generator runs in this host.</strong>
-        Start the host with <code>baton serve --traffic</code> (the default with a simulated cluster), or send your own requests to the router's <code>/generate</code>:
+        <span data-testid="empty-sentence">Start the host with <code>baton serve --traffic</code> (the default with a simulated cluster), or send your own requests to the router's <code>/generate</code>:</span>
         <span className="curl"><code className="mono">{curlGenerate(routerUrl, SAMPLE_BODY)}</code></span>
       </div></div>
     );
@@ -63,10 +63,10 @@ export function TrafficView() {
           {FIELDS.map((f) => (
             <label key={f.key} style={{ display: 'contents' }}>
               <span>{f.label}</span>
-              <span style={{ display: 'flex', gap: 8, alignItems: 'center' }}>
+              <span className="form-field">
                 <input type="range" min={f.min} max={f.max} step={f.step} value={value(f.key)} onChange={(e) => setDraft({ ...draft, [f.key]: Number(e.target.value) })} />
-                <input type="number" data-testid={`traffic-${f.key}`} min={f.min} max={f.max} step={f.step} value={value(f.key)} onChange={(e) => setDraft({ ...draft, [f.key]: Number(e.target.value) })} style={{ width: 90 }} />
-                <span className="budget-label">{f.unit}</span>
+                <input type="number" data-testid={`traffic-${f.key}`} min={f.min} max={f.max} step={f.step} value={value(f.key)} onChange={(e) => setDraft({ ...draft, [f.key]: Number(e.target.value) })} />
+                <span className="unit" data-testid="traffic-unit">{f.unit}</span>
               </span>
             </label>
           ))}

@@ -19,6 +19,20 @@ export const SIM_BUTTONS: { action: SimAction; label: string; destructive: boole
 
 const DOWN = new Set(['dead', 'unhealthy', 'circuit_open']);
 
+/**
+ * The breaker as the card shows it. A dead or unhealthy worker gets no request whatever its
+ * breaker says, and a breaker past its open interval reads half-open (it would let one trial
+ * through): shown as such, a dead worker looked half-alive. Its breaker state goes in the title.
+ */
+export function circuitText(w: Pick<WorkerInfo, 'circuit' | 'health'>, killed: boolean): { text: string; title: string } {
+  const breaker = w.circuit.replace('_', '-');
+  if (killed || w.health === 'dead' || w.health === 'unhealthy') {
+    const why = killed ? 'killed' : w.health;
+    return { text: `down (${why})`, title: `no request goes to a worker that is ${why}, whatever its breaker says (breaker: ${breaker})` };
+  }
+  return { text: breaker, title: 'the router\'s circuit breaker for this worker' };
+}
+
 function mode(w: WorkerInfo): string {
   const input = w.token_only === null ? 'probing…' : w.token_only ? 'token-only' : 'text';
   const output = w.incremental === null ? '' : w.incremental ? ' · incremental' : ' · cumulative';
@@ -95,7 +109,7 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
       </div>
       <div className="stats">
         <div><b>{mode(worker)}</b><span>mode</span></div>
-        <div><b data-testid="worker-circuit">{worker.circuit.replace('_', '-')}</b><span>circuit</span></div>
+        <div title={circuitText(worker, killed).title}><b data-testid="worker-circuit">{circuitText(worker, killed).text}</b><span>circuit</span></div>
         <div title={readAt ? `the router's count at ${fmtClock(readAt)}` : undefined}>
           <b data-testid="worker-inflight" data-at={readAt ?? ''}>{worker.in_flight}</b><span>in flight (router)</span>
         </div>

@@ -55,13 +55,14 @@ function FileWorkers() {
   }, [traces]);
   return (
     <div className="main">
-      <div className="toolbar"><span>Workers named in the file's attempt rows (a trace file has no worker state).</span><span className="count">{list.length} workers</span></div>
+      <div className="toolbar"><span>Workers named in the file's attempt rows, with the ids, formats and colours its export recorded (a trace file has no live worker state).</span><span className="count">{list.length} workers</span></div>
       <div className="scroll">
         <div className="cards">
           {list.map(([url, w]) => (
-            <div key={url} className="card" style={{ borderTopColor: workers.colorOf(url) }} data-testid="worker-card">
+            <div key={url} className="card" style={{ borderTopColor: workers.colorOf(url) }} data-testid="worker-card" data-worker-id={workers.idOf(url)} data-color={workers.colorOf(url)}>
               <div className="title"><span className="swatch" style={{ background: workers.colorOf(url) }} /><span>{workers.label(url)}</span></div>
               <div className="url mono">{url}</div>
+              {workers.byId.get(workers.idOf(url))?.format && <div className="note">format {workers.byId.get(workers.idOf(url))!.format}{workers.byId.get(workers.idOf(url))!.model_path ? ` · ${workers.byId.get(workers.idOf(url))!.model_path}` : ''}</div>}
               <div className="stats">
                 <div><b>{w.attempts}</b><span>attempts</span></div>
                 <div><b className={w.failed > 0 ? 'health-dead' : ''}>{w.failed}</b><span>failed</span></div>
@@ -130,7 +131,7 @@ function LiveWorkers() {
         {list.length === 0 ? (
           <div className="empty" data-testid="workers-empty">
             <strong>No workers yet.</strong>
-            Add a URL above (an SGLang server started with <code>--skip-tokenizer-init</code>), or start the simulated cluster: <code>baton serve --sim 3</code>.
+            <span data-testid="empty-sentence">Add a URL above (an SGLang server started with <code>--skip-tokenizer-init</code>), or start the simulated cluster: <code>baton serve --sim 3</code>.</span>
           </div>
         ) : (
           <div className="cards">

@@ -8,6 +8,7 @@ import type { BatonEvent } from '../../../router/events/types.ts';
 import { FrameBatcher } from '../store/frame-batcher.ts';
 import type { DashboardHost } from '../host/types.ts';
 import type { DashStore } from '../store/store.ts';
+import { fmtClock } from './format.ts';
 
 /** How often the page reads the router's figures (a few hundred bytes over loopback or IPC). */
 export const LIVE_POLL_MS = 250;
@@ -48,7 +49,7 @@ export function useFeed(host: DashboardHost, store: DashStore): void {
         if (stopped || !live) return;
         if (!store.getState().applyLive(live)) {
           const was = store.getState().router;
-          const at = live.router ? new Date(live.router.started_at).toLocaleTimeString() : '?';
+          const at = live.router ? fmtClock(live.router.started_at).slice(0, 8) : '?';
           store.getState().reset(`Another router answered (instance ${live.router?.instance.slice(0, 8)}, started ${at}; was ${was?.instance.slice(0, 8)}): the view was reset.`);
           host.retry();
         }

@@ -1,0 +1,131 @@
+// Issue 32, end to end in Chromium against real `baton serve` processes: an export reopened with
+// `baton view` restores the live view's worker ids, colours and fault markers, with charts over
+// the whole file; "Copy as curl" for a chat request gives a command that runs against the router
+// (exit 0, a chat answer) under a replay id linked to the original.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+import { startServe, startView } from './serve-process.ts';
+
+const SHOTS = join(import.meta.dirname, '../test-results/e2e');
+// The hosts keep dashboard preferences in a file: a temporary one, not the user's.
+process.env.BATON_PREFS_FILE = join(mkdtempSync(join(tmpdir(), 'baton-e2e-')), 'prefs.json');
+
+/** The colours of the worker cards on screen, by worker id, as #rrggbb. */
+async function cardColors(page: Page): Promise<Record<string, string>> {
+  return page.getByTestId('worker-card').evaluateAll((cards) => Object.fromEntries(cards.map((c) => {
+    const rgb = getComputedStyle(c.querySelector('.swatch')!).backgroundColor.match(/\d+/g)!.slice(0, 3).map(Number);
+    return [c.getAttribute('data-worker-id'), `#${rgb.map((n) => n.toString(16).padStart(2, '0')).join('')}`];
+  })));
+}
+
+test('an export reopened offline has the same worker ids and colours, the kill marked, and charts over the whole file', async ({ page }) => {
+  test.setTimeout(150_000);
+  mkdirSync(SHOTS, { recursive: true });
+  const serve = await startServe(['--port', '0', '--sim', '3', '--traffic']);
+  try {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(serve.url);
+    await page.getByTestId('nav-workers').click();
+    await expect(page.getByTestId('worker-card')).toHaveCount(3);
+    const live = await cardColors(page);
+    expect(new Set(Object.values(live)).size).toBe(3);
+    await expect(page.getByTestId('worker-card').first().getByTestId('worker-inflight')).not.toHaveText('0', { timeout: 30_000 });
+    // A kill through the dashboard: its marker is the host's.
+    await page.getByTestId('worker-card').first().getByTestId('sim-kill').click();
+    await page.getByTestId('confirm-ok').click();
+    const victim = (await page.getByTestId('worker-card').first().getAttribute('data-worker-id'))!;
+    await page.getByTestId('nav-live').click();
+    await page.getByTestId('filter-migrated').check();
+    await expect(page.locator('[data-testid=request-row][data-migrations="1"][data-status=finished]').first()).toBeVisible({ timeout: 30_000 });
+    await page.getByTestId('filter-migrated').uncheck();
+
+    await page.getByTestId('nav-traces').click();
+    const downloading = page.waitForEvent('download');
+    await page.getByTestId('export-jsonl').click();
+    const file = join(SHOTS, 'exports-reopened.jsonl');
+    await (await downloading).saveAs(file);
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const ctx = lines.at(-1) as { kind: string; workers: { id: string; color: string }[]; faults: { kind: string; worker: string }[] };
+    expect(ctx.kind).toBe('baton_context');
+    expect(Object.fromEntries(ctx.workers.map((w) => [w.id, w.color]))).toEqual(live);
+    expect(ctx.faults.some((f) => f.kind === 'kill' && f.worker === victim)).toBe(true);
+    const rows = lines.slice(0, -1) as { started_at: number }[];
+    const firstStart = Math.min(...rows.map((r) => r.started_at));
+
+    const view = await startView(file);
+    try {
+      const offline = await page.context().newPage();
+      await offline.setViewportSize({ width: 1440, height: 900 });
+      await offline.goto(view.url);
+      await expect(offline.getByTestId('file-info')).toContainText('exports-reopened.jsonl');
+      // The kill crosses the waterfall of the file as it did live (a minute's window holds it).
+      await offline.getByTestId('waterfall-window').selectOption('60000');
+      await expect(offline.locator('[data-testid=fault-line][data-kind=kill]').first()).toBeAttached();
+      await offline.getByTestId('nav-workers').click();
+      await expect(offline.getByTestId('worker-card')).toHaveCount(3);
+      expect(await cardColors(offline)).toEqual(live);
+      // Charts: from the file's first row, with the kill on them; not only its last minute.
+      await offline.getByTestId('nav-charts').click();
+      const charts = offline.getByTestId('charts');
+      await expect(charts).toHaveAttribute('data-from', /\d+/);
+      const from = Number(await charts.getAttribute('data-from'));
+      const step = Number(await charts.getAttribute('data-step'));
+      expect(from).toBeLessThanOrEqual(firstStart);
+      expect(from).toBeGreaterThan(firstStart - 2 * step * 1000 - 1000);
+      await expect(offline.getByTestId('chart-fault').filter({ hasText: `kill ${victim}` })).toHaveCount(1);
+      // No fall to zero at the end: the last point has traffic like the others (the file stops
+      // where requests still running at the export began, not at its last row).
+      const rps = (await charts.getAttribute('data-rps'))!.split(',').map(Number);
+      const busy = rps.filter((v) => v > 0).sort((a, b) => a - b);
+      expect(rps.at(-1)!).toBeGreaterThanOrEqual(busy[Math.floor(busy.length / 2)]! * 0.3);
+      await offline.screenshot({ path: join(SHOTS, 'exports-reopened-charts.png') });
+      await offline.close();
+    } finally {
+      await view.stop();
+    }
+  } finally {
+    await serve.stop();
+  }
+});
+
+test('copy as curl for a chat request: the command runs against the router and gets a chat answer under a linked replay id', async ({ page, context }) => {
+  test.setTimeout(120_000);
+  const serve = await startServe(['--port', '0', '--sim', '2', '--sim-format', 'openai', '--traffic']);
+  try {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serve.url });
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(serve.url);
+    const row = page.locator('[data-testid=request-row][data-status=finished]').first();
+    await expect(row).toBeVisible({ timeout: 60_000 });
+    await row.click();
+    const detail = page.getByTestId('request-detail');
+    const id = (await detail.getAttribute('data-request-id'))!;
+    await detail.getByTestId('copy-curl').click();
+    await expect(page.getByTestId('toast')).toContainText(`${id}-replay-1`);
+    const cmd = await page.evaluate(() => navigator.clipboard.readText());
+    expect(cmd).toContain('/v1/chat/completions');
+    expect(cmd).toContain(`x-request-id: ${id}-replay-1`);
+    // Run it as a user would paste it (a shell), limited so a hang fails the test.
+    const out = execFileSync('bash', ['-c', `timeout 60 ${cmd}`], { encoding: 'utf8' });
+    // A chat answer: SSE chunks of chat.completion.chunk ending with [DONE], or one chat.completion.
+    if (out.includes('data: ')) {
+      const chunks = out.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+      expect(chunks.at(-1)).toBe('[DONE]');
+      const parsed = chunks.slice(0, -1).map((c) => JSON.parse(c) as { object: string; choices: { delta?: { content?: string } }[] });
+      expect(parsed.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
+      expect(parsed.map((c) => c.choices[0]?.delta?.content ?? '').join('').length).toBeGreaterThan(0);
+    } else {
+      const answer = JSON.parse(out) as { object: string; choices: { message: { role: string; content: string } }[] };
+      expect(answer.object).toBe('chat.completion');
+      expect(answer.choices[0]!.message.content.length).toBeGreaterThan(0);
+    }
+    // The router ran it as a request of its own, named after the original.
+    const rows = await (await fetch(`${serve.url}api/requests/${encodeURIComponent(`${id}-replay-1`)}/rows`)).json() as { rows: { kind: string; format: string }[] };
+    expect(rows.rows.find((r) => r.kind === 'request')).toMatchObject({ format: 'openai' });
+  } finally {
+    await serve.stop();
+  }
+});
