@@ -9,6 +9,11 @@ import type { BatonEvent } from './types.ts';
 
 /** Events kept for replay by default: about a minute of a busy router's events. */
 export const DEFAULT_REPLAY = 20_000;
+/**
+ * After its last consumer leaves, the bus stays `active` this long, so events are still built
+ * and kept in the ring for a consumer that reconnects (with Last-Event-ID) to be replayed.
+ */
+export const DEFAULT_RETAIN_MS = 60_000;
 
 export class EventBus {
   private readonly listeners = new Set<(e: BatonEvent, seq: number) => void>();
@@ -17,7 +22,9 @@ export class EventBus {
   private last = 0;
   private readonly ring: (BatonEvent | undefined)[];
 
-  constructor(readonly replay = DEFAULT_REPLAY, epoch = Date.now()) {
+  private retaining: NodeJS.Timeout | null = null;
+
+  constructor(readonly replay = DEFAULT_REPLAY, epoch = Date.now(), private readonly retainMs = DEFAULT_RETAIN_MS) {
     this.epoch = epoch;
     this.ring = new Array<BatonEvent | undefined>(Math.max(0, replay));
   }
@@ -29,11 +36,28 @@ export class EventBus {
 
   subscribe(listener: (e: BatonEvent, seq: number) => void): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return () => {
+      const removed = this.listeners.delete(listener);
+      if (removed && this.listeners.size === 0 && this.ring.length > 0 && this.retainMs > 0) {
+        if (this.retaining) clearTimeout(this.retaining);
+        this.retaining = setTimeout(() => (this.retaining = null), this.retainMs);
+        this.retaining.unref();
+      }
+      return removed;
+    };
   }
 
+  /** Consumers subscribed now. */
+  get consumers(): number {
+    return this.listeners.size;
+  }
+
+  /**
+   * Whether events are wanted: someone listens, or listened less than `retainMs` ago (a
+   * reconnect will ask for what it missed). A router nobody watches builds no events at all.
+   */
   get active(): boolean {
-    return this.listeners.size > 0;
+    return this.listeners.size > 0 || this.retaining !== null;
   }
 
   emit(event: BatonEvent): void {

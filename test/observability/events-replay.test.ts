@@ -32,6 +32,19 @@ describe('EventBus replay ring', () => {
     expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
+  it('stays active for a while after its last consumer left (events for a reconnect), never before the first', () => {
+    const bus = new EventBus(10, 1, 60_000);
+    expect(bus.active).toBe(false);
+    const off = bus.subscribe(() => undefined);
+    expect(bus.active).toBe(true);
+    off();
+    expect(bus.consumers).toBe(0);
+    expect(bus.active).toBe(true);
+    const noRetain = new EventBus(10, 1, 0);
+    noRetain.subscribe(() => undefined)();
+    expect(noRetain.active).toBe(false);
+  });
+
   it('reads Last-Event-ID as <epoch>:<seq> only', () => {
     expect(parseEventId('1700000000000:42')).toEqual({ epoch: 1700000000000, seq: 42 });
     for (const bad of ['', '42', 'a:1', '1:-1', '1:2:3']) expect(parseEventId(bad)).toBeNull();
@@ -93,7 +106,7 @@ describe('GET /events envelope and Last-Event-ID', () => {
     const url = await start(bus);
     const first = open(url);
     streams.push(first);
-    await until(() => bus.active, 5000, 'subscribed');
+    await until(() => bus.consumers === 1, 5000, 'subscribed');
     for (let i = 1; i <= 30; i++) bus.emit(ev(i));
     await until(() => ids(first).length === 30, 5000, 'first 30');
     const envs = first.messages.map((m) => m.env);
@@ -101,7 +114,8 @@ describe('GET /events envelope and Last-Event-ID', () => {
     for (let k = 1; k < envs.length; k++) expect(envs[k]!.from).toBe(envs[k - 1]!.seq + 1);
     expect(first.messages.at(-1)!.id).toBe('1234:30');
     first.stop();
-    await until(() => !bus.active, 5000, 'unsubscribed');
+    await until(() => bus.consumers === 0, 5000, 'unsubscribed');
+    expect(bus.active, 'events are still built for a reconnect').toBe(true);
 
     for (let i = 31; i <= 50; i++) bus.emit(ev(i)); // while nobody listens
     const second = open(url, { 'last-event-id': '1234:30' });
