@@ -36,6 +36,8 @@ export interface HubScenarioResult {
   sent: number;
   ok: number;
   failed: number;
+  /** Why requests failed (status and message), with counts: the routers' answers, not the hub's. */
+  failures: Record<string, number>;
   /** Events the hub received, over all routers. */
   events: number;
   /** Sequence numbers the hub missed (must be 0). */
@@ -95,8 +97,8 @@ async function waitFor(what: string, fn: () => boolean | Promise<boolean>, ms: n
   return Date.now() - t0;
 }
 
-/** One streaming request, read to the end; true when it answered 200 and finished. */
-async function one(url: string, n: number): Promise<boolean> {
+/** One streaming request, read to the end; null when it answered 200 and finished, else why not. */
+async function one(url: string, n: number): Promise<string | null> {
   try {
     const res = await request(`${url}/generate`, {
       method: 'POST',
@@ -106,9 +108,11 @@ async function one(url: string, n: number): Promise<boolean> {
       bodyTimeout: 30_000,
     });
     const text = await res.body.text();
-    return res.statusCode === 200 && text.includes('[DONE]');
-  } catch {
-    return false;
+    if (res.statusCode === 200 && text.includes('[DONE]')) return null;
+    const error = /"message":\s*"([^"]{0,80})/.exec(text)?.[1] ?? text.slice(0, 80);
+    return `${res.statusCode} ${error}`;
+  } catch (err) {
+    return (err as Error).message;
   }
 }
 
@@ -129,6 +133,7 @@ export async function runHubScenario(opts: HubScenarioOptions): Promise<HubScena
     let sent = 0;
     let ok = 0;
     let failed = 0;
+    const failures = new Map<string, number>();
     const pending = new Set<Promise<void>>();
     const t0 = Date.now();
     let reconnected = opts.reconnectHoldMs <= 0;
@@ -139,9 +144,12 @@ export async function runHubScenario(opts: HubScenarioOptions): Promise<HubScena
       const due = Math.min(total, Math.floor(((Date.now() - t0) / 1000) * opts.rate) + 1);
       for (; perRouter < due; perRouter++) {
         for (const r of routers) {
-          const p = one(r.url, sent++).then((good) => {
-            if (good) ok++;
-            else failed++;
+          const p = one(r.url, sent++).then((why) => {
+            if (why === null) ok++;
+            else {
+              failed++;
+              failures.set(why, (failures.get(why) ?? 0) + 1);
+            }
           });
           pending.add(p);
           void p.finally(() => pending.delete(p));
@@ -158,6 +166,7 @@ export async function runHubScenario(opts: HubScenarioOptions): Promise<HubScena
     const traces = await Promise.all(routers.map((r) => traceRequests(r.url)));
     await waitFor('the hub to hold every router\'s rows', () => h.status().routers.every((r, i) => r.requests >= traces[i]!), 15_000, 50).catch((err: Error) => say(`hub: ${err.message}`));
     const status = h.status();
+    if (failures.size > 0) say(`hub: failures ${JSON.stringify(Object.fromEntries([...failures].sort((a, b) => b[1] - a[1]).slice(0, 5)))}`);
     say(`hub: ${sent} sent, ${ok} ok, ${failed} failed; ${status.merged.events} events, ${status.merged.gaps} gaps; requests hub ${status.routers.map((r) => r.requests).join('+')} vs /traces ${traces.join('+')}`);
 
     let lostAfterMs: number | null = null;
@@ -175,7 +184,7 @@ export async function runHubScenario(opts: HubScenarioOptions): Promise<HubScena
       say(`hub: r0 SIGKILLed, lost after ${lostAfterMs} ms; restarted, connected ${backAfterMs} ms after it listened`);
     }
     return {
-      routers: opts.routers, rate: opts.rate, seconds: opts.seconds, sent, ok, failed,
+      routers: opts.routers, rate: opts.rate, seconds: opts.seconds, sent, ok, failed, failures: Object.fromEntries(failures),
       events: status.merged.events, gaps: status.merged.gaps, reconnects: status.routers.reduce((n, r) => n + r.reconnects, 0),
       hubRequests: status.routers.map((r) => r.requests), traceRequests: traces, lostAfterMs, backAfterMs, final: h.status(),
     };

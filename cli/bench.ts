@@ -41,7 +41,9 @@ options:
                            path; openai-parsers: chat with --tool-call-parser and
                            --reasoning-parser against chat without; both after the workloads;
                            cache: bench/cache.ts, cache-aware routing's W5, W1 by policy and
-                           W4S, only when named, e.g. --only cache --quick)
+                           W4S, only when named, e.g. --only cache --quick; hub: bench/hub.ts,
+                           3 routers at 25 req/s each through the dashboard hub for 60 s,
+                           a forced reconnect and a SIGKILL, only when named)
   --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
   --layout L               shared, pinned or both (default both): shared, every process on every
                            CPU; pinned, the proxy under test alone on CPU 1 and the workers, the
@@ -66,7 +68,7 @@ const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
  * run after the workloads, and `cache` (bench/cache.ts: W5, W1 by policy, W4S), which runs last
  * and only when named: its own processes, tables and verdicts.
  */
-const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache'] as const;
+const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache', 'hub'] as const;
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
@@ -78,7 +80,7 @@ function listFlag<T extends string>(name: string, value: string | undefined, all
   return allowed.filter((a) => items.includes(a));
 }
 
-export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean }) | null {
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean; hub: boolean }) | null {
   const v = parseFlags(argv, {
     quick: { type: 'boolean' },
     workers: { type: 'string' },
@@ -144,6 +146,7 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     openai: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai'),
     openaiParsers: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai-parsers'),
     cache: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('cache'),
+    hub: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('hub'),
     formats,
     compareRefs,
     // A 5 % difference between builds needs the JIT settled (Baton's cost per request halves over
@@ -218,6 +221,18 @@ export async function run(argv: string[]): Promise<void> {
   process.off('SIGTERM', onSignal);
   process.off('SIGHUP', onSignal);
   if (opts.cache) await runCacheBench(opts.quick);
+  if (opts.hub) await runScript('hub.ts', []);
+}
+
+/** A bench script in its own process (bench/hub.ts: 3 routers through the dashboard hub for 60 s). */
+async function runScript(name: string, args: string[]): Promise<void> {
+  const script = fileURLToPath(new URL(`../bench/${name}`, import.meta.url));
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, ...args], { stdio: 'inherit' });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) {
+    console.error(`baton bench: bench/${name} exited with ${code}`);
+    process.exitCode = 1;
+  }
 }
 
 /** bench/cache.ts in its own process (it is a script: its flags, tables and verdict lines). */

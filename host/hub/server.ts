@@ -9,17 +9,12 @@ import { serveEvents } from '../../router/http/events-endpoint.ts';
 import { Routes } from '../../router/http/routes.ts';
 import { matches } from '../../router/trace/store.ts';
 import { parseTraceQuery, streamTraces, TraceQueryError } from '../../router/http/traces-endpoint.ts';
-import type { TraceRow } from '../../router/trace/row.ts';
 import type { HostActions, LiveState, RouterLinkStatus } from '../contract.ts';
 import { HostError } from '../host-error.ts';
 import { checkMutation, guarded, readJson, sendJson } from '../http-json.ts';
 import { serveStatic } from '../static.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import type { RouterLink } from './link.ts';
-
-function rename(rows: TraceRow[], prefix: string): TraceRow[] {
-  return rows.map((r) => ({ ...r, request_id: prefix + r.request_id }));
-}
 
 async function call(link: RouterLink, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await request(`${link.url}${path}`, {

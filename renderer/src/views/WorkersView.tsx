@@ -4,6 +4,7 @@
 import { useMemo, useState, type FormEvent } from 'react';
 import type { SimAction } from '../../../host/contract.ts';
 import { useDash, useHost, useSecond, useStoreApi } from './context.ts';
+import { RoutersPanel } from './Routers.tsx';
 import { ConfirmDialog, type PendingConfirm } from './ConfirmDialog.tsx';
 import { WorkerCard } from './WorkerCard.tsx';
 import type { DiscoveryStatus } from '../../../router/events/types.ts';
@@ -120,6 +121,7 @@ function LiveWorkers() {
         <DiscoveryStates list={discovery} />
         <span className="count">{list.length} workers · figures from the router</span>
       </form>
+      <RoutersPanel />
       <div className="scroll">
         {list.length === 0 ? (
           <div className="empty" data-testid="workers-empty">
