@@ -58,7 +58,7 @@ interface RouterProc {
   proc: ChildProcess;
 }
 
-async function spawnRouter(workers: string[], port = 0): Promise<RouterProc> {
+export async function spawnRouter(workers: string[], port = 0): Promise<RouterProc> {
   const proc = spawn(process.execPath, [BIN, 'router', '--port', String(port), ...workers.flatMap((w) => ['--worker', w])], { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
@@ -74,7 +74,7 @@ async function spawnRouter(workers: string[], port = 0): Promise<RouterProc> {
   return { url, port: Number(new URL(url).port), proc };
 }
 
-async function stopProc(p: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProc(p: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (p.exitCode !== null || p.signalCode !== null) return;
   const exited = new Promise((r) => p.once('exit', r));
   p.kill(signal);

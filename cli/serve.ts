@@ -28,6 +28,9 @@ const HELP = `usage: baton serve [options]
                          cluster or traffic of its own; a --replicas primary brings each of its
                          replicas (GET /replicas). docs/dashboard.md "Several routers"
   --router-token T       admin token the routers want (Authorization: Bearer T)
+  --router-discovery F   find the routers with the discovery settings of a YAML config file
+                         (docs/configuration.md: the Kubernetes Pods or EndpointSlices source
+                         selecting the router pods by label); with or without --router
 
 Open the printed dashboard URL in a browser. Ctrl-C stops the router, the traffic and the
 simulated workers.`;
@@ -47,10 +50,11 @@ const OPTIONS = {
   config: { type: 'string' },
   router: { type: 'string', multiple: true },
   'router-token': { type: 'string' },
+  'router-discovery': { type: 'string' },
 } as const;
 
 /** `baton serve --router URL ...`: the dashboard over routers that already run (host/hub/). */
-async function runHub(routers: string[], v: { port?: string; host?: string; worker?: string[]; sim?: string; traffic?: boolean; config?: string; 'router-token'?: string }): Promise<void> {
+async function runHub(routers: string[], v: { port?: string; host?: string; worker?: string[]; sim?: string; traffic?: boolean; config?: string; 'router-token'?: string; 'router-discovery'?: string }): Promise<void> {
   for (const flag of ['worker', 'sim', 'traffic', 'config'] as const) {
     if (v[flag] !== undefined) throw new UsageError(`--${flag} does not go with --router: the hub follows routers, it runs none`);
   }
@@ -61,6 +65,17 @@ async function runHub(routers: string[], v: { port?: string; host?: string; work
     throw err;
   }
   const { startHub } = await import('../host/hub/server.ts');
+  const sources = [];
+  if (v['router-discovery'] !== undefined) {
+    // The router's own discovery sources, read from the file, here finding routers instead of workers.
+    const { SOURCES } = await import('../router/discovery/index.ts');
+    const cfg = { ...loadConfigOrUsage(v['router-discovery']) };
+    for (const make of SOURCES) {
+      const source = make(cfg);
+      if (source) sources.push(source);
+    }
+    if (sources.length === 0) throw new UsageError(`${v['router-discovery']} turns on no discovery source (docs/kubernetes.md)`);
+  }
   const { HostError } = await import('../host/host-error.ts');
   let hub: Awaited<ReturnType<typeof startHub>>;
   try {
@@ -69,6 +84,7 @@ async function runHub(routers: string[], v: { port?: string; host?: string; work
       port: v.port !== undefined ? intFlag('port', v.port, 0) : 30080,
       host: v.host ?? '127.0.0.1',
       staticRoot: RENDERER_DIST,
+      sources,
       ...(v['router-token'] ? { headers: { authorization: `Bearer ${v['router-token']}` } } : {}),
     });
   } catch (err) {
@@ -87,6 +103,15 @@ async function runHub(routers: string[], v: { port?: string; host?: string; work
   console.log(`baton serve: hub over ${hub.status().routers.map((r) => `${r.label} ${r.url}`).join(', ')}`);
   console.log(`baton serve: listening on ${hub.url}`);
   console.log(`dashboard on ${hub.dashboardUrl}`);
+}
+
+function loadConfigOrUsage(file: string): RouterConfig {
+  try {
+    return loadConfig({ file, env: process.env });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** The file's router settings (with BATON_* over them), less what `baton serve` decides itself. */
@@ -108,7 +133,7 @@ export async function run(argv: string[]): Promise<void> {
     console.log(HELP);
     return;
   }
-  if (v.router !== undefined) return runHub(v.router, v);
+  if (v.router !== undefined || v['router-discovery'] !== undefined) return runHub(v.router ?? [], v);
   if (v.traffic && v['no-traffic']) throw new UsageError('--traffic and --no-traffic contradict each other');
   const simFormatFlag = v['sim-format'];
   if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed' && simFormatFlag !== 'openai') throw new UsageError(`--sim-format must be sglang, vllm, mixed or openai, got '${simFormatFlag}'`);

@@ -11,6 +11,7 @@ import type { TraceRow } from '../../router/trace/row.ts';
 import { snapshotRows } from '../actions.ts';
 import type { HubState, RouterLinkStatus, Snapshot, WorkerMatrixRow } from '../contract.ts';
 import { InFlightEvents } from '../inflight.ts';
+import type { DiscoverySink, DiscoverySource } from '../../router/discovery/types.ts';
 import { DEFAULT_TIMINGS, RouterLink, type LinkHandlers, type LinkTimings } from './link.ts';
 
 export interface HubOptions {
@@ -78,6 +79,7 @@ export class Hub {
   private readonly timings: LinkTimings;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
+  private readonly sources: DiscoverySource[] = [];
 
   constructor(private readonly opts: HubOptions) {
     this.timings = { ...DEFAULT_TIMINGS, ...opts.timings };
@@ -93,8 +95,29 @@ export class Hub {
     this.timers.push(t);
   }
 
+  /**
+   * Routers found by a discovery source (router/discovery/: the Kubernetes Pods or EndpointSlices
+   * source, configured to select the router pods): each one it lists is followed. A router pod
+   * that goes away stays in the strip as lost; one that comes back under the same key is followed
+   * at its new address.
+   */
+  async addSource(source: DiscoverySource): Promise<void> {
+    const sink: DiscoverySink = {
+      upsert: (w) => this.follow(`${source.name}:${w.key}`, w.url.replace(/\/$/, '')),
+      drain: () => undefined,
+      remove: () => undefined,
+      resync: (all) => {
+        for (const w of all) this.follow(`${source.name}:${w.key}`, w.url.replace(/\/$/, ''));
+      },
+      state: () => undefined,
+    };
+    this.sources.push(source);
+    await source.start(sink);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    await Promise.all(this.sources.map((s) => s.stop().catch(() => undefined)));
     for (const t of this.timers) clearInterval(t);
     await Promise.all([...this.links.values()].map((d) => d.link.stop()));
   }

@@ -15,6 +15,7 @@ import { checkMutation, guarded, readJson, sendJson } from '../http-json.ts';
 import { serveStatic } from '../static.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import type { RouterLink } from './link.ts';
+import type { DiscoverySource } from '../../router/discovery/types.ts';
 
 async function call(link: RouterLink, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await request(`${link.url}${path}`, {
@@ -91,6 +92,8 @@ export interface StartHubOptions extends HubOptions {
   host?: string;
   /** The Vite build to serve at `/`; null or absent: no pages, the API only. */
   staticRoot?: string | null;
+  /** Discovery sources that find routers (the Kubernetes sources set to select router pods). */
+  sources?: DiscoverySource[];
 }
 
 export interface HubHandle {
@@ -114,7 +117,7 @@ export interface HubStatus {
 }
 
 export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
-  if (opts.routers.length === 0) throw new HostError(400, 'the hub needs at least one router URL');
+  if (opts.routers.length === 0 && (opts.sources ?? []).length === 0) throw new HostError(400, 'the hub needs at least one router URL or a discovery source');
   for (const u of opts.routers) {
     let parsed: URL;
     try {
@@ -217,6 +220,7 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
   const host = opts.host ?? '127.0.0.1';
   base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   await hub.start();
+  for (const source of opts.sources ?? []) await hub.addSource(source);
   return {
     url: base,
     dashboardUrl: `${base}/`,

@@ -131,8 +131,24 @@ describe('hub over stand-in routers', () => {
     expect(h.hub.matrix()[0]).toMatchObject({ healthy: 1, of: 1 });
   });
 
+  it('follows the routers a discovery source lists (the seam the Kubernetes sources report to)', async () => {
+    routers.push(await fakeRouter([worker('w0', 'http://a:1', 'healthy', 0)]));
+    const url = routers[0]!.url;
+    let stopped = false;
+    hub = await startHub({
+      routers: [],
+      sources: [{ name: 'k8s-pods', start: async (sink) => sink.resync([{ key: 'uid-1', url: `${url}/` }]), stop: async () => void (stopped = true) }],
+    });
+    const h = hub;
+    await until(() => h.status().routers.length === 1 && h.status().routers[0]!.state === 'connected');
+    expect(h.status().routers[0]!.url).toBe(url);
+    await h.close();
+    hub = null;
+    expect(stopped).toBe(true);
+  });
+
   it('refuses a hub without routers or with a bad URL', async () => {
-    await expect(startHub({ routers: [] })).rejects.toThrow(/at least one router/);
+    await expect(startHub({ routers: [] })).rejects.toThrow(/at least one router URL or a discovery source/);
     await expect(startHub({ routers: ['ftp://x'] })).rejects.toThrow(/http or https/);
     await expect(startHub({ routers: ['not a url'] })).rejects.toThrow(/not a router URL/);
   });
