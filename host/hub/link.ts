@@ -83,6 +83,8 @@ export class RouterLink {
   private streamDone: Promise<void> = Promise.resolve();
   private startedAt = Date.now();
   private holdUntil = 0;
+  /** When the event stream last brought anything (a message or a heartbeat). */
+  private lastStreamData = 0;
 
   constructor(
     readonly label: string,
@@ -159,12 +161,16 @@ export class RouterLink {
       if (Math.min(silent, Date.now() - this.startedAt) > this.timings.lostMs) this.setState('lost');
       return;
     }
-    if (silent > this.timings.lostMs) {
-      // Open but silent past its heartbeat: a hung router or a dead peer that sent no FIN. Reopen.
-      this.error = `no heartbeat for ${silent} ms`;
-      this.setState('lost');
+    const streamSilent = Date.now() - this.lastStreamData;
+    if (streamSilent > this.timings.lostMs) {
+      // The stream open but silent past its heartbeats: a hung router, a dead peer that sent no
+      // FIN, or a stream stuck somewhere between. Reopen it (Last-Event-ID: nothing is lost);
+      // lost only when /stats is silent too.
+      this.error = `no heartbeat on the event stream for ${streamSilent} ms`;
+      this.setState(silent > this.timings.lostMs ? 'lost' : 'lagging');
+      this.lastStreamData = Date.now();
       this.ac.abort();
-    } else if (silent > this.timings.laggingMs) this.setState('lagging');
+    } else if (silent > this.timings.laggingMs || streamSilent > this.timings.laggingMs) this.setState('lagging');
     else this.setState('connected');
   }
 
@@ -214,8 +220,10 @@ export class RouterLink {
         this.heard();
         this.judge();
         let rest = '';
+        this.lastStreamData = Date.now();
         for await (const chunk of res.body) {
           this.heard();
+          this.lastStreamData = Date.now();
           rest = sseSplit(rest + (chunk as Buffer).toString('utf8'), (_id, data) => this.message(data));
         }
         this.error = 'the router closed its event stream';
