@@ -80,6 +80,8 @@ export class Hub {
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private readonly sources: DiscoverySource[] = [];
+  /** Events that threw while being merged (a bug: the first is printed). */
+  ingestErrors = 0;
 
   constructor(private readonly opts: HubOptions) {
     this.timings = { ...DEFAULT_TIMINGS, ...opts.timings };
@@ -153,7 +155,15 @@ export class Hub {
     events: (link, events) => {
       const d = this.byLabel.get(link.label)!;
       const prefix = link.label + SEP;
-      for (const e of events) this.ingest(d, e, prefix);
+      for (const e of events) {
+        try {
+          this.ingest(d, e, prefix);
+        } catch (err) {
+          // One event the hub cannot merge must not cost the rest of the message.
+          this.ingestErrors++;
+          if (this.ingestErrors === 1) console.error(`baton hub: could not merge a ${e.type} event of ${link.label}: ${(err as Error).stack ?? err}`);
+        }
+      }
     },
     reset: (link, reason) => {
       const d = this.byLabel.get(link.label)!;

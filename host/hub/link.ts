@@ -261,9 +261,11 @@ export class RouterLink {
       return;
     }
     if (this.epoch === env.epoch && env.from > this.seq + 1) this.gaps += env.from - this.seq - 1;
+    // Handed over first, then counted as received: a handler that throws (and so ends this
+    // stream) leaves the sequence where it was, and the reopened stream sends these again.
+    if (env.events.length > 0) this.handlers.events(this, env.events as BatonEvent[]);
     this.epoch = env.epoch;
     this.seq = env.seq;
     this.events += env.events.length;
-    if (env.events.length > 0) this.handlers.events(this, env.events as BatonEvent[]);
   }
 }
