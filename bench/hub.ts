@@ -215,7 +215,7 @@ export function hubVerdicts(r: HubScenarioResult): string[] {
   const hubSum = r.hubRequests.reduce((a, b) => a + b, 0);
   const tracesSum = r.traceRequests.reduce((a, b) => a + b, 0);
   return [
-    `${r.gaps === 0 ? 'PASS' : 'FAIL'} hub: ${r.gaps} sequence gaps over ${r.events} events (${r.reconnects} forced reconnects)`,
+    `${r.gaps === 0 ? 'PASS' : 'FAIL'} hub: ${r.gaps} sequence gaps over ${r.events} events (${r.reconnects} reconnects, the forced ones included)`,
     `${hubSum === tracesSum ? 'PASS' : 'FAIL'} hub: merged request rows ${hubSum} = routers' /traces ${tracesSum}`,
     ...(r.lostAfterMs !== null ? [`${r.lostAfterMs <= 2000 ? 'PASS' : 'FAIL'} hub: a SIGKILLed router marked lost after ${r.lostAfterMs} ms (≤ 2000)`] : []),
   ];
