@@ -24,7 +24,7 @@ export function sseMessages(text: string, onData: (data: string) => void): strin
   return rest;
 }
 
-/** The worker_state events of one batch (a JSON array of router events). */
+/** The worker_state events of one message: its envelope's `events` (a JSON array of router events). */
 export function workerStates(batch: string): WorkerStateEvent[] {
   const out: WorkerStateEvent[] = [];
   let events: unknown;
@@ -33,6 +33,7 @@ export function workerStates(batch: string): WorkerStateEvent[] {
   } catch {
     return out;
   }
+  if (events !== null && typeof events === 'object' && !Array.isArray(events)) events = (events as { events?: unknown }).events;
   if (!Array.isArray(events)) return out;
   for (const e of events as { type?: unknown; t?: unknown; worker?: { url?: unknown; health?: unknown; circuit?: unknown } }[]) {
     if (e?.type !== 'worker_state' || typeof e.t !== 'number' || typeof e.worker?.url !== 'string') continue;

@@ -43,7 +43,9 @@ options:
                            cache: bench/cache.ts, cache-aware routing's W5, W1 by policy and
                            W4S, only when named, e.g. --only cache --quick; replicas:
                            bench/replicas.ts, W1 through --replicas 1 and 2: CPU per request,
-                           throughput, projection per core, only when named)
+                           throughput, projection per core, only when named; hub: bench/hub.ts,
+                           3 routers at 25 req/s each through the dashboard hub for 60 s,
+                           a forced reconnect and a SIGKILL, only when named)
   --format F               sglang, vllm or both (default both; vllm runs W1, W2 and W4, no W3)
   --layout L               shared, pinned or both (default both): shared, every process on every
                            CPU; pinned, the proxy under test alone on CPU 1 and the workers, the
@@ -68,7 +70,7 @@ const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
  * run after the workloads, and `cache` (bench/cache.ts: W5, W1 by policy, W4S), which runs last
  * and only when named: its own processes, tables and verdicts.
  */
-const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache', 'replicas'] as const;
+const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache', 'replicas', 'hub'] as const;
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
@@ -80,7 +82,7 @@ function listFlag<T extends string>(name: string, value: string | undefined, all
   return allowed.filter((a) => items.includes(a));
 }
 
-export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean; replicas: boolean }) | null {
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean; replicas: boolean; hub: boolean }) | null {
   const v = parseFlags(argv, {
     quick: { type: 'boolean' },
     workers: { type: 'string' },
@@ -147,6 +149,7 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     openaiParsers: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai-parsers'),
     cache: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('cache'),
     replicas: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('replicas'),
+    hub: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('hub'),
     formats,
     compareRefs,
     // A 5 % difference between builds needs the JIT settled (Baton's cost per request halves over
@@ -224,9 +227,10 @@ export async function run(argv: string[]): Promise<void> {
   process.off('SIGHUP', onSignal);
   if (opts.cache) await runBenchScript('cache.ts', opts.quick);
   if (opts.replicas) await runBenchScript('replicas.ts', opts.quick);
+  if (opts.hub) await runBenchScript('hub.ts', false); // its 60 s is the acceptance run: no quick form
 }
 
-/** bench/cache.ts or bench/replicas.ts in its own process (a script: its flags, tables and verdict lines). */
+/** bench/cache.ts, bench/replicas.ts or bench/hub.ts in its own process (a script: its flags, tables and verdict lines). */
 async function runBenchScript(name: string, quick: boolean): Promise<void> {
   const script = fileURLToPath(new URL(`../bench/${name}`, import.meta.url));
   const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, ...(quick ? ['--quick'] : [])], { stdio: 'inherit' });

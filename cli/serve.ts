@@ -1,7 +1,7 @@
 // `baton serve`: the router with the dashboard in browser mode, and by default a simulated
 // cluster with traffic, all in this process (the simulated workers are child processes).
 import { intFlag, parseFlags, UsageError } from './args.ts';
-import { resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
+import { RENDERER_DIST, resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
 import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
 
@@ -38,6 +38,18 @@ const HELP = `usage: baton serve [options]
                          (docs/kubernetes.md); host, port, workers and the
                          admin token stay this command's
 
+  --router URL           a dashboard hub over running routers instead
+                         (repeatable): no router, cluster or traffic of its
+                         own; a --replicas primary brings each of its
+                         replicas (GET /replicas); docs/dashboard.md
+                         "Several routers"
+  --router-token T       admin token the routers want (Authorization:
+                         Bearer T)
+  --router-discovery F   find the routers with the discovery settings of a
+                         YAML config file (docs/configuration.md: the
+                         Kubernetes Pods or EndpointSlices source selecting
+                         the router pods by label); with or without --router
+
 Open the printed dashboard URL in a browser. Ctrl-C stops the router, the
 traffic and the simulated workers.`;
 
@@ -55,7 +67,71 @@ const OPTIONS = {
   'sim-format': { type: 'string' },
   'sim-pd': { type: 'boolean' },
   config: { type: 'string' },
+  router: { type: 'string', multiple: true },
+  'router-token': { type: 'string' },
+  'router-discovery': { type: 'string' },
 } as const;
+
+/** `baton serve --router URL ...`: the dashboard over routers that already run (host/hub/). */
+async function runHub(routers: string[], v: { port?: string; host?: string; worker?: string[]; sim?: string; traffic?: boolean; config?: string; 'router-token'?: string; 'router-discovery'?: string }): Promise<void> {
+  for (const flag of ['worker', 'sim', 'traffic', 'config'] as const) {
+    if (v[flag] !== undefined) throw new UsageError(`--${flag} does not go with --router: the hub follows routers, it runs none`);
+  }
+  try {
+    await ensureRendererBuilt();
+  } catch (err) {
+    if (err instanceof RendererBuildError) throw new UsageError(err.message);
+    throw err;
+  }
+  const { startHub } = await import('../host/hub/server.ts');
+  const sources = [];
+  if (v['router-discovery'] !== undefined) {
+    // The router's own discovery sources, read from the file, here finding routers instead of workers.
+    const { SOURCES } = await import('../router/discovery/index.ts');
+    const cfg = { ...loadConfigOrUsage(v['router-discovery']) };
+    for (const make of SOURCES) {
+      const source = make(cfg);
+      if (source) sources.push(source);
+    }
+    if (sources.length === 0) throw new UsageError(`${v['router-discovery']} turns on no discovery source (docs/kubernetes.md)`);
+  }
+  const { HostError } = await import('../host/host-error.ts');
+  let hub: Awaited<ReturnType<typeof startHub>>;
+  try {
+    hub = await startHub({
+      routers,
+      port: v.port !== undefined ? intFlag('port', v.port, 0) : 30080,
+      host: v.host ?? '127.0.0.1',
+      staticRoot: RENDERER_DIST,
+      sources,
+      ...(v['router-token'] ? { headers: { authorization: `Bearer ${v['router-token']}` } } : {}),
+    });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') throw new UsageError(`port ${v.port ?? 30080} is already in use (try --port 0)`);
+    if (err instanceof HostError) throw new UsageError(err.message);
+    throw err;
+  }
+  const stop = async (signal: string) => {
+    console.log(`baton serve: ${signal}, stopping`);
+    await hub.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  console.log(`baton serve: hub over ${hub.status().routers.map((r) => `${r.label} ${r.url}`).join(', ')}`);
+  console.log(`baton serve: listening on ${hub.url}`);
+  console.log(`dashboard on ${hub.dashboardUrl}`);
+}
+
+function loadConfigOrUsage(file: string): RouterConfig {
+  try {
+    return loadConfig({ file, env: process.env });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
 
 /** The file's router settings (with BATON_* over them), less what `baton serve` decides itself. */
 export function routerSettings(file: string): Partial<RouterConfig> {
@@ -76,6 +152,7 @@ export async function run(argv: string[]): Promise<void> {
     console.log(HELP);
     return;
   }
+  if (v.router !== undefined || v['router-discovery'] !== undefined) return runHub(v.router ?? [], v);
   if (v.traffic && v['no-traffic']) throw new UsageError('--traffic and --no-traffic contradict each other');
   if (v['sim-pd'] && v['sim-format'] !== undefined && v['sim-format'] !== 'pd') throw new UsageError(`--sim-pd and --sim-format ${v['sim-format']} contradict each other`);
   const simFormatFlag = v['sim-pd'] ? 'pd' : v['sim-format'];

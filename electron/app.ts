@@ -9,6 +9,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { RENDERER_DIST, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
+import type { EventListener } from '../router/api.ts';
+import type { HostActions, RequestOutput } from '../host/contract.ts';
 import { contextRecord, csvHeaderColumns, exportFileName, traceQuery } from '../host/export-query.ts';
 import { ensureRendererBuilt } from '../host/renderer-build.ts';
 import type { ExportResult } from '../host/contract.ts';
@@ -48,6 +50,43 @@ export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): App
   };
 }
 
+/**
+ * What the window is bridged to: the embedded router's host, or with `--router URL` (repeatable,
+ * or BATON_ROUTERS comma-separated) a dashboard hub over routers that already run (host/hub/).
+ */
+interface WindowHost {
+  url: string;
+  actions: HostActions;
+  subscribe(listener: EventListener): () => void;
+  requestOutput(id: string): RequestOutput | null | undefined | Promise<RequestOutput | null>;
+  close(): Promise<void>;
+}
+
+/** The --router flags and BATON_ROUTERS: the routers a hub follows (none: the embedded router). */
+export function hubRouters(argv: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const flags = argv.flatMap((a, i) => (a === '--router' && argv[i + 1] !== undefined ? [argv[i + 1]!] : a.startsWith('--router=') ? [a.slice(9)] : []));
+  return [...flags, ...(env.BATON_ROUTERS ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
+}
+
+function embedded(app: AppHandle): WindowHost {
+  return { url: app.router.url, actions: app.actions, subscribe: app.subscribe, requestOutput: (id) => app.router.requestOutput(id), close: app.close };
+}
+
+async function hubHost(routers: string[]): Promise<WindowHost> {
+  const { startHub } = await import('../host/hub/server.ts');
+  const hub = await startHub({ routers });
+  return {
+    url: hub.url,
+    actions: hub.actions,
+    subscribe: (listener) => hub.hub.bus.subscribe(listener),
+    requestOutput: async (id) => {
+      const res = await fetch(`${hub.url}/requests/${encodeURIComponent(id)}/output`);
+      return res.ok ? ((await res.json()) as RequestOutput) : null;
+    },
+    close: () => hub.close(),
+  };
+}
+
 /** The router's usual port when free, else any: a second window must not fail to start. */
 async function startHost(opts: AppOptions): Promise<AppHandle> {
   if (opts.port !== undefined) return startApp(opts);
@@ -71,7 +110,7 @@ async function readHead(path: string): Promise<string> {
   }
 }
 
-function exporter(electron: ElectronLike, host: AppHandle, window: () => BrowserWindowLike | null): Exporter {
+function exporter(electron: ElectronLike, host: WindowHost, window: () => BrowserWindowLike | null): Exporter {
   return async (format, filter, context): Promise<ExportResult> => {
     const win = window();
     if (!win) return { saved: null, bytes: 0 };
@@ -80,7 +119,7 @@ function exporter(electron: ElectronLike, host: AppHandle, window: () => Browser
       filters: [{ name: format === 'csv' ? 'CSV' : 'JSON Lines', extensions: [format] }],
     });
     if (canceled || !filePath) return { saved: null, bytes: 0 };
-    const res = await fetch(`${host.router.url}/traces?${traceQuery(format, filter)}`);
+    const res = await fetch(`${host.url}/traces?${traceQuery(format, filter)}`);
     if (!res.ok || !res.body) throw new Error(`export failed: ${res.status} ${res.statusText}`);
     await pipeline(Readable.fromWeb(res.body as WebReadableStream), createWriteStream(filePath));
     if (context) {
@@ -112,8 +151,9 @@ export async function runElectronApp(electron: ElectronLike): Promise<void> {
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } }));
 
   await ensureRendererBuilt();
-  const host = await startHost(appOptions(process.argv.slice(1), process.env));
-  console.log(`baton: router listening on ${host.router.url}`);
+  const routers = hubRouters(process.argv.slice(1), process.env);
+  const host = routers.length > 0 ? await hubHost(routers) : embedded(await startHost(appOptions(process.argv.slice(1), process.env)));
+  console.log(`baton: ${routers.length > 0 ? 'hub' : 'router'} listening on ${host.url}`);
 
   let win: BrowserWindowLike | null = new BrowserWindow(windowOptions(PRELOAD));
   const send = (channel: string, payload: unknown) => {
@@ -124,10 +164,10 @@ export async function runElectronApp(electron: ElectronLike): Promise<void> {
   batcher.start();
 
   const uiConfig = async () => {
-    const res = await fetch(`${host.router.url}/config/ui`).catch(() => null);
+    const res = await fetch(`${host.url}/config/ui`).catch(() => null);
     return res?.ok ? await res.json() : null;
   };
-  const handlers = ipcHandlers(host.actions, exporter(electron, host, () => win), (id) => host.router.requestOutput(id), uiConfig);
+  const handlers = ipcHandlers(host.actions, exporter(electron, host, () => win), (id) => host.requestOutput(id), uiConfig);
   for (const channel of INVOKE_CHANNELS) {
     ipcMain.handle(channel, async (event, ...args) => {
       if (!isTrustedSender(event.senderFrame?.url, INDEX_HTML)) throw new Error('IPC refused: untrusted sender');

@@ -7,7 +7,7 @@ import type { InvokeChannel } from './policy.ts';
 
 export type Exporter = (format: ExportFormat, filter: ExportFilter, context?: TraceFileContext) => Promise<ExportResult>;
 /** The router's memory of recent outputs (RouterHandle.requestOutput), as in browser mode's GET /requests/:id/output. */
-export type OutputReader = (id: string) => RequestOutput | undefined;
+export type OutputReader = (id: string) => RequestOutput | null | undefined | Promise<RequestOutput | null>;
 
 /** The router's GET /config/ui, read by the main process (the page cannot reach the router's port). */
 export type UiConfigReader = () => Promise<unknown>;

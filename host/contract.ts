@@ -1,6 +1,6 @@
 // What the dashboard host offers the renderer, whichever way it travels (Electron IPC or HTTP).
 // Types only: the renderer imports this module with `import type`, so it must hold no run-time code.
-import type { BatonEvent, RouterStats, WorkerInfo } from '../router/events/types.ts';
+import type { BatonEvent, RouterStats, WorkerHealth, WorkerInfo } from '../router/events/types.ts';
 import type { TraceRow } from '../router/trace/row.ts';
 import type { TraceFilter } from '../router/api.ts';
 import type { RequestOutput } from '../router/trace/outputs.ts';
@@ -93,6 +93,63 @@ export interface LiveState {
   faults: FaultMark[];
   sim: SimWorkerState[] | null;
   probes: ProbeNote[];
+  /** The routers behind a dashboard hub (host/hub/), and its workers across them; absent from a host of one embedded router. */
+  hub?: HubState;
+}
+
+/**
+ * A router as the hub sees it. `connected`: its event stream is open and heard within the last
+ * second; `lagging`: open but silent (or its /stats slow) for over a second; `lost`: the stream
+ * is closed and cannot be reopened, or silent for 1.5 s.
+ */
+export type RouterLinkState = 'connecting' | 'connected' | 'lagging' | 'lost';
+
+export interface RouterLinkStatus {
+  /** The hub's name for it (r0, r1, ...): request ids of this router read `<label>/<id>` in the hub. */
+  label: string;
+  url: string;
+  state: RouterLinkState;
+  /** RouterStats.instance of the router answering now; null before the first answer. */
+  instance: string | null;
+  /** When it is a replica of `baton router --replicas` (GET /replicas of its primary). */
+  replica: { id: string; index: number; epoch: number } | null;
+  /** Its event stream's epoch and the last sequence number received. */
+  epoch: number | null;
+  seq: number;
+  /** Epoch ms the hub last heard from it (an event, a heartbeat or /stats). */
+  last_seen: number | null;
+  /** Its clock minus the hub's (ms), from RouterStats.t and the round trip of the fastest recent /stats. */
+  offset_ms: number | null;
+  rtt_ms: number | null;
+  /** Events received since the hub started. */
+  events: number;
+  /** Sequence numbers missing between consecutive messages of one epoch, plus resets for a gap. */
+  gaps: number;
+  /** Times the stream was reopened (a reconnect with Last-Event-ID). */
+  reconnects: number;
+  /** Requests (summary rows) of its current instance the hub holds: its /traces count. */
+  requests: number;
+  /** Why it is not connected, when it is not. */
+  error: string | null;
+}
+
+/** One worker across the routers: in flight summed, and each router's health of it. */
+export interface WorkerMatrixRow {
+  id: string;
+  url: string;
+  in_flight: number;
+  /** Routers that see it healthy, of the routers that know it. */
+  healthy: number;
+  of: number;
+  /** By router label. */
+  health: Record<string, WorkerHealth>;
+}
+
+export interface HubState {
+  routers: RouterLinkStatus[];
+  workers: WorkerMatrixRow[];
+  /** Requests in flight at a router that died (hub request ids, the latest 500): "router lost". */
+  owner_lost: string[];
 }
 
 /** Enough state for a page that opens late to draw the same picture as one that watched from the start. */
@@ -112,6 +169,8 @@ export interface Snapshot {
   /** The router's identity and totals (absent from hosts that predate it). */
   router?: RouterStats | null;
   faults?: FaultMark[];
+  /** Behind a dashboard hub: its routers and the worker matrix. */
+  hub?: HubState;
 }
 
 /** A request body the host sent (its traffic generator), for "copy as curl". */

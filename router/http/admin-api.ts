@@ -148,7 +148,9 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): Lifecycle {
     if (!out) return httpError(res, 404, `no recent output for request '${p.id}' (only the last 512 finished requests are kept)`, 'NotFoundError');
     sendJson(res, 200, out);
   }, true);
-  routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000 }), true);
+  routes.add('GET', '/events', (req, res) => serveEvents(bus, req, res, { flushMs: 100, maxQueued: 20_000, router: telemetry.instance }), true);
+  // The router's identity and figures (RouterStats): what the dashboard hub polls of each router.
+  routes.add('GET', '/stats', async (_req, res) => sendJson(res, 200, await telemetry.stats(pool.infos(), discovery())), true);
   // Settings the dashboard reads: the trace link (--trace-url-template, docs/tracing.md).
   routes.add('GET', '/config/ui', (_req, res) => sendJson(res, 200, { trace_url_template: config.traceUrlTemplate, tracing: telemetry.tracing !== null }), true);
   return lifecycle;

@@ -5,6 +5,14 @@
 // per request (latest wins) and every other event waits in a bounded queue; a consumer that
 // falls further behind than the cap is disconnected rather than grown without bound (the
 // dashboard reconnects and re-reads its snapshot), so it never silently misses a start or end.
+//
+// Each message is an envelope, `id: <epoch>:<seq>` and `data: {"router","epoch","from","seq",
+// "events"}`: the bus's sequence numbers `from`..`seq` are all in it (progress coalesced inside
+// the range), so consecutive messages of one epoch have `from` = the previous `seq` + 1 and a
+// consumer can count what it lost. A reconnect with `Last-Event-ID` (or `?last_event_id=`) is
+// first sent the events it missed from the bus's replay ring; when they have left the ring, or
+// the epoch is another (the router restarted), the first message says `"reset"` with the reason
+// and carries no events: the consumer re-reads its snapshot.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BatonEvent } from '../events/types.ts';
 import type { EventBus } from '../events/bus.ts';
@@ -15,6 +23,27 @@ export interface EventsEndpointOptions {
   maxQueued: number;
   /** A comment line this often keeps proxies from timing the stream out and finds dead peers. */
   heartbeatMs?: number;
+  /** The router's identity (RouterStats.instance), carried in every envelope. */
+  router?: string;
+}
+
+/** A parsed `Last-Event-ID`: `<epoch>:<seq>`. */
+export function parseEventId(text: string): { epoch: number; seq: number } | null {
+  const m = /^(\d{1,16}):(\d{1,16})$/.exec(text.trim());
+  return m ? { epoch: Number(m[1]), seq: Number(m[2]) } : null;
+}
+
+/** What an SSE message of GET /events carries. */
+export interface EventEnvelope {
+  router: string;
+  epoch: number;
+  /** The first sequence number this message covers (the previous message's `seq` + 1). */
+  from: number;
+  /** The last sequence number it covers; its SSE id is `<epoch>:<seq>`. */
+  seq: number;
+  events: unknown[];
+  /** Present when the consumer must start over from a snapshot: why (`gap`, `epoch`). */
+  reset?: string;
 }
 
 type ProgressEvent = Extract<BatonEvent, { type: 'progress' }>;
@@ -80,15 +109,48 @@ export function batchJson(events: BatonEvent[]): string {
   return out + ']';
 }
 
-export function serveEvents(bus: EventBus, _req: IncomingMessage, res: ServerResponse, opts: EventsEndpointOptions): void {
+export function serveEvents(bus: EventBus, req: IncomingMessage, res: ServerResponse, opts: EventsEndpointOptions): void {
+  const query = new URL(req.url ?? '/', 'http://x').searchParams;
+  const lastIdText = (req.headers['last-event-id'] as string | undefined) ?? query.get('last_event_id');
+  const lastId = lastIdText === null || lastIdText === undefined || lastIdText === '' ? null : parseEventId(lastIdText);
+  if (lastIdText && !lastId) {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ object: 'error', message: `Last-Event-ID must be <epoch>:<seq> as this stream sends it, got '${lastIdText.slice(0, 80)}'`, type: 'BadRequestError', param: null, code: 400 }));
+    return;
+  }
+  const heartbeatQuery = query.get('heartbeat_ms');
+  const heartbeatMs = heartbeatQuery !== null && /^\d+$/.test(heartbeatQuery) ? Math.max(100, Number(heartbeatQuery)) : (opts.heartbeatMs ?? 15_000);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   res.write(': baton events\n\n');
   const pending = new EventQueue(opts.maxQueued);
+  const head = `{"router":${JSON.stringify(opts.router ?? '')},"epoch":${bus.epoch},"from":`;
   let blocked = false;
   let closed = false;
   let lastWrite = Date.now();
+  // `sent`: the last sequence number written; `queued`: the last one in `pending`.
+  let sent = bus.seq;
+  let queued = bus.seq;
+  let reset: string | null = null;
+  if (lastId) {
+    const missed = lastId.epoch === bus.epoch ? bus.since(lastId.seq) : null;
+    if (missed === null) reset = lastId.epoch === bus.epoch ? 'gap' : 'epoch';
+    else {
+      sent = queued = lastId.seq;
+      for (const e of missed) {
+        queued++;
+        if (!pending.push(e)) {
+          // More missed than one consumer may hold: start over instead.
+          pending.take();
+          sent = queued = bus.seq;
+          reset = 'gap';
+          break;
+        }
+      }
+    }
+  }
 
-  const unsubscribe = bus.subscribe((e) => {
+  const unsubscribe = bus.subscribe((e, seq) => {
+    queued = seq;
     if (!pending.push(e)) close();
   });
 
@@ -100,12 +162,15 @@ export function serveEvents(bus: EventBus, _req: IncomingMessage, res: ServerRes
       res.once('drain', () => (blocked = false));
     }
   };
+  if (reset !== null) write(`id: ${bus.epoch}:${sent}\ndata: ${head}${sent + 1},"seq":${sent},"events":[],"reset":"${reset}"}\n\n`);
   const flush = () => {
     if (closed || blocked) return;
-    if (pending.size > 0) write(`data: ${batchJson(pending.take())}\n\n`);
-    else if (Date.now() - lastWrite >= (opts.heartbeatMs ?? 15_000)) write(': keep-alive\n\n');
+    if (pending.size > 0) {
+      write(`id: ${bus.epoch}:${queued}\ndata: ${head}${sent + 1},"seq":${queued},"events":${batchJson(pending.take())}}\n\n`);
+      sent = queued;
+    } else if (Date.now() - lastWrite >= heartbeatMs) write(': keep-alive\n\n');
   };
-  const timer = setInterval(flush, opts.flushMs);
+  const timer = setInterval(flush, Math.min(opts.flushMs, heartbeatMs));
   timer.unref();
 
   function close(): void {

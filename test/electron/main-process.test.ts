@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { findElectron } from '../../electron/binary.js';
 import { ipcHandlers } from '../../electron/ipc-handlers.ts';
 import { INVOKE_CHANNELS } from '../../electron/policy.ts';
-import { appOptions } from '../../electron/app.ts';
+import { appOptions, hubRouters } from '../../electron/app.ts';
 import type { HostActions, RequestOutput } from '../../host/contract.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -58,6 +58,11 @@ describe('Electron main process under Node', () => {
   it('takes --sim-pd (a switch) and --sim-format pd for the simulated P/D cluster', () => {
     expect(appOptions(['/opt/baton', '--sim-pd'], {})).toMatchObject({ simFormat: 'pd' });
     expect(appOptions(['/opt/baton', '--sim-format', 'pd'], {})).toMatchObject({ simFormat: 'pd' });
+  });
+
+  it('reads the routers of a hub from --router and BATON_ROUTERS (none: the embedded router)', () => {
+    expect(hubRouters(['--no-sandbox', '--router', 'http://r0:30080', '--router=http://r1:30080'], { BATON_ROUTERS: 'http://r2:30080, ' })).toEqual(['http://r0:30080', 'http://r1:30080', 'http://r2:30080']);
+    expect(hubRouters(['--worker', 'http://w:1'], {})).toEqual([]);
   });
 
   it('finds the Electron binary through ELECTRON_OVERRIDE_DIST_PATH, or says why not', () => {

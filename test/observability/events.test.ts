@@ -147,7 +147,8 @@ describe('GET /events over a real socket', () => {
       for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
         const frame = buf.slice(0, i);
         buf = buf.slice(i + 2);
-        if (frame.startsWith('data: ')) batches.push(JSON.parse(frame.slice(6)) as BatonEvent[]);
+        const data = frame.split('\n').find((l) => l.startsWith('data: '));
+        if (data) batches.push((JSON.parse(data.slice(6)) as { events: BatonEvent[] }).events);
       }
     });
     s.on('close', () => (closed = true));

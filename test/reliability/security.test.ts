@@ -41,6 +41,7 @@ const ADMIN_ROUTES: [string, string, string?][] = [
   ['GET', '/traces'],
   ['GET', '/traces?format=csv'],
   ['GET', '/events'],
+  ['GET', '/stats'],
   ['GET', '/requests/some-id/output'],
   ['GET', '/api/snapshot'],
   ['GET', '/api/sim'],

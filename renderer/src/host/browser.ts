@@ -1,4 +1,4 @@
-// Browser mode's host: the page's own origin serves `/events` (SSE, JSON arrays of events),
+// Browser mode's host: the page's own origin serves `/events` (SSE, envelopes of events),
 // `/api/*` (the host's actions), `/traces` (exports) and `/requests/:id/output` (a finished request's tokens).
 import type { BatonEvent, WorkerInfo } from '../../../router/events/types.ts';
 import type { TraceRow } from '../../../router/trace/row.ts';
@@ -54,13 +54,15 @@ export class BrowserHost implements DashboardHost {
     // Every (re)open gets a fresh snapshot: events sent while the connection was down are lost.
     source.onopen = () => void catchUp.begin(() => call<Snapshot>('GET', '/api/snapshot'));
     source.onmessage = (message: MessageEvent<string>) => {
-      let events: BatonEvent[];
+      let data: BatonEvent[] | { events?: BatonEvent[]; reset?: string };
       try {
-        events = JSON.parse(message.data) as BatonEvent[];
+        data = JSON.parse(message.data) as typeof data;
       } catch {
         return; // a frame we cannot read; the next snapshot repairs what it carried
       }
-      catchUp.events(Array.isArray(events) ? events : [events]);
+      // An envelope (router/http/events-endpoint.ts); `reset`: what was missed is gone, start over.
+      if (!Array.isArray(data) && data.reset !== undefined) return void catchUp.begin(() => call<Snapshot>('GET', '/api/snapshot'));
+      catchUp.events(Array.isArray(data) ? data : (data.events ?? []));
     };
     source.onerror = () => {
       catchUp.cancel();

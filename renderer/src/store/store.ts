@@ -4,7 +4,7 @@
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { BatonEvent, RouterStats } from '../../../router/events/types.ts';
 import type { TraceRow } from '../../../router/trace/row.ts';
-import type { FaultMark, LiveState, ProbeNote, SimWorkerState, Snapshot, TrafficStatus } from '../../../host/contract.ts';
+import type { FaultMark, HubState, LiveState, ProbeNote, SimWorkerState, Snapshot, TrafficStatus } from '../../../host/contract.ts';
 import { RequestBook, DEFAULT_LIMITS, type BookLimits } from './request-book.ts';
 import { Series } from './series.ts';
 import { TraceRing } from './trace-ring.ts';
@@ -71,6 +71,8 @@ export interface DashState {
   router: RouterStats | null;
   faults: FaultMark[];
   probes: ProbeNote[];
+  /** Behind a dashboard hub: its routers and the worker matrix (null: one router). */
+  hub: HubState | null;
   sim: SimWorkerState[] | null;
   traffic: TrafficStatus | null;
   /** Something the page did on its own that the user should know (the view was reset, ...). */
@@ -173,6 +175,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
     router: null,
     faults: [],
     probes: [],
+    hub: null,
     sim: null,
     traffic: null,
     notice: null,
@@ -210,7 +213,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       if (get().mode !== 'file') model.series.prune(now);
       set({
         version: get().version + 1, now, frozenAt: null, routerUrl: snapshot.routerUrl, sim: snapshot.sim, traffic: snapshot.traffic,
-        router: incoming ?? get().router, faults: snapshot.faults ?? get().faults,
+        router: incoming ?? get().router, faults: snapshot.faults ?? get().faults, hub: snapshot.hub ?? null,
         connection: { status: 'live', message: null },
       });
     },
@@ -221,7 +224,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       if (get().connection.status === 'lost') return true;
       if (live.router) model.workers.reset(live.router.workers, live.router.t);
       set({
-        version: get().version + 1, router: live.router ?? known, faults: live.faults, probes: live.probes,
+        version: get().version + 1, router: live.router ?? known, faults: live.faults, probes: live.probes, hub: live.hub ?? null,
         ...(live.sim !== null || get().sim === null ? { sim: live.sim } : {}),
       });
       return true;

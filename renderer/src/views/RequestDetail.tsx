@@ -18,6 +18,7 @@ import { BudgetBar } from './BudgetBar.tsx';
 import { Badges, StatusIcon } from './Badges.tsx';
 import { fmtClock, fmtIso, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { OutputTokens } from './OutputTokens.tsx';
+import { RouterOwner } from './Routers.tsx';
 import { copyText } from './HoverCard.tsx';
 import { curlGenerate, FRONT_PATHS, type FrontPath } from './curl.ts';
 import { showError, showInfo } from './toast.tsx';
@@ -171,6 +172,7 @@ export function RequestDetail({ id }: { id: string }) {
     <aside className="detail" data-testid="request-detail" data-request-id={r.id} data-source={found.source} aria-label={`Request ${r.id}`}>
       {head}
       <Badges r={r} />
+      <RouterOwner id={r.id} running={r.status === 'running'} />
       {found.source !== 'live' && (
         <p className="note" data-testid="detail-rebuilt">
           Rebuilt from {traceRowsOf(r).length} trace rows ({found.source === 'page-rows' ? (mode === 'file' ? 'from the file' : 'held by this page') : 'held by the router'}): this request has left the live list.

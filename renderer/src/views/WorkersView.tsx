@@ -4,6 +4,7 @@
 import { useMemo, useState, type FormEvent } from 'react';
 import type { SimAction } from '../../../host/contract.ts';
 import { useDash, useHost, useSecond, useStoreApi } from './context.ts';
+import { RoutersPanel } from './Routers.tsx';
 import { ConfirmDialog, type PendingConfirm } from './ConfirmDialog.tsx';
 import { WorkerCard } from './WorkerCard.tsx';
 import type { DiscoveryStatus } from '../../../router/events/types.ts';
@@ -127,6 +128,7 @@ function LiveWorkers() {
           No healthy worker serves {u.what} ({u.workers}): its requests fail with <code>no_worker</code> until one is back.
         </div>
       ))}
+      <RoutersPanel />
       <div className="scroll">
         {list.length === 0 ? (
           <div className="empty" data-testid="workers-empty">

@@ -1,0 +1,70 @@
+// The dashboard over several routers, end to end: three `baton router` processes on one
+// simulated cluster behind `baton serve --router ... --router ... --router ...` (host/hub/), in
+// Chromium. Requests of every router on one list (keyed by router), the routers' strip and the
+// worker matrix; a router SIGKILLed shows lost, and back when it is started again on its port.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test } from '@playwright/test';
+import { startCluster, type SimCluster } from '../sim/cluster.ts';
+import { spawnRouter, stopProc } from '../bench/hub.ts';
+import { startServe, type ServeProcess } from './serve-process.ts';
+
+const SHOTS = join(import.meta.dirname, '../test-results/e2e');
+let cluster: SimCluster | null = null;
+const routers: Awaited<ReturnType<typeof spawnRouter>>[] = [];
+let serve: ServeProcess | null = null;
+
+test.beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  cluster = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 20 });
+  const workers = cluster.workers().map((w) => w.url);
+  for (let i = 0; i < 3; i++) routers.push(await spawnRouter(workers));
+  serve = await startServe(['--port', '0', ...routers.flatMap((r) => ['--router', r.url])]);
+});
+
+test.afterAll(async () => {
+  await serve?.stop();
+  await Promise.all(routers.map((r) => stopProc(r.proc)));
+  await cluster?.stop();
+});
+
+async function send(url: string, n: number): Promise<void> {
+  await Promise.all(Array.from({ length: n }, (_, i) => fetch(`${url}/generate`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input_ids: [1, 2, 3, i], sampling_params: { max_new_tokens: 8, temperature: 0, ignore_eos: true }, stream: true }),
+  }).then((r) => r.text())));
+}
+
+test('three routers merged on one page; one lost, then back', async ({ page }) => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(serve!.url);
+  for (const r of routers) await send(r.url, 4);
+
+  // Every router's requests on the one list, keyed by router.
+  for (const label of ['r0', 'r1', 'r2']) await expect(page.locator(`[data-testid="request-row"][data-request-id^="${label}/"]`).first()).toBeVisible({ timeout: 15_000 });
+
+  await page.getByTestId('nav-workers').click();
+  const strip = page.getByTestId('router-strip');
+  await expect(strip.getByTestId('router-row')).toHaveCount(3);
+  for (const label of ['r0', 'r1', 'r2']) await expect(strip.locator(`[data-label="${label}"]`)).toHaveAttribute('data-state', 'connected', { timeout: 10_000 });
+  await expect(strip.getByTestId('router-gaps')).toHaveText(['0', '0', '0']);
+  const health = page.getByTestId('worker-matrix').getByTestId('matrix-health');
+  await expect(health).toHaveText(['healthy on 3 of 3', 'healthy on 3 of 3'], { timeout: 10_000 });
+  await page.screenshot({ path: join(SHOTS, 'hub-3-routers.png') });
+
+  // SIGKILL r1: the page shows it lost (the hub within 2 s, the page's poll on top), the matrix counts 2.
+  const victim = routers[1]!;
+  victim.proc.kill('SIGKILL');
+  await expect(strip.locator('[data-label="r1"]')).toHaveAttribute('data-state', 'lost', { timeout: 3500 });
+  await expect(health).toHaveText(['healthy on 2 of 2', 'healthy on 2 of 2']);
+  await page.screenshot({ path: join(SHOTS, 'hub-router-lost.png') });
+
+  // Started again on its port: back.
+  routers[1] = await spawnRouter(cluster!.workers().map((w) => w.url), victim.port);
+  await expect(strip.locator('[data-label="r1"]')).toHaveAttribute('data-state', 'connected', { timeout: 10_000 });
+  await expect(health).toHaveText(['healthy on 3 of 3', 'healthy on 3 of 3'], { timeout: 10_000 });
+  await send(routers[1]!.url, 2);
+  await page.getByTestId('nav-live').click();
+  await expect(page.locator('[data-testid="request-row"][data-request-id^="r1/"]').first()).toBeVisible();
+  await page.screenshot({ path: join(SHOTS, 'hub-router-back.png') });
+});
