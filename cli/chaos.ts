@@ -99,7 +99,10 @@ export async function run(argv: string[]): Promise<void> {
     if (v.discovery !== undefined) throw new UsageError('--replicas and --discovery do not combine');
     const { runReplicaCampaign, formatReplicaSummary } = await import('../chaos/replicas.ts');
     const durationS = intFlag('duration', v.duration, 30, 1);
+    const { hubCheck } = await import('../chaos/hub-check.ts');
+    const hub = hubCheck((line) => console.error(`[chaos] ${line}`));
     const report = await runReplicaCampaign({
+      hooks: hub,
       durationS,
       workers: intFlag('workers', v.workers, 3, 2),
       replicas,
@@ -109,7 +112,7 @@ export async function run(argv: string[]): Promise<void> {
       maxNewTokens: intFlag('max-new-tokens', v['max-new-tokens'], 128, 1),
       workerKills: Math.max(1, Math.round(durationS / 10)),
       log: (line) => console.error(`[chaos] ${line}`),
-    });
+    }).finally(() => hub.close());
     console.log(v.json ? JSON.stringify(report, null, 2) : formatReplicaSummary(report));
     if (report.violationCount > 0) process.exitCode = 1;
     return;

@@ -135,8 +135,25 @@ export class Hub {
     } catch {
       // unreachable now: follow the URL itself, which the link reports as lost
     }
-    if (!replicas || replicas.length === 0) return this.follow(`${source}`, url);
-    for (const r of replicas) if (typeof r.url === 'string') this.follow(`${source}.${r.index}`, r.url.replace(/\/$/, ''));
+    if (!replicas || replicas.length === 0) {
+      // Unreachable (or no /replicas): a source already followed keeps its links, which report
+      // the router lost and reconnect to it; a second link to the same router would count it twice.
+      if (this.hasSource(source)) return;
+      return this.follow(`${source}`, url);
+    }
+    const plain = this.links.get(`${source}`);
+    for (const r of replicas) {
+      if (typeof r.url !== 'string') continue;
+      const own = r.url.replace(/\/$/, '');
+      // Followed already as a plain URL (it was unreachable when first asked): the same router.
+      if (plain && plain.link.url === own) continue;
+      this.follow(`${source}.${r.index}`, own);
+    }
+  }
+
+  private hasSource(source: number): boolean {
+    for (const key of this.links.keys()) if (key === `${source}` || key.startsWith(`${source}.`)) return true;
+    return false;
   }
 
   private follow(key: string, url: string): void {
