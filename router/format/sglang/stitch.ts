@@ -10,7 +10,7 @@ import { SglangDetokenizer, type TextFinish } from './detokenize.ts';
 /** Output-side lists that SGLang extends per token (and slices in incremental mode). */
 const OUTPUT_LISTS = ['output_token_logprobs', 'output_top_logprobs', 'output_token_ids_logprobs'] as const;
 /** Prompt-side lists: the client keeps attempt 0's; a continuation's cover replayed tokens too. */
-const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs', 'input_token_ids_logprobs'] as const;
+export const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs', 'input_token_ids_logprobs'] as const;
 
 type OutputList = (typeof OUTPUT_LISTS)[number];
 
