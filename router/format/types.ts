@@ -328,6 +328,8 @@ export interface TokenReader {
    * the only one that carries `cached_tokens`): the attempt reads it before it ends.
    */
   readonly trailer?: boolean;
+  /** P/D: the prefill leg's answer (its meta_info), before any frame (FormatAttempt.prefillAnswered). */
+  prefillAnswered?(meta: JsonObject | null): void;
 }
 
 export interface TokenWorker {

