@@ -108,6 +108,15 @@ describe('P/D input logprobs', () => {
     expect(rows[1]!.replayed_tokens).toBeGreaterThan(0);
   });
 
+
+  it('a batch or n > 1 without an aggregated worker: refused by the router, saying why', async () => {
+    for (const b of [{ input_ids: [prompt(7), prompt(8)], sampling_params: { max_new_tokens: 4 } }, { input_ids: prompt(9), sampling_params: { max_new_tokens: 4, n: 2 } }]) {
+      const res = await fetch(router.url + '/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) });
+      const json = (await res.json()) as { error?: { message?: string } };
+      expect(res.status).toBe(400);
+      expect(json.error?.message).toMatch(/not served in P\/D mode without an aggregated worker: a decode server needs one bootstrap room per request/);
+    }
+  });
 });
 
 describe('P/D prompt logprobs through the OpenAI front', () => {
