@@ -75,6 +75,11 @@ export interface AttemptSpec {
   remaining: number | null;
   /** min new tokens for this attempt (already reduced by the replayed tokens). */
   minTokens: number;
+  /**
+   * P/D (docs/pd.md): the attempt's prompt is prefilled by a separate prefill leg, whose answer
+   * the format may need (`FormatAttempt.awaitsPrefill`).
+   */
+  prefillLeg?: boolean;
 }
 
 /** The worker facts a format's attempt needs. */
@@ -136,6 +141,13 @@ export interface FormatAttempt {
   finishHeld?(): boolean;
   /** The answer contains text that cannot be stitched token-exactly. */
   readonly sawText: boolean;
+  /**
+   * P/D: the attempt's frames need its prefill leg's answer (SGLang's input logprobs), so the loop
+   * holds them until that leg answered and then hands them over after `prefillAnswered`.
+   */
+  readonly awaitsPrefill?: boolean;
+  /** P/D: the prefill leg's answer (its meta_info; null: none readable), before any frame. */
+  prefillAnswered?(meta: JsonObject | null): void;
 }
 
 /** The client-facing side of one logical request: its stitched output and its answer's shape. */
@@ -316,6 +328,8 @@ export interface TokenReader {
    * the only one that carries `cached_tokens`): the attempt reads it before it ends.
    */
   readonly trailer?: boolean;
+  /** P/D: the prefill leg's answer (its meta_info), before any frame (FormatAttempt.prefillAnswered). */
+  prefillAnswered?(meta: JsonObject | null): void;
 }
 
 export interface TokenWorker {

@@ -190,10 +190,17 @@ export class RequestPath {
    */
   private async serveUnstitchable(front: Front, parsed: FormatRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight, format: WireFormat, trace: InboundTrace | null, path: string): Promise<void> {
     const { pool, telemetry } = this;
-    const worker = pool.pick(new Set(), null, format.workers);
+    const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
+    // P/D (docs/pd.md): a decode server serves only a request with its bootstrap room, which
+    // Baton gives to the single requests it pairs; these go to an aggregated worker or nowhere.
+    const decodes = new Set(pool.list().filter((w) => w.pdRole === 'decode').map((w) => w.id));
+    const worker = pool.pick(decodes, null, format.workers);
+    if (worker === null && decodes.size > 0) {
+      const what = reason === 'batch' ? 'a batch' : reason === 'n_gt_1' ? 'n > 1' : 'a body Baton cannot parse';
+      return format.writeRequestError(res, parsed.stream, 400, `${what} is not served in P/D mode without an aggregated worker: a decode server needs one bootstrap room per request, which Baton gives only to the single requests it pairs with a prefill server (add --worker URL to serve it)`, headers);
+    }
     entry.worker = worker;
     const started = Date.now();
-    const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
     const src = { id, trace, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
     telemetry.requestAdmitted(src, {
       request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null,

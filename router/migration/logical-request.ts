@@ -50,6 +50,11 @@ class AttemptState implements AttemptHost {
   /** P/D: the leg a failure was attributed to. */
   failedLeg: 'prefill' | 'decode' | null = null;
   pdTimer: NodeJS.Timeout | null = null;
+  /**
+   * P/D: frames of the decode leg kept until the prefill leg answers, for a format that needs its
+   * answer (`FormatAttempt.awaitsPrefill`: SGLang's input logprobs); null: frames go straight on.
+   */
+  held: Buffer[] | null = null;
 
   constructor(
     private readonly loop: LogicalRequest,
@@ -537,6 +542,15 @@ export class LogicalRequest implements ProgressSource {
 
   /** The prefill leg ended. Failed before the decode's first token: the attempt is the prefill leg's failure. */
   onPrefillEnd(a: AttemptState, leg: PrefillLeg): void {
+    if (leg.state === 'done' && a.held !== null) {
+      // Its answer first, then the decode frames that waited for it, then the decode's end if it came.
+      const frames = a.held;
+      a.held = null;
+      a.reader.prefillAnswered?.(leg.answerMeta);
+      for (const f of frames) if (!a.call.ended) a.reader.onFrame(f, 0, f.length);
+      a.call.release();
+      return;
+    }
     if (leg.state !== 'failed' || leg.failure === null || a.call.ended || a.firstFrameAt !== null) return;
     a.failedLeg = 'prefill';
     // A request's own refusal (a 4xx) is passed on as the prefill server wrote it.
@@ -569,6 +583,7 @@ export class LogicalRequest implements ProgressSource {
       replayed: index > 0 ? replayedIds.slice() : [],
       remaining,
       minTokens: remaining === null ? 0 : remainingMinTokens(this.admission.minNewTokens, replayed, remaining),
+      prefillLeg: prefill !== null,
     };
     let body = this.format.attemptBody(this.req, this.promptIds, spec, this.admission.minNewTokens);
     const promptSent = (this.req.promptLength ?? 0) + replayed;
@@ -582,7 +597,18 @@ export class LogicalRequest implements ProgressSource {
     // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.
     // The counts travel only with a unary answer (a stream's headers are long gone by its end).
     a.reader = this.out.attempt(spec, worker, a, index === 0 && this.sink.streaming, this.sink.streaming ? NO_HEADERS : this.countHeaders());
-    a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
+    if (a.pd !== null && a.reader.awaitsPrefill === true) {
+      // The gateway too reads the prefill's answer before the decode's stream when it merges
+      // logprobs (pd_router.rs execute_dual_dispatch_internal). The check costs the held path only.
+      a.held = [];
+      a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => {
+        if (a.held !== null) a.held.push(Buffer.from(buf.subarray(start, end)));
+        else a.reader.onFrame(buf, start, end);
+      }, this.ctx.stalls);
+      a.call.hold();
+    } else {
+      a.call = new UpstreamCall(worker, this.format.generatePath, body, (buf, start, end) => a.reader.onFrame(buf, start, end), this.ctx.stalls);
+    }
     // Whatever writes to the client now (the format through `write`, or a front rendering its own
     // chunks), a full socket pauses this attempt's worker.
     this.sink.feeder = a;

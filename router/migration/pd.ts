@@ -9,6 +9,7 @@ import { randomFillSync } from 'node:crypto';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import { StallWatch } from '../upstream/stall-watch.ts';
 import type { Worker } from '../pool/worker.ts';
+import type { JsonObject } from '../format/types.ts';
 import { classifyTransportFact, type Failure } from './failure.ts';
 
 // --- Rooms ------------------------------------------------------------------------------------
@@ -91,6 +92,8 @@ export class PrefillLeg {
   state: PrefillState = 'waiting';
   failure: Failure | null = null;
   inputLogprobs: unknown[] | null = null;
+  /** The meta_info of its answer (the prompt's logprobs the decode attempt merges: docs/pd.md). */
+  answerMeta: JsonObject | null = null;
   readonly call: UpstreamCall;
   readonly startedAt = Date.now();
   endedAt: number | null = null;
@@ -160,6 +163,7 @@ export class PrefillLeg {
     }
     const lps = meta?.input_token_logprobs;
     if (Array.isArray(lps)) this.inputLogprobs = lps;
+    this.answerMeta = (meta as JsonObject | undefined) ?? null;
     this.call.end({ kind: 'finished' }); // the rest of its stream ([DONE]) is read and dropped
   }
 }

@@ -63,6 +63,9 @@ export class UpstreamCall implements Watched, H1Handler {
   private exchange: H1Exchange | null = null;
   private readonly splitter = new SseSplitter();
   private done = false;
+  /** The owner holds this call's frames (P/D, hold()): its end waits for release(). */
+  private holding = false;
+  private heldEnd: (() => void) | null = null;
   readonly result: Promise<AttemptResult>;
   private resolve!: (r: AttemptResult) => void;
 
@@ -120,6 +123,22 @@ export class UpstreamCall implements Watched, H1Handler {
     this.exchange?.resume();
   }
 
+  /**
+   * The owner keeps the frames it is given for later (a P/D attempt waiting on its prefill leg's
+   * answer): the response's end or error is kept too, and replayed by release() after them.
+   */
+  hold(): void {
+    this.holding = true;
+  }
+
+  release(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    const end = this.heldEnd;
+    this.heldEnd = null;
+    end?.();
+  }
+
   onStall(idleMs: number, firstToken: boolean): void {
     this.abort({ kind: 'transport', fact: { kind: 'stall', idleMs, firstToken, reads: this.chunks, spacing: this.spacing, deadlineMs: this.stalls.interTokenMs(this.spacing) } });
   }
@@ -152,6 +171,10 @@ export class UpstreamCall implements Watched, H1Handler {
 
   onResponseEnd(): void {
     if (this.done) return;
+    if (this.holding) {
+      this.heldEnd = () => this.onResponseEnd();
+      return;
+    }
     if (this.errorBody) {
       this.end({ kind: 'transport', fact: { kind: 'status', status: this.status, body: Buffer.concat(this.errorBody), contentType: this.contentType } });
       return;
@@ -171,6 +194,10 @@ export class UpstreamCall implements Watched, H1Handler {
 
   onResponseError(err: Error): void {
     if (this.done) return;
+    if (this.holding) {
+      this.heldEnd = () => this.onResponseError(err);
+      return;
+    }
     this.end({ kind: 'transport', fact: { kind: 'error', err, responseStarted: this.status !== 0 } });
   }
 }

@@ -83,8 +83,19 @@ export class OpenAiAttempt extends JsonFrameAttempt {
     spec: AttemptSpec,
     host: AttemptHost,
     private readonly reader: TokenReader,
+    /** The client asked for the prompt's logprobs (prompt_logprobs, echo with logprobs). */
+    private readonly wantsPrompt = false,
   ) {
     super(spec, host, DONE);
+  }
+
+  /** P/D: the prompt's logprobs come from the prefill leg (stitch.ts mergePrefillInput). */
+  get awaitsPrefill(): boolean {
+    return this.wantsPrompt && this.spec.prefillLeg === true && this.spec.replayed.length === 0 && this.reader.prefillAnswered !== undefined;
+  }
+
+  prefillAnswered(meta: JsonObject | null): void {
+    this.reader.prefillAnswered?.(meta);
   }
 
   get weightVersion(): string | null {
@@ -237,7 +248,7 @@ export class OpenAiSession implements FormatSession {
 
   attempt(spec: AttemptSpec, worker: WorkerView, host: AttemptHost, _forwardRaw: boolean, headers: Record<string, string>): OpenAiAttempt {
     this.attemptHeaders = headers;
-    return new OpenAiAttempt(this, spec, host, this.worker.reader(worker));
+    return new OpenAiAttempt(this, spec, host, this.worker.reader(worker), (this.req.promptLogprobs ?? null) !== null);
   }
 
   commit(fa: FormatAttempt): void {

@@ -16,7 +16,7 @@ import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import type { GenerateRequest } from './request.ts';
 import { FrameKind, classifyFrame, frameBytes, framePayload, lastScan, matchAt, runningAt, scanCompletionTokens, scanOutputIds } from './sse.ts';
-import { AttemptOutput, LogicalOutput, finishReasonOf, metaOf, type TextRendering } from './stitch.ts';
+import { AttemptOutput, LogicalOutput, finishReasonOf, mergePrefillInput, metaOf, type TextRendering } from './stitch.ts';
 import { SglangDetokenizer } from './detokenize.ts';
 import { IncrementalDecoder } from '../../tokenizer/index.ts';
 import { VALUE_ERROR_TYPE } from '../../sglang-api/errors.ts';
@@ -46,24 +46,40 @@ export class SglangAttempt implements FormatAttempt {
   private readonly ridJson: Buffer;
   /** How far from its end the last running frame had its rid (0: not known): see handleFrame. */
   private tail = 0;
+  /**
+   * P/D: the attempt prefills the original prompt on a prefill leg and the client asked for
+   * logprobs: its frames wait for that leg's answer (the loop holds them) and get its input
+   * logprobs in front of the decode's (`mergePrefillInput`). Such frames are rewritten, never
+   * forwarded as the worker wrote them.
+   */
+  readonly awaitsPrefill: boolean;
+  private prefillMeta: JsonObject | null = null;
 
   constructor(
     private readonly session: SglangSession,
     readonly spec: AttemptSpec,
     private readonly host: AttemptHost,
     /** Frames may be sent to a streaming client as the worker wrote them. */
-    private readonly forwardRaw: boolean,
+    private forwardRaw: boolean,
     private readonly headers: Record<string, string>,
     worker: WorkerView,
   ) {
     this.output = new AttemptOutput(worker.incremental, spec.replayed.length);
-    this.lazy = spec.index === 0 && worker.incremental === false && !session.textAlways;
-    this.scanIds = forwardRaw && worker.incremental === true && !session.req.returnLogprob;
+    // A continuation's input logprobs are replaced by the committed ones (stitch.ts render): it
+    // needs no prefill answer.
+    this.awaitsPrefill = spec.prefillLeg === true && spec.replayed.length === 0 && session.req.returnLogprob;
+    if (this.awaitsPrefill) this.forwardRaw = false;
+    this.lazy = spec.index === 0 && worker.incremental === false && !session.textAlways && !this.awaitsPrefill;
+    this.scanIds = this.forwardRaw && worker.incremental === true && !session.req.returnLogprob;
     this.ridJson = Buffer.from(JSON.stringify(spec.rid));
   }
 
   get tokens(): number {
     return this.output.ids.length;
+  }
+
+  prefillAnswered(meta: JsonObject | null): void {
+    this.prefillMeta = meta;
   }
 
   get sawFrame(): boolean {
@@ -260,6 +276,7 @@ export class SglangAttempt implements FormatAttempt {
         return;
       }
     }
+    if (this.prefillMeta !== null) mergePrefillInput(this.prefillMeta, chunk);
     // Everything before this frame is superseded (cumulative) or already absorbed (incremental).
     this.lastRaw = null;
     this.output.absorb(chunk);
@@ -370,7 +387,7 @@ export class SglangSession implements FormatSession {
       return;
     }
     // Unary: attempt 0 on a cumulative worker wrote the whole answer in its last chunk.
-    if (a.spec.index === 0 && a.output.incremental === false && !this.textAlways) {
+    if (a.spec.index === 0 && a.output.incremental === false && !this.textAlways && !a.awaitsPrefill) {
       const raw = frameBytes(buf, start, end);
       const p = raw.indexOf('{');
       sink.json(200, a.swapId(raw.subarray(p, raw.length - 2)), headers);

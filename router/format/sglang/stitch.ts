@@ -15,6 +15,24 @@ const INPUT_LISTS = ['input_token_logprobs', 'input_top_logprobs', 'input_token_
 type OutputList = (typeof OUTPUT_LISTS)[number];
 
 /**
+ * P/D: the prefill leg's input logprobs in front of the decode leg's, in every chunk that carries
+ * them, as sgl-model-gateway does (pd_router.rs `merge_logprobs_in_json` for a unary answer,
+ * `merge_streaming_logprobs` for each stream chunk). The gateway merges input_token_logprobs only;
+ * Baton merges input_top_logprobs and input_token_ids_logprobs the same way, so the answer equals
+ * an aggregated worker's whatever the client asked (SGLang's decode leg computes no prompt
+ * logprobs: its lists are empty).
+ */
+export function mergePrefillInput(prefill: JsonObject, chunk: JsonObject): void {
+  const meta = chunk.meta_info;
+  if (!isObject(meta)) return;
+  for (const key of INPUT_LISTS) {
+    const p = prefill[key];
+    const d = meta[key];
+    if (Array.isArray(p) && Array.isArray(d)) meta[key] = d.length === 0 ? p : p.concat(d);
+  }
+}
+
+/**
  * Counters the router does not own that grow with an attempt's output: the client sees the sum
  * over attempts (each attempt's worker counts only its own tokens). See docs/trace-rows.md,
  * "meta_info keys across a migration", for every key.

@@ -5,7 +5,7 @@
 import type { Json, JsonObject, TokenConstraint, TokenFrame, TokenLogprob, TokenReader, TokenRequest, TokenWorker, WorkerView } from '../types.ts';
 import { classifyAbort, classifyInBandError } from './failure.ts';
 import { parseGenerateRequest } from './request.ts';
-import { AttemptOutput, finishReasonOf, metaOf } from './stitch.ts';
+import { AttemptOutput, finishReasonOf, mergePrefillInput, metaOf } from './stitch.ts';
 
 /** SGLang's sampling_params (sampling_params.py) for the front's explicit values. */
 function samplingParams(t: TokenRequest): JsonObject {
@@ -65,9 +65,14 @@ class SglangTokenReader implements TokenReader {
   private readonly out: AttemptOutput;
   private seen = 0;
   private promptRead = false;
+  private prefillMeta: JsonObject | null = null;
 
   constructor(worker: WorkerView) {
     this.out = new AttemptOutput(worker.incremental, 0);
+  }
+
+  prefillAnswered(meta: JsonObject | null): void {
+    this.prefillMeta = meta;
   }
 
   read(chunk: JsonObject): TokenFrame {
@@ -78,6 +83,7 @@ class SglangTokenReader implements TokenReader {
       if (failure.kind !== 'worker_abort') return { kind: 'failed', failure };
     }
     const out = this.out;
+    if (this.prefillMeta !== null) mergePrefillInput(this.prefillMeta, chunk);
     out.absorb(chunk);
     const ids = out.ids.slice(this.seen);
     let logprobs: TokenLogprob[] | null = null;
