@@ -97,6 +97,8 @@ test('an external kill -9 of the only vLLM worker: marked at the first broken st
   // The list holds the incident's requests, on an axis fitted to them: a broken stream's bar is in view.
   await expect(page.getByTestId('axis-note')).toHaveText('incident');
   await expect.poll(async () => page.getByTestId('request-row').count()).toBeGreaterThan(0);
+  // The README's picture and docs/dashboard.md's incident, refreshed with BATON_DOC_SHOTS=1.
+  if (process.env.BATON_DOC_SHOTS === '1') await page.screenshot({ path: join(import.meta.dirname, '../docs/images/dashboard-incident.png') });
   await page.getByTestId('search').fill(broken[0]!.request_id);
   const bar = page.locator(`[data-testid="request-row"][data-request-id="${broken[0]!.request_id}"] [data-testid="attempt-bar"][data-worker="${victim.url}"]`);
   await expect(bar).toBeVisible();
