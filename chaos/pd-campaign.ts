@@ -256,10 +256,6 @@ export async function runPdCampaign(o: PdCampaignOptions): Promise<PdCampaignRep
     let next = 0;
     let lastLog = Date.now();
     const one = async (spec: RequestSpec) => {
-      // Prompt logprobs are left out: the router does not yet put the prefill leg's in front of
-      // the decode's (docs/pd.md, "Not done yet"); output logprobs are compared.
-      delete spec.body.logprob_start_len;
-      spec.logprobStartLen = -1;
       const ref: Reference = referenceAnswer(spec);
       const inputs: PromptLists = {};
       for (const key of ['input_token_logprobs', 'input_top_logprobs'] as const) if (ref[key] !== undefined) inputs[key] = [JSON.stringify(ref[key])];

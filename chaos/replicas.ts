@@ -239,7 +239,7 @@ export function formatReplicaSummary(r: ReplicaCampaignReport): string {
   if (k) lines.push(`replica ${k.index} (id ${k.id}) SIGKILLed: its clients got ${k.connectionErrors} connection errors and ${k.inBandErrors} in-band errors; back ${k.restartedAfterMs === null ? 'NEVER' : `after ${k.restartedAfterMs} ms with epoch ${k.epochAfter}`}`);
   lines.push(`worker kills ${r.workerKills}; continuation burst per survivor (${BURST_WINDOW_MS} ms after each kill):`);
   for (const b of r.bursts) lines.push(`  ${b.killed} killed: ${Object.entries(b.bySurvivor).map(([w, n]) => `${w} ${n}`).join(', ')} (peak / even ${b.peakOverEven})`);
-  if (r.hub) lines.push(`hub: ${JSON.stringify(r.hub)}`); // chaos/hub-check.ts: lost/back times, gaps, merged vs /traces
+  if (r.hub) lines.push(`hub: ${JSON.stringify(r.hub)}`);
   lines.push(`violations: ${r.violationCount}`);
   for (const v of r.violations.slice(0, 20)) lines.push(`  ${v}`);
   return lines.join('\n');

@@ -98,7 +98,8 @@ test('copy as curl for a chat request: the command runs against the router and g
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serve.url });
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.goto(serve.url);
-    const row = page.locator('[data-testid=request-row][data-status=finished]').first();
+    // Half the traffic of --sim-format openai is native /generate: take a chat request's row.
+    const row = page.locator('[data-testid=request-row][data-status=finished]').filter({ has: page.locator('[data-testid=badge-format][data-front="/v1/chat/completions"]') }).first();
     await expect(row).toBeVisible({ timeout: 60_000 });
     await row.click();
     const detail = page.getByTestId('request-detail');
