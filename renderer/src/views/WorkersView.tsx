@@ -40,10 +40,13 @@ import { uncovered } from '../store/failure-reason.ts';
 
 function FileWorkers() {
   const store = useStoreApi();
-  useDash((s) => s.version);
+  const version = useDash((s) => s.version);
   const { traces, workers } = store.getState().model;
   const list = useMemo(() => {
     const by = new Map<string, { attempts: number; failed: number; tokens: number }>();
+    // The workers the export recorded come first, whether or not the page kept one of their rows
+    // (its ring keeps a bounded share of ordinary rows); then any other URL the rows name.
+    for (const w of workers.seen.values()) by.set(w.url, { attempts: 0, failed: 0, tokens: 0 });
     for (const r of traces.all()) {
       if (r.kind !== 'attempt') continue;
       const w = by.get(r.worker) ?? { attempts: 0, failed: 0, tokens: 0 };
@@ -53,10 +56,10 @@ function FileWorkers() {
       by.set(r.worker, w);
     }
     return [...by.entries()];
-  }, [traces]);
+  }, [traces, workers, version]);
   return (
     <div className="main">
-      <div className="toolbar"><span>Workers named in the file's attempt rows, with the ids, formats and colours its export recorded (a trace file has no live worker state).</span><span className="count">{list.length} workers</span></div>
+      <div className="toolbar"><span>The workers the file's export recorded and any other its attempt rows name, with their ids, formats and colours (a trace file has no live worker state).</span><span className="count">{list.length} workers</span></div>
       <div className="scroll">
         <div className="cards">
           {list.map(([url, w]) => (
