@@ -4,9 +4,9 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import { securityHeaders, serveStatic } from './static.ts';
+import { listenEdge } from '../router/http/server.ts';
 
 export interface ViewServerOptions {
   /** The trace file: JSON Lines or CSV as Baton exports them. */
@@ -54,16 +54,8 @@ export async function startViewServer(opts: ViewServerOptions): Promise<ViewServ
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...securityHeaders() });
     res.end('not found\n');
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: opts.port ?? 0, host: opts.host ?? '127.0.0.1' }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = opts.host ?? '127.0.0.1';
-  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // Node's default backlog (511): the dashboard's own pages and API.
+  const base = await listenEdge(server, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, backlog: 511 });
   return {
     url: base,
     pageUrl: `${base}/?file=${encodeURIComponent(name)}`,

@@ -3,7 +3,6 @@
 // dashboard's files), answered from the merged picture, and `startHub`, the entry point for
 // `baton serve --router` and for checks such as `baton chaos --replicas`.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { serveEvents } from '../../router/http/events-endpoint.ts';
 import { Routes } from '../../router/http/routes.ts';
@@ -16,6 +15,7 @@ import { serveStatic } from '../static.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import type { RouterLink } from './link.ts';
 import type { DiscoverySource } from '../../router/discovery/types.ts';
+import { listenEdge } from '../../router/http/server.ts';
 
 async function call(link: RouterLink, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await request(`${link.url}${path}`, {
@@ -209,16 +209,8 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
       else res.destroy();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: opts.port ?? 0, host: opts.host ?? '127.0.0.1' }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = opts.host ?? '127.0.0.1';
-  base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // Node's default backlog (511): the dashboard's own pages and API.
+  base = await listenEdge(server, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, backlog: 511 });
   await hub.start();
   for (const source of opts.sources ?? []) await hub.addSource(source);
   return {
