@@ -88,6 +88,7 @@ export async function startReplicatedApp(opts: ReplicatedAppOptions): Promise<Re
     const staticRoot = opts.staticRoot === undefined ? RENDERER_DIST : opts.staticRoot;
     hub = await startHub({
       routers: [replicas.url],
+      routerUrl: replicas.url,
       host: opts.host ?? '127.0.0.1',
       port: opts.dashboardPort ?? 0,
       staticRoot,

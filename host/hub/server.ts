@@ -117,6 +117,11 @@ export interface StartHubOptions extends HubOptions {
   local?: HubLocal;
   /** Where the dashboard's preferences are kept; absent: nowhere. */
   prefs?: PrefsFile | null;
+  /**
+   * The address clients send requests to, which pages name and put in their curl commands (a
+   * `--replicas` primary's shared port); absent: the hub's own.
+   */
+  routerUrl?: string;
 }
 
 export interface HubHandle {
@@ -155,7 +160,7 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
   const hub = new Hub(opts);
   const headers = opts.headers ?? {};
   let base = '';
-  const actions = hubActions(hub, () => base, headers, opts.local);
+  const actions = hubActions(hub, () => opts.routerUrl ?? base, headers, opts.local);
   const routes = new Routes();
   const add = (method: string, path: string, h: (req: IncomingMessage, res: ServerResponse, p: Record<string, string>) => void | Promise<void>) => routes.add(method, path, h, false);
 

@@ -55,7 +55,10 @@ describe('baton serve --replicas 2', () => {
       serve.stdout!.on('data', check);
       void exited.then((code) => reject(new Error(`baton serve exited with ${code} before printing its URL:\n${out}`)));
     });
-    expect(out).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+ \(2 replicas by (node:cluster|SO_REUSEPORT)\)/);
+    const routerUrl = /listening on (http:\/\/127\.0\.0\.1:\d+) \(2 replicas by (node:cluster|SO_REUSEPORT)\)/.exec(out)?.[1];
+    expect(routerUrl).toBeDefined();
+    // The page names the replicas' shared port (its curl commands go there), not the hub's.
+    expect(((await (await fetch(`${url}/api/snapshot`)).json()) as { routerUrl: string }).routerUrl).toBe(routerUrl);
     const live = async () => (await (await fetch(`${url}/api/live`)).json()) as LiveState;
 
     // Both replicas followed, each routing some of the traffic sent to the one shared port.
