@@ -1,7 +1,9 @@
 // `baton serve`: the router with the dashboard in browser mode, and by default a simulated
 // cluster with traffic, all in this process (the simulated workers are child processes).
 import { intFlag, parseFlags, UsageError } from './args.ts';
-import { RENDERER_DIST, resolveAppOptions, startApp, type AppHandle } from '../host/app.ts';
+import { RENDERER_DIST, resolveAppOptions, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
+import { parseReplicas, startReplicatedApp, type ReplicatedAppHandle } from '../host/replicated-app.ts';
+import { ReplicasStartError } from '../host/replicas-process.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
 import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
 
@@ -33,6 +35,10 @@ const HELP = `usage: baton serve [options]
                                    half decode (default 2 + 2), behind the
                                    router in P/D mode (docs/pd.md)
   --sim-pd               the same as --sim-format pd
+  --replicas N           the router as N processes on the one --port
+                         (docs/replicas.md), the dashboard from a hub over
+                         them on a port of its own (default 1: one router,
+                         in this process; also replicas: in --config)
   --config FILE          router settings from a YAML file
                          (docs/configuration.md), e.g. Kubernetes discovery
                          (docs/kubernetes.md); host, port, workers and the
@@ -50,8 +56,8 @@ const HELP = `usage: baton serve [options]
                          Kubernetes Pods or EndpointSlices source selecting
                          the router pods by label); with or without --router
 
-Open the printed dashboard URL in a browser. Ctrl-C stops the router, the
-traffic and the simulated workers.`;
+Open the printed dashboard URL in a browser. Ctrl-C stops the traffic, the
+router (or its replicas, then the hub) and the simulated workers.`;
 
 const OPTIONS = {
   help: { type: 'boolean' },
@@ -67,14 +73,15 @@ const OPTIONS = {
   'sim-format': { type: 'string' },
   'sim-pd': { type: 'boolean' },
   config: { type: 'string' },
+  replicas: { type: 'string' },
   router: { type: 'string', multiple: true },
   'router-token': { type: 'string' },
   'router-discovery': { type: 'string' },
 } as const;
 
 /** `baton serve --router URL ...`: the dashboard over routers that already run (host/hub/). */
-async function runHub(routers: string[], v: { port?: string; host?: string; worker?: string[]; sim?: string; traffic?: boolean; config?: string; 'router-token'?: string; 'router-discovery'?: string }): Promise<void> {
-  for (const flag of ['worker', 'sim', 'traffic', 'config'] as const) {
+async function runHub(routers: string[], v: { port?: string; host?: string; worker?: string[]; sim?: string; traffic?: boolean; config?: string; replicas?: string; 'router-token'?: string; 'router-discovery'?: string }): Promise<void> {
+  for (const flag of ['worker', 'sim', 'traffic', 'config', 'replicas'] as const) {
     if (v[flag] !== undefined) throw new UsageError(`--${flag} does not go with --router: the hub follows routers, it runs none`);
   }
   try {
@@ -146,20 +153,27 @@ export function routerSettings(file: string): Partial<RouterConfig> {
   return rest;
 }
 
-export async function run(argv: string[]): Promise<void> {
+/**
+ * The host's options from `baton serve`'s flags (no --router: that is the hub of runHub), with
+ * `replicas` from --replicas, else the --config file's (or BATON_REPLICAS over it), else 1.
+ */
+export function appOptionsFromArgv(argv: string[]): AppOptions & { replicas: number } {
   const v = parseFlags(argv, OPTIONS);
-  if (v.help) {
-    console.log(HELP);
-    return;
-  }
-  if (v.router !== undefined || v['router-discovery'] !== undefined) return runHub(v.router ?? [], v);
   if (v.traffic && v['no-traffic']) throw new UsageError('--traffic and --no-traffic contradict each other');
   if (v['sim-pd'] && v['sim-format'] !== undefined && v['sim-format'] !== 'pd') throw new UsageError(`--sim-pd and --sim-format ${v['sim-format']} contradict each other`);
   const simFormatFlag = v['sim-pd'] ? 'pd' : v['sim-format'];
   if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed' && simFormatFlag !== 'openai' && simFormatFlag !== 'pd') throw new UsageError(`--sim-format must be sglang, vllm, mixed, openai or pd, got '${simFormatFlag}'`);
   const simFormat: 'sglang' | 'vllm' | 'mixed' | 'openai' | 'pd' | undefined = simFormatFlag;
   if (simFormat === 'pd' && v.sim !== undefined && intFlag('sim', v.sim, 0) === 1) throw new UsageError('--sim-pd needs at least 2 simulated workers (a prefill and a decode)');
-  const opts = {
+  const router = v.config !== undefined ? routerSettings(v.config) : undefined;
+  const { replicas: fromFile, ...settings } = router ?? {};
+  let replicas = fromFile ?? 1;
+  try {
+    if (v.replicas !== undefined) replicas = parseReplicas(v.replicas);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  return {
     ...(v.port !== undefined ? { port: intFlag('port', v.port, 0) } : {}),
     ...(v.host !== undefined ? { host: v.host } : {}),
     workers: v.worker ?? [],
@@ -169,8 +183,25 @@ export async function run(argv: string[]): Promise<void> {
     ...(v.policy !== undefined ? { policy: v.policy } : {}),
     ...(v['token-interval-ms'] !== undefined ? { simTokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20) } : {}),
     ...(simFormat !== undefined ? { simFormat } : {}),
-    ...(v.config !== undefined ? { router: routerSettings(v.config) } : {}),
+    ...(router !== undefined ? { router: settings } : {}),
+    replicas,
   };
+}
+
+/** What `baton serve` runs: one router with the dashboard on its port, or replicas with a hub. */
+interface ServeHost {
+  close(): Promise<void>;
+  lines(): string[];
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const v = parseFlags(argv, OPTIONS);
+  if (v.help) {
+    console.log(HELP);
+    return;
+  }
+  if (v.router !== undefined || v['router-discovery'] !== undefined) return runHub(v.router ?? [], v);
+  const opts = appOptionsFromArgv(argv);
   const { sim, traffic } = resolveAppOptions(opts);
   try {
     await ensureRendererBuilt();
@@ -179,13 +210,13 @@ export async function run(argv: string[]): Promise<void> {
     throw err;
   }
 
-  let app: AppHandle;
+  let host: ServeHost;
   try {
-    app = await startApp(opts);
+    host = opts.replicas > 1 ? replicated(await startReplicatedApp({ ...opts, replicas: opts.replicas }), sim + opts.workers!.length, sim, traffic) : embedded(await startApp(opts), sim, traffic);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') throw new UsageError(`port ${opts.port ?? 30080} is already in use (try --port 0)`);
-    if (err instanceof ConfigError || /worker URL/.test(e.message ?? '')) throw new UsageError(e.message);
+    if (err instanceof ConfigError || (err instanceof ReplicasStartError && err.usage) || /worker URL/.test(e.message ?? '')) throw new UsageError(e.message);
     throw err;
   }
 
@@ -199,14 +230,33 @@ export async function run(argv: string[]): Promise<void> {
     }
     stoppingSince = Date.now();
     console.log(`baton serve: ${signal}, stopping`);
-    await app.close();
+    await host.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  for (const line of host.lines()) console.log(line);
+}
 
-  const workers = app.router.workers();
-  console.log(`baton serve: listening on ${app.router.url}`);
-  console.log(`baton serve: ${workers.length} workers (${sim} simulated), traffic generator ${traffic ? 'on' : 'off'}`);
-  console.log(`dashboard on ${app.dashboardUrl}`);
+function embedded(app: AppHandle, sim: number, traffic: boolean): ServeHost {
+  return {
+    close: () => app.close(),
+    lines: () => [
+      `baton serve: listening on ${app.router.url}`,
+      `baton serve: ${app.router.workers().length} workers (${sim} simulated), traffic generator ${traffic ? 'on' : 'off'}`,
+      `dashboard on ${app.dashboardUrl}`,
+    ],
+  };
+}
+
+function replicated(app: ReplicatedAppHandle, workers: number, sim: number, traffic: boolean): ServeHost {
+  return {
+    close: () => app.close(),
+    lines: () => [
+      `baton serve: listening on ${app.routerUrl} (${app.replicas.length} replicas by ${app.mode === 'cluster' ? 'node:cluster' : 'SO_REUSEPORT'})`,
+      ...app.replicas.map((r) => `  replica ${r.index}: id ${r.id}, pid ${r.pid}, ${r.url}`),
+      `baton serve: ${workers} workers (${sim} simulated), traffic generator ${traffic ? 'on' : 'off'}; dashboard hub on ${app.url}`,
+      `dashboard on ${app.dashboardUrl}`,
+    ],
+  };
 }

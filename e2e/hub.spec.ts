@@ -68,3 +68,27 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
   await expect(page.locator('[data-testid="request-row"][data-request-id^="r1/"]').first()).toBeVisible();
   await page.screenshot({ path: join(SHOTS, 'hub-router-back.png') });
 });
+
+// `baton serve --replicas 2`: the embedded default with its router as two replicas, the page on
+// the hub over them; a simulated worker's card keeps its fault buttons, and a kill is marked.
+test('serve --replicas 2: both replicas on the strip, a simulated worker killed from its card', async ({ page }) => {
+  const replicated = await startServe(['--replicas', '2', '--port', '0', '--sim', '2']);
+  try {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(replicated.url);
+    for (const label of ['r0', 'r1']) await expect(page.locator(`[data-testid="request-row"][data-request-id^="${label}/"]`).first()).toBeVisible({ timeout: 15_000 });
+
+    await page.getByTestId('nav-workers').click();
+    const strip = page.getByTestId('router-strip');
+    await expect(strip.getByTestId('router-row')).toHaveCount(2);
+    for (const label of ['r0', 'r1']) await expect(strip.locator(`[data-label="${label}"]`)).toHaveAttribute('data-state', 'connected', { timeout: 10_000 });
+    const victim = page.getByTestId('worker-card').first();
+    await victim.getByTestId('sim-kill').click();
+    await page.getByTestId('confirm-ok').click();
+    await expect(victim).toHaveAttribute('data-health', /killed/);
+    await expect(page.getByTestId('worker-matrix').getByTestId('matrix-health').first()).toHaveText('healthy on 0 of 2', { timeout: 10_000 });
+    await page.screenshot({ path: join(SHOTS, 'hub-serve-replicas.png') });
+  } finally {
+    await replicated.stop();
+  }
+});

@@ -1,6 +1,6 @@
-// The Electron main process, kept thin: it starts the same host as `baton serve` (router,
-// simulated cluster, traffic), opens one locked-down window on the Vite build, and bridges the
-// router's events to it in batches. Everything worth testing lives in Electron-free modules.
+// The Electron main process, kept thin: it starts the same host as `baton serve` (router or
+// replicas, simulated cluster, traffic), opens one locked-down window on the Vite build, and
+// bridges the router's events to it in batches. Everything worth testing lives in Electron-free modules.
 import { createWriteStream } from 'node:fs';
 import { appendFile, open, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { RENDERER_DIST, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
+import { parseReplicas, startReplicatedApp } from '../host/replicated-app.ts';
 import type { EventListener } from '../router/api.ts';
 import type { HostActions, RequestOutput } from '../host/contract.ts';
 import { contextRecord, csvHeaderColumns, exportFileName, traceQuery } from '../host/export-query.ts';
@@ -27,9 +28,10 @@ const PRELOAD = join(HERE, 'preload.cjs');
 const DEFAULT_PORT = 30080;
 
 /**
- * Options from the command line (`npm start -- --worker URL --port P --sim N`, the same flags as
- * `baton serve`) and the environment (BATON_PORT, BATON_WORKERS comma-separated, BATON_SIM).
- * Electron and Chromium add switches of their own to argv: anything unknown is ignored.
+ * Options from the command line (`npm start -- --worker URL --port P --sim N --replicas N`, the
+ * same flags as `baton serve`) and the environment (BATON_PORT, BATON_WORKERS comma-separated,
+ * BATON_SIM, BATON_REPLICAS). Electron and Chromium add switches of their own to argv: anything
+ * unknown is ignored; a bad --replicas is refused (RangeError).
  */
 export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): AppOptions {
   const flag = (name: string): string[] => argv.flatMap((a, i) => {
@@ -39,6 +41,7 @@ export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): App
   const workers = [...flag('worker'), ...(env.BATON_WORKERS ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
   const port = flag('port')[0] ?? env.BATON_PORT;
   const sim = flag('sim')[0] ?? env.BATON_SIM;
+  const replicas = flag('replicas')[0] ?? env.BATON_REPLICAS;
   // `--sim-pd` is a switch: the P/D demo cluster (`--sim-format pd`).
   const simFormat = argv.includes('--sim-pd') ? 'pd' : flag('sim-format')[0] ?? env.BATON_SIM_FORMAT;
   return {
@@ -46,13 +49,15 @@ export function appOptions(argv: readonly string[], env: NodeJS.ProcessEnv): App
     workers,
     ...(sim !== undefined ? { sim: Number(sim) } : {}),
     ...(simFormat === 'sglang' || simFormat === 'vllm' || simFormat === 'mixed' || simFormat === 'openai' || simFormat === 'pd' ? { simFormat } : {}),
+    ...(replicas !== undefined ? { replicas: parseReplicas(replicas, flag('replicas').length > 0 ? '--replicas' : 'BATON_REPLICAS') } : {}),
     staticRoot: null,
   };
 }
 
 /**
- * What the window is bridged to: the embedded router's host, or with `--router URL` (repeatable,
- * or BATON_ROUTERS comma-separated) a dashboard hub over routers that already run (host/hub/).
+ * What the window is bridged to: the embedded router's host; with `--router URL` (repeatable, or
+ * BATON_ROUTERS comma-separated) a dashboard hub over routers that already run (host/hub/); with
+ * `--replicas N` the embedded default's hub over its replicas (host/replicated-app.ts).
  */
 interface WindowHost {
   url: string;
@@ -68,6 +73,22 @@ export function hubRouters(argv: readonly string[], env: NodeJS.ProcessEnv): str
   return [...flags, ...(env.BATON_ROUTERS ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
 }
 
+/**
+ * What the window is bridged to, from the command line and the environment: a hub over routers
+ * that run (--router), the embedded default with the router as replicas and a hub over them
+ * (--replicas N > 1, host/replicated-app.ts), or the embedded default with one router.
+ */
+export function hostChoice(argv: readonly string[], env: NodeJS.ProcessEnv): { kind: 'hub'; routers: string[] } | { kind: 'replicas' | 'embedded'; opts: AppOptions } {
+  const routers = hubRouters(argv, env);
+  const opts = appOptions(argv, env);
+  const replicas = opts.replicas ?? 1;
+  if (routers.length > 0) {
+    if (replicas > 1) throw new RangeError('--replicas does not go with --router (or BATON_ROUTERS): the hub follows routers, it runs none');
+    return { kind: 'hub', routers };
+  }
+  return { kind: replicas > 1 ? 'replicas' : 'embedded', opts };
+}
+
 function embedded(app: AppHandle): WindowHost {
   return { url: app.router.url, actions: app.actions, subscribe: app.subscribe, requestOutput: (id) => app.router.requestOutput(id), close: app.close };
 }
@@ -79,23 +100,26 @@ async function hubHost(routers: string[]): Promise<WindowHost> {
     url: hub.url,
     actions: hub.actions,
     subscribe: (listener) => hub.hub.bus.subscribe(listener),
-    requestOutput: async (id) => {
-      const res = await fetch(`${hub.url}/requests/${encodeURIComponent(id)}/output`);
-      return res.ok ? ((await res.json()) as RequestOutput) : null;
-    },
+    requestOutput: (id) => hub.requestOutput(id),
     close: () => hub.close(),
   };
 }
 
 /** The router's usual port when free, else any: a second window must not fail to start. */
-async function startHost(opts: AppOptions): Promise<AppHandle> {
-  if (opts.port !== undefined) return startApp(opts);
+async function onUsualPort<T>(opts: AppOptions, start: (opts: AppOptions) => Promise<T>): Promise<T> {
+  if (opts.port !== undefined) return start(opts);
   try {
-    return await startApp({ ...opts, port: DEFAULT_PORT });
+    return await start({ ...opts, port: DEFAULT_PORT });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    return startApp({ ...opts, port: 0 });
+    return start({ ...opts, port: 0 });
   }
+}
+
+async function startHost(choice: ReturnType<typeof hostChoice>): Promise<WindowHost> {
+  if (choice.kind === 'hub') return hubHost(choice.routers);
+  if (choice.kind === 'replicas') return onUsualPort(choice.opts, (o) => startReplicatedApp({ ...o, replicas: o.replicas! }));
+  return embedded(await onUsualPort(choice.opts, startApp));
 }
 
 /** The first few KiB of a file: enough for a CSV header line. */
@@ -151,9 +175,9 @@ export async function runElectronApp(electron: ElectronLike): Promise<void> {
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } }));
 
   await ensureRendererBuilt();
-  const routers = hubRouters(process.argv.slice(1), process.env);
-  const host = routers.length > 0 ? await hubHost(routers) : embedded(await startHost(appOptions(process.argv.slice(1), process.env)));
-  console.log(`baton: ${routers.length > 0 ? 'hub' : 'router'} listening on ${host.url}`);
+  const choice = hostChoice(process.argv.slice(1), process.env);
+  const host = await startHost(choice);
+  console.log(`baton: ${choice.kind === 'embedded' ? 'router' : 'hub'} listening on ${host.url}`);
 
   let win: BrowserWindowLike | null = new BrowserWindow(windowOptions(PRELOAD));
   const send = (channel: string, payload: unknown) => {

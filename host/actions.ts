@@ -4,7 +4,7 @@
 import type { RouterHandle } from '../router/api.ts';
 import type { RouterStats } from '../router/events/types.ts';
 import type { TraceRow } from '../router/trace/row.ts';
-import type { HostActions, LiveState, SimAction, Snapshot, TrafficSettings } from './contract.ts';
+import type { FaultMark, HostActions, LiveState, SimAction, Snapshot, TrafficSettings } from './contract.ts';
 import { FaultLog } from './fault-log.ts';
 import { HostError } from './host-error.ts';
 import { ProbeNotes } from './probe-notes.ts';
@@ -63,7 +63,25 @@ export function workerUrl(input: unknown): string {
   return url.toString().replace(/\/$/, '');
 }
 
-export function createActions(ctx: ActionContext): HostActions {
+/** What pages draw of a fault log: the markers of the last 15 minutes (the longest chart window), at most 200. */
+export function recentFaults(faults: FaultLog): FaultMark[] {
+  const since = Date.now() - 15 * 60_000;
+  return faults.list().filter((m) => m.t >= since).slice(-200);
+}
+
+/** What the host runs itself beside the routing: the same whether one router or a hub of replicas routes. */
+export interface LocalParts {
+  sim: SimControl | null;
+  traffic: TrafficGenerator | null;
+  faults: FaultLog;
+  /** The worker (as the page names it) of a simulated index, for the fault marker of an action on it. */
+  simWorker(index: number): { id: string; url: string } | null;
+  /** The id the traffic generator gave a request, from the id the page shows (a hub's `r0/<id>`). */
+  sentId?(requestId: string): string;
+}
+
+/** The actions on the simulated cluster and the traffic generator, for createActions and the hub's actions alike. */
+export function localActions(ctx: LocalParts): Pick<HostActions, 'requestBody' | 'simWorkers' | 'simAction' | 'traffic' | 'setTraffic'> {
   const sim = (): SimControl => {
     if (!ctx.sim) throw new HostError(404, 'no simulated cluster is running');
     return ctx.sim;
@@ -72,13 +90,43 @@ export function createActions(ctx: ActionContext): HostActions {
     if (!ctx.traffic) throw new HostError(404, 'no traffic generator is running');
     return ctx.traffic;
   };
-
-  const faults = ctx.faults ?? new FaultLog();
-  // What pages draw: the markers of the last 15 minutes (the longest chart window), at most 200.
-  const recentFaults = () => {
-    const since = Date.now() - 15 * 60_000;
-    return faults.list().filter((m) => m.t >= since).slice(-200);
+  return {
+    requestBody(requestId: string) {
+      const sent = ctx.sentId?.(String(requestId)) ?? String(requestId);
+      const body = ctx.traffic?.body(sent);
+      if (body === undefined || body === null) return null;
+      const path = ctx.traffic?.path(sent);
+      return { request_id: String(requestId), body, ...(path ? { path } : {}) };
+    },
+    simWorkers: () => ctx.sim?.workers() ?? null,
+    async simAction(index: number, action: SimAction) {
+      if (!Number.isInteger(index) || index < 0) throw new HostError(400, 'sim index must be a non-negative integer');
+      if (!isSimAction(action)) throw new HostError(400, `unknown sim action '${String(action)}'`);
+      try {
+        const before = ctx.simWorker(index);
+        const t = Date.now(); // when it was asked for: a kill lands now, not when the process is reaped
+        const after = await sim().apply(index, action);
+        ctx.faults.record(action, before?.id ?? null, before?.url ?? after.find((w) => w.index === index)?.url ?? null, 'dashboard', null, t);
+        return after;
+      } catch (err) {
+        if (err instanceof SimActionError) throw new HostError(404, err.message);
+        throw err;
+      }
+    },
+    traffic: () => ctx.traffic?.status() ?? null,
+    setTraffic(patch: Partial<TrafficSettings>) {
+      try {
+        return traffic().update(parseTrafficPatch(patch));
+      } catch (err) {
+        if (err instanceof TrafficSettingsError) throw new HostError(400, err.message);
+        throw err;
+      }
+    },
   };
+}
+
+export function createActions(ctx: ActionContext): HostActions {
+  const faults = ctx.faults ?? new FaultLog();
   const probes = ctx.probes ?? new ProbeNotes();
   const workerById = (id: string) => ctx.router.workers().find((w) => w.id === id) ?? null;
   const simWorker = (index: number) => ctx.router.workers().find((w) => w.sim_index === index) ?? null;
@@ -95,40 +143,20 @@ export function createActions(ctx: ActionContext): HostActions {
         sim: ctx.sim?.workers() ?? null,
         traffic: ctx.traffic?.status() ?? null,
         router,
-        faults: recentFaults(),
+        faults: recentFaults(faults),
       };
     },
     async live(): Promise<LiveState> {
       const router = await routerStats(ctx.router);
       const workers = router?.workers ?? ctx.router.workers();
       faults.sync(workers);
-      return { t: Date.now(), router, faults: recentFaults(), sim: ctx.sim?.workers() ?? null, probes: probes.update(workers) };
+      return { t: Date.now(), router, faults: recentFaults(faults), sim: ctx.sim?.workers() ?? null, probes: probes.update(workers) };
     },
     traceRows(requestId: string) {
       if (typeof requestId !== 'string' || requestId === '') throw new HostError(400, 'request id must be a non-empty string');
       return ctx.router.traceRows({ request: requestId });
     },
-    requestBody(requestId: string) {
-      const body = ctx.traffic?.body(String(requestId));
-      if (body === undefined || body === null) return null;
-      const path = ctx.traffic?.path(String(requestId));
-      return { request_id: String(requestId), body, ...(path ? { path } : {}) };
-    },
-    simWorkers: () => ctx.sim?.workers() ?? null,
-    async simAction(index: number, action: SimAction) {
-      if (!Number.isInteger(index) || index < 0) throw new HostError(400, 'sim index must be a non-negative integer');
-      if (!isSimAction(action)) throw new HostError(400, `unknown sim action '${String(action)}'`);
-      try {
-        const before = simWorker(index);
-        const t = Date.now(); // when it was asked for: a kill lands now, not when the process is reaped
-        const after = await sim().apply(index, action);
-        faults.record(action, before?.id ?? null, before?.url ?? after.find((w) => w.index === index)?.url ?? null, 'dashboard', null, t);
-        return after;
-      } catch (err) {
-        if (err instanceof SimActionError) throw new HostError(404, err.message);
-        throw err;
-      }
-    },
+    ...localActions({ sim: ctx.sim, traffic: ctx.traffic, faults, simWorker }),
     async addWorker(url: string) {
       const info = await ctx.router.addWorker(workerUrl(url));
       faults.record('add', info.id, info.url);
@@ -144,15 +172,6 @@ export function createActions(ctx: ActionContext): HostActions {
       if (!ctx.router.drainWorker(String(id), Boolean(draining))) throw new HostError(404, `no worker '${id}'`);
       faults.record(draining ? 'drain' : 'undrain', String(id), workerById(String(id))?.url ?? null);
       return true;
-    },
-    traffic: () => ctx.traffic?.status() ?? null,
-    setTraffic(patch: Partial<TrafficSettings>) {
-      try {
-        return traffic().update(parseTrafficPatch(patch));
-      } catch (err) {
-        if (err instanceof TrafficSettingsError) throw new HostError(400, err.message);
-        throw err;
-      }
     },
   };
 }

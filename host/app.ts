@@ -13,7 +13,7 @@ import { addHostRoutes } from './http-api.ts';
 import { defaultPrefsFile, PrefsFile } from './prefs.ts';
 import { InFlightEvents } from './inflight.ts';
 import { SimControl, type SimClusterLike } from './sim-control.ts';
-import { TrafficGenerator } from './traffic.ts';
+import { TrafficGenerator, type TrafficFormat } from './traffic.ts';
 
 export const DEFAULT_SIM_WORKERS = 3;
 /** A simulated P/D cluster: 2 prefill and 2 decode workers. */
@@ -62,6 +62,11 @@ export interface AppOptions {
   simFormat?: SimFormatChoice;
   /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
   staticRoot?: string | null;
+  /**
+   * Router processes on the one port (`baton serve --replicas N`): above 1, host/replicated-app.ts
+   * starts them under a primary and serves the dashboard from a hub; 1 or absent: this host.
+   */
+  replicas?: number;
   /** Router settings beside the ones above (`baton serve --config`: Kubernetes discovery, drains). */
   router?: Partial<RouterConfig>;
   deps?: Partial<AppDeps>;
@@ -87,15 +92,54 @@ export function resolveAppOptions(opts: AppOptions): { sim: number; traffic: boo
   const realWorkers = opts.workers?.length ?? 0;
   const sim = opts.sim ?? (realWorkers === 0 ? (opts.simFormat === 'pd' ? DEFAULT_SIM_PD_WORKERS : DEFAULT_SIM_WORKERS) : 0);
   const traffic = opts.traffic ?? (sim > 0 && realWorkers === 0);
+  if (opts.simFormat === 'pd' && sim < 2 && sim !== 0) throw new Error('a simulated P/D cluster needs at least 2 workers (a prefill and a decode)');
   return { sim, traffic };
 }
 
+/** The simulated cluster's settings (`sim` workers) for these options: one host or replicas alike. */
+export function clusterConfig(opts: AppOptions, sim: number): ClusterConfig {
+  const pd = opts.simFormat === 'pd';
+  return {
+    workers: sim,
+    port: 0,
+    tokenIntervalMs: opts.simTokenIntervalMs ?? 20,
+    ...(opts.simFormat === 'vllm' || opts.simFormat === 'mixed' ? { format: opts.simFormat } : {}),
+    ...(opts.simFormat === 'openai' ? { tokenizer: bundledTokenizerDir() } : {}),
+    // Half prefill (the larger half), then half decode; their roles are probed by the router.
+    ...(pd ? { roles: Array.from({ length: sim }, (_, i) => (i < Math.ceil(sim / 2) ? 'prefill' : 'decode')) } : {}),
+  };
+}
+
+/** The router's settings for these options (each replica's, with `--replicas`). */
+export function routerConfig(opts: AppOptions): RouterConfig {
+  return {
+    ...opts.router,
+    host: opts.host ?? '127.0.0.1',
+    // Without a port the router's default applies (30080), so scripts can find it.
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+    workers: opts.workers ?? [],
+    ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
+    ...(opts.policy !== undefined ? { policy: opts.policy } : {}),
+    ...(opts.simFormat === 'openai' ? { tokenizers: [bundledTokenizerDir()] } : {}),
+    ...(opts.simFormat === 'pd' ? { pdDisaggregation: true } : {}),
+  };
+}
+
+/**
+ * The traffic generator's formats: each one the simulated workers speak (a mixed cluster gets
+ * both); the OpenAI demo sends chat completions, and native requests beside them.
+ */
+export function trafficFormats(opts: AppOptions): TrafficFormat[] {
+  if (opts.simFormat === 'mixed') return ['sglang', 'vllm'];
+  if (opts.simFormat === 'vllm') return ['vllm'];
+  if (opts.simFormat === 'openai') return ['openai', 'openai', 'sglang'];
+  return ['sglang'];
+}
+
 export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
+  if ((opts.replicas ?? 1) > 1) throw new Error('startApp runs one router: replicas are startReplicatedApp\'s (host/replicated-app.ts)');
   const deps = { ...defaultDeps, ...opts.deps };
   const { sim, traffic } = resolveAppOptions(opts);
-  const openai = opts.simFormat === 'openai';
-  const pd = opts.simFormat === 'pd';
-  if (pd && sim < 2 && sim !== 0) throw new Error('a simulated P/D cluster needs at least 2 workers (a prefill and a decode)');
   const cleanups: (() => Promise<void> | void)[] = [];
   const close = async () => {
     // Reverse order: traffic stops before the router, the router before its workers.
@@ -106,29 +150,11 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
   try {
     let cluster: SimClusterLike | null = null;
     if (sim > 0) {
-      cluster = await deps.startCluster({
-        workers: sim,
-        port: 0,
-        tokenIntervalMs: opts.simTokenIntervalMs ?? 20,
-        ...(opts.simFormat === 'vllm' || opts.simFormat === 'mixed' ? { format: opts.simFormat } : {}),
-        ...(openai ? { tokenizer: bundledTokenizerDir() } : {}),
-        // Half prefill (the larger half), then half decode; their roles are probed by the router.
-        ...(pd ? { roles: Array.from({ length: sim }, (_, i) => (i < Math.ceil(sim / 2) ? 'prefill' : 'decode')) } : {}),
-      });
+      cluster = await deps.startCluster(clusterConfig(opts, sim));
       const started = cluster;
       cleanups.push(() => started.stop());
     }
-    const router = await deps.startRouter({
-      ...opts.router,
-      host: opts.host ?? '127.0.0.1',
-      // Without a port the router's default applies (30080), so scripts can find it.
-      ...(opts.port !== undefined ? { port: opts.port } : {}),
-      workers: opts.workers ?? [],
-      ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
-      ...(opts.policy !== undefined ? { policy: opts.policy } : {}),
-      ...(openai ? { tokenizers: [bundledTokenizerDir()] } : {}),
-      ...(pd ? { pdDisaggregation: true } : {}),
-    });
+    const router = await deps.startRouter(routerConfig(opts));
     cleanups.push(() => router.close());
 
     const inflight = new InFlightEvents();
@@ -144,10 +170,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AppHandle> {
 
     let generator: TrafficGenerator | null = null;
     if (traffic) {
-      // Traffic in each format the simulated workers speak (a mixed cluster gets both).
-      // The OpenAI demo sends chat completions, and native requests beside them.
-      const formats = opts.simFormat === 'mixed' ? (['sglang', 'vllm'] as const) : opts.simFormat === 'vllm' ? (['vllm'] as const) : openai ? (['openai', 'openai', 'sglang'] as const) : (['sglang'] as const);
-      generator = new TrafficGenerator({ url: router.url, settings: opts.trafficSettings ?? {}, formats: [...formats] });
+      generator = new TrafficGenerator({ url: router.url, settings: opts.trafficSettings ?? {}, formats: trafficFormats(opts) });
       const started = generator;
       cleanups.push(() => started.stop());
     }

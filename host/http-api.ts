@@ -1,5 +1,5 @@
 // Browser mode's HTTP API and the dashboard's files, added to the router's own server with
-// addRoute. Events travel on the router's `/events` (SSE) and exports on its `/traces`.
+// addRoute, or to a dashboard hub's (host/hub/server.ts). Events travel on the router's `/events` (SSE) and exports on its `/traces`.
 import type { RouteHandler, RouterHandle } from '../router/api.ts';
 import type { HostActions } from './contract.ts';
 import { checkMutation, guarded, readJson, sendJson } from './http-json.ts';
@@ -28,7 +28,8 @@ function field(body: unknown, name: string): unknown {
   return body !== null && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 }
 
-export function addHostRoutes(router: RouterHandle, actions: HostActions, staticRoot: string | null, prefs: PrefsFile | null = null): void {
+/** `router`: a router (its admin-token routes) or a hub's server (host/hub/server.ts). */
+export function addHostRoutes(router: Pick<RouterHandle, 'addRoute'>, actions: HostActions, staticRoot: string | null, prefs: PrefsFile | null = null): void {
   router.addRoute('GET', '/api/snapshot', (_req, res) => guarded(res, async () => sendJson(res, 200, await actions.snapshot())));
 
   const missing = (name: string) => new HostError(404, `this host does not offer ${name}`);

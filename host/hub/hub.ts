@@ -24,6 +24,12 @@ export interface HubOptions {
   rowsPerRouter?: number;
   /** How often each given URL's /replicas is read again (replicas restart, new ones appear). */
   replicasMs?: number;
+  /**
+   * The index of a worker URL in the host's own simulated cluster, else null (`baton serve
+   * --replicas`): the routers were given it as a plain URL, the hub marks it simulated so that
+   * pages show its fault buttons.
+   */
+  simIndex?(url: string): number | null;
 }
 
 /** A row of GET /replicas (the replicas' contract). */
@@ -316,7 +322,8 @@ export class Hub {
       inFlight += info.in_flight;
       draining ||= info.draining;
     }
-    return { ...worst, id: this.hubWorkerId(url), circuit, in_flight: inFlight, draining };
+    const simIndex = this.opts.simIndex?.(url) ?? null;
+    return { ...worst, id: this.hubWorkerId(url), circuit, in_flight: inFlight, draining, ...(simIndex !== null ? { simulated: true, sim_index: simIndex } : {}) };
   }
 
   private sendWorker(url: string): void {

@@ -8,10 +8,15 @@ import { serveEvents } from '../../router/http/events-endpoint.ts';
 import { Routes } from '../../router/http/routes.ts';
 import { matches } from '../../router/trace/store.ts';
 import { parseTraceQuery, streamTraces, TraceQueryError } from '../../router/http/traces-endpoint.ts';
-import type { HostActions, LiveState, RouterLinkStatus } from '../contract.ts';
+import { localActions, recentFaults } from '../actions.ts';
+import type { HostActions, LiveState, RequestOutput, RouterLinkStatus } from '../contract.ts';
+import { FaultLog } from '../fault-log.ts';
 import { HostError } from '../host-error.ts';
-import { checkMutation, guarded, readJson, sendJson } from '../http-json.ts';
-import { serveStatic } from '../static.ts';
+import { addHostRoutes } from '../http-api.ts';
+import { guarded, sendJson } from '../http-json.ts';
+import type { PrefsFile } from '../prefs.ts';
+import type { SimControl } from '../sim-control.ts';
+import type { TrafficGenerator } from '../traffic.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import type { RouterLink } from './link.ts';
 import type { DiscoverySource } from '../../router/discovery/types.ts';
@@ -35,11 +40,26 @@ async function call(link: RouterLink, method: string, path: string, headers: Rec
   return { status: res.statusCode, json };
 }
 
-/** The host actions over a hub: no simulated cluster or traffic of its own; worker actions go to every router. */
-export function hubActions(hub: Hub, url: () => string, headers: Record<string, string> = {}): HostActions {
-  const noSim = () => {
-    throw new HostError(404, 'no simulated cluster is running (the hub follows routers; act on their workers)');
-  };
+/** What a hub's host runs beside the routers it follows (`baton serve --replicas`): none for `--router`. */
+export interface HubLocal {
+  sim: SimControl | null;
+  traffic: TrafficGenerator | null;
+}
+
+/**
+ * The host actions over a hub: worker actions go to every router; the simulated cluster and the
+ * traffic generator, when the host runs them, as in a host of one router (actions.ts localActions).
+ */
+export function hubActions(hub: Hub, url: () => string, headers: Record<string, string> = {}, local: HubLocal = { sim: null, traffic: null }): HostActions {
+  // Markers for the charts: dashboard actions, and workers the merged picture shows going down.
+  const faults = new FaultLog();
+  hub.bus.subscribe((e) => faults.observe(e));
+  const own = localActions({
+    ...local,
+    faults,
+    simWorker: (index) => hub.workers().find((w) => w.sim_index === index) ?? null,
+    sentId: (id) => hub.owner(id)?.id ?? id,
+  });
   const everyRouter = async (what: string, calls: { link: RouterLink; path: string; method: string; body?: unknown }[]) => {
     if (calls.length === 0) throw new HostError(404, `no router knows that worker`);
     const results = await Promise.allSettled(calls.map((c) => call(c.link, c.method, c.path, headers, c.body)));
@@ -48,9 +68,11 @@ export function hubActions(hub: Hub, url: () => string, headers: Record<string, 
     return results;
   };
   return {
-    snapshot: () => hub.snapshot(url()),
+    snapshot: () => ({ ...hub.snapshot(url()), sim: own.simWorkers(), traffic: own.traffic(), faults: recentFaults(faults) }),
     async live(): Promise<LiveState> {
-      return { t: Date.now(), router: hub.stats(), faults: [], sim: null, probes: [], hub: hub.state() };
+      const router = hub.stats();
+      faults.sync(router.workers);
+      return { t: Date.now(), router, faults: recentFaults(faults), sim: own.simWorkers(), probes: [], hub: hub.state() };
     },
     traceRows(requestId: string) {
       if (typeof requestId !== 'string' || requestId === '') throw new HostError(400, 'request id must be a non-empty string');
@@ -58,31 +80,28 @@ export function hubActions(hub: Hub, url: () => string, headers: Record<string, 
       if (!owner) throw new HostError(404, `'${requestId}' is not a hub request id (<router>/<id>)`);
       return owner.rows();
     },
-    requestBody: () => null,
-    simWorkers: () => null,
-    simAction: async () => noSim(),
+    ...own,
     async addWorker(workerUrl: string) {
       if (typeof workerUrl !== 'string' || workerUrl === '') throw new HostError(400, 'url must be a non-empty string');
       await everyRouter('adding the worker', hub.allLinks().map((link) => ({ link, method: 'POST', path: '/workers', body: { url: workerUrl } })));
       const w = hub.workers().find((x) => x.url === workerUrl.replace(/\/$/, ''));
+      faults.record('add', w?.id ?? null, workerUrl);
       if (w) return w;
       throw new HostError(202, 'asked every router; the worker appears when they report it');
     },
     removeWorker(id: string) {
       const targets = hub.routerWorkerIds(String(id));
       if (targets.length === 0) throw new HostError(404, `no worker '${id}'`);
+      faults.record('remove', String(id), hub.workers().find((w) => w.id === String(id))?.url ?? null);
       void everyRouter('removing the worker', targets.map((t) => ({ link: t.link, method: 'DELETE', path: `/workers/${encodeURIComponent(t.id)}` }))).catch(() => undefined);
       return true;
     },
     drainWorker(id: string, draining: boolean) {
       const targets = hub.routerWorkerIds(String(id));
       if (targets.length === 0) throw new HostError(404, `no worker '${id}'`);
+      faults.record(draining ? 'drain' : 'undrain', String(id), hub.workers().find((w) => w.id === String(id))?.url ?? null);
       void everyRouter('draining the worker', targets.map((t) => ({ link: t.link, method: 'PUT', path: `/workers/${encodeURIComponent(t.id)}`, body: { draining: Boolean(draining) } }))).catch(() => undefined);
       return true;
-    },
-    traffic: () => null,
-    setTraffic: () => {
-      throw new HostError(404, 'no traffic generator is running');
     },
   };
 }
@@ -94,6 +113,15 @@ export interface StartHubOptions extends HubOptions {
   staticRoot?: string | null;
   /** Discovery sources that find routers (the Kubernetes sources set to select router pods). */
   sources?: DiscoverySource[];
+  /** The host's own simulated cluster and traffic generator (`baton serve --replicas`). */
+  local?: HubLocal;
+  /** Where the dashboard's preferences are kept; absent: nowhere. */
+  prefs?: PrefsFile | null;
+  /**
+   * The address clients send requests to, which pages name and put in their curl commands (a
+   * `--replicas` primary's shared port); absent: the hub's own.
+   */
+  routerUrl?: string;
 }
 
 export interface HubHandle {
@@ -103,6 +131,8 @@ export interface HubHandle {
   actions: HostActions;
   /** Each router's state and counts, and the merged totals. */
   status(): HubStatus;
+  /** A request's output, from the router that owns it (GET /requests/:id/output); null when there is none. */
+  requestOutput(id: string): Promise<RequestOutput | null>;
   close(): Promise<void>;
 }
 
@@ -130,38 +160,16 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
   const hub = new Hub(opts);
   const headers = opts.headers ?? {};
   let base = '';
-  const actions = hubActions(hub, () => base, headers);
+  const actions = hubActions(hub, () => opts.routerUrl ?? base, headers, opts.local);
   const routes = new Routes();
   const add = (method: string, path: string, h: (req: IncomingMessage, res: ServerResponse, p: Record<string, string>) => void | Promise<void>) => routes.add(method, path, h, false);
 
   add('GET', '/events', (req, res) => serveEvents(hub.bus, req, res, { flushMs: 100, maxQueued: 20_000, router: hub.instance }));
   add('GET', '/hub', (_req, res) => sendJson(res, 200, hub.state()));
   add('GET', '/stats', (_req, res) => sendJson(res, 200, hub.stats()));
-  add('GET', '/api/snapshot', (_req, res) => guarded(res, async () => sendJson(res, 200, await actions.snapshot())));
-  add('GET', '/api/live', (_req, res) => guarded(res, async () => sendJson(res, 200, await actions.live!())));
-  add('GET', '/api/requests/:id/rows', (_req, res, p) => guarded(res, () => sendJson(res, 200, { rows: actions.traceRows!(p.id ?? '') })));
-  add('GET', '/api/requests/:id/body', (_req, res, p) => guarded(res, () => {
-    throw new HostError(404, `no body kept for request '${p.id}': the hub sends no traffic of its own`);
-  }));
-  add('GET', '/api/sim', (_req, res) => sendJson(res, 200, { workers: null }));
-  add('GET', '/api/traffic', (_req, res) => guarded(res, () => {
-    throw new HostError(404, 'no traffic generator is running');
-  }));
-  add('POST', '/api/workers', (req, res) => guarded(res, async () => {
-    checkMutation(req);
-    const body = (await readJson(req)) as { url?: unknown };
-    sendJson(res, 201, await actions.addWorker(body.url as string));
-  }));
-  add('DELETE', '/api/workers/:id', (_req, res, p) => guarded(res, () => {
-    actions.removeWorker(p.id ?? '');
-    sendJson(res, 200, { removed: p.id });
-  }));
-  add('POST', '/api/workers/:id/drain', (req, res, p) => guarded(res, async () => {
-    checkMutation(req);
-    const draining = ((await readJson(req)) as { draining?: unknown }).draining;
-    actions.drainWorker(p.id ?? '', draining !== false);
-    sendJson(res, 200, { id: p.id, draining: draining !== false });
-  }));
+  // The same API and files as a host of one router (http-api.ts), without its admin token: the
+  // hub's calls to its routers carry `headers`.
+  addHostRoutes({ addRoute: add }, actions, opts.staticRoot ?? null, opts.prefs ?? null);
   // A request's rows and output come from its owner: the router whose label prefixes its id.
   add('GET', '/requests/:id/output', (_req, res, p) => guarded(res, async () => {
     const owner = hub.owner(p.id ?? '');
@@ -182,14 +190,6 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
     await streamTraces(hub.rows().filter((r) => matches(r, q.filter)), q.format, req, res);
   });
   add('GET', '/config/ui', (_req, res) => sendJson(res, 200, { trace_url_template: null, tracing: false }));
-  const staticRoot = opts.staticRoot ?? null;
-  if (staticRoot !== null) {
-    for (const method of ['GET', 'HEAD']) {
-      add(method, '/', (req, res) => serveStatic(staticRoot, '/index.html', res, req.method === 'HEAD'));
-      add(method, '/index.html', (req, res) => serveStatic(staticRoot, '/index.html', res, req.method === 'HEAD'));
-      add(method, '/assets/:file', (req, res, p) => serveStatic(staticRoot, `/assets/${encodeURIComponent(p.file ?? '')}`, res, req.method === 'HEAD'));
-    }
-  }
 
   const server: Server = createServer((req, res) => {
     let pathname: string;
@@ -218,6 +218,10 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
     dashboardUrl: `${base}/`,
     hub,
     actions,
+    async requestOutput(id: string): Promise<RequestOutput | null> {
+      const res = await fetch(`${base}/requests/${encodeURIComponent(id)}/output`);
+      return res.ok ? ((await res.json()) as RequestOutput) : null;
+    },
     status(): HubStatus {
       const routers = hub.routers();
       return {

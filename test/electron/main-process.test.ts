@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { findElectron } from '../../electron/binary.js';
 import { ipcHandlers } from '../../electron/ipc-handlers.ts';
 import { INVOKE_CHANNELS } from '../../electron/policy.ts';
-import { appOptions, hubRouters } from '../../electron/app.ts';
+import { appOptions, hostChoice, hubRouters } from '../../electron/app.ts';
 import type { HostActions, RequestOutput } from '../../host/contract.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -63,6 +63,19 @@ describe('Electron main process under Node', () => {
   it('reads the routers of a hub from --router and BATON_ROUTERS (none: the embedded router)', () => {
     expect(hubRouters(['--no-sandbox', '--router', 'http://r0:30080', '--router=http://r1:30080'], { BATON_ROUTERS: 'http://r2:30080, ' })).toEqual(['http://r0:30080', 'http://r1:30080', 'http://r2:30080']);
     expect(hubRouters(['--worker', 'http://w:1'], {})).toEqual([]);
+  });
+
+  it('takes --replicas and BATON_REPLICAS (the same host as baton serve --replicas), refusing a bad count and replicas beside --router', () => {
+    expect(appOptions(['--no-sandbox', '--replicas', '3'], {})).toMatchObject({ replicas: 3 });
+    expect(appOptions([], { BATON_REPLICAS: '2' })).toMatchObject({ replicas: 2 });
+    expect(appOptions(['--replicas=4'], { BATON_REPLICAS: '2' })).toMatchObject({ replicas: 4 });
+    expect(() => appOptions(['--replicas', '0'], {})).toThrow("--replicas must be an integer from 1 to 64, got '0'");
+    expect(() => appOptions([], { BATON_REPLICAS: 'x' })).toThrow("BATON_REPLICAS must be an integer from 1 to 64, got 'x'");
+    expect(hostChoice(['--replicas', '2', '--sim', '2'], {})).toMatchObject({ kind: 'replicas', opts: { replicas: 2, sim: 2 } });
+    expect(hostChoice(['--replicas', '1'], {})).toMatchObject({ kind: 'embedded' });
+    expect(hostChoice([], {})).toMatchObject({ kind: 'embedded' });
+    expect(hostChoice(['--router', 'http://r0:30080'], {})).toEqual({ kind: 'hub', routers: ['http://r0:30080'] });
+    expect(() => hostChoice(['--router', 'http://r0:30080'], { BATON_REPLICAS: '2' })).toThrow(/--replicas does not go with --router/);
   });
 
   it('finds the Electron binary through ELECTRON_OVERRIDE_DIST_PATH, or says why not', () => {
