@@ -19,10 +19,30 @@ export interface HubCheck extends ReplicaCampaignHooks {
   close(): Promise<void>;
 }
 
-async function requestCount(url: string): Promise<number> {
+async function requestIds(url: string): Promise<string[]> {
   const res = await fetch(`${url}/traces?format=jsonl&kind=request`);
   if (!res.ok) throw new Error(`${url}/traces answered ${res.status}`);
-  return (await res.text()).split('\n').filter((l) => l.length > 0).length;
+  return (await res.text()).split('\n').filter((l) => l.length > 0).map((l) => (JSON.parse(l) as { request_id: string }).request_id);
+}
+
+async function requestCount(url: string): Promise<number> {
+  return (await requestIds(url)).length;
+}
+
+/** Which requests the hub and a replica's /traces disagree on: the first few of each side, to say what went wrong. */
+async function disagreement(handle: HubHandle, up: ReplicaEntry[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const r of up) {
+    const link = handle.status().routers.find((l) => l.replica?.index === r.index && l.state !== 'lost');
+    if (!link) continue;
+    const since = handle.hub.allLinks().find((l) => l.label === link.label)?.stats?.started_at ?? 0;
+    const hub = new Set(handle.hub.rows().filter((row) => row.kind === 'request' && row.ended_at >= since && row.request_id.startsWith(`${link.label}/`)).map((row) => row.request_id.slice(link.label.length + 1)));
+    const own = new Set(await requestIds(r.url));
+    const missing = [...own].filter((id) => !hub.has(id));
+    const extra = [...hub].filter((id) => !own.has(id));
+    if (missing.length > 0 || extra.length > 0) out.push(`replica ${r.index} (${link.label}): not at the hub ${missing.length} (${missing.slice(0, 5).join(', ')}), only at the hub ${extra.length} (${extra.slice(0, 5).join(', ')})`);
+  }
+  return out;
 }
 
 export function hubCheck(log: (line: string) => void = () => undefined): HubCheck {
@@ -75,7 +95,7 @@ export function hubCheck(log: (line: string) => void = () => undefined): HubChec
       else if (lostAfterMs !== null && lostAfterMs > LOST_WITHIN_MS) violations.push(`replica ${killed!.index} shown lost ${lostAfterMs} ms after its SIGKILL (limit ${LOST_WITHIN_MS} ms)`);
       if (killed && backAfterMs === null) violations.push(`replica ${killed.index} was never shown back after its restart`);
       if (status.merged.gaps > 0) violations.push(`${status.merged.gaps} sequence gaps on the routers' event streams`);
-      if (merged !== expected) violations.push(`the hub merged ${merged} requests, the live replicas' /traces hold ${expected}`);
+      if (merged !== expected) violations.push(`the hub merged ${merged} requests, the live replicas' /traces hold ${expected}`, ...(await disagreement(handle, up)));
       return {
         checks: {
           lost_after_ms: lostAfterMs, back_after_ms: backAfterMs, gaps: status.merged.gaps, events: status.merged.events,

@@ -29,6 +29,12 @@ const CLIENT_TIMEOUT_MS = 60_000;
 const RESTART_LIMIT_MS = 30_000;
 /** Connection errors ending this long after a replica's SIGKILL are that replica's clients'. */
 const KILL_WINDOW_MS = 2_000;
+/**
+ * A request sent this soon after the SIGKILL may still go out on a keep-alive connection the dead
+ * replica held: the kernel has reset it, but the client learns so only when it writes (ECONNRESET).
+ * That client is the dead replica's too.
+ */
+const SEND_RACE_MS = 500;
 /** Continuations started this long after a worker kill make up its burst. */
 const BURST_WINDOW_MS = 2_000;
 
@@ -170,7 +176,7 @@ export async function runReplicaCampaign(o: ReplicaCampaignOptions): Promise<Rep
         continue;
       }
       // The dead replica's clients: their connection was reset, or an in-band error ended them.
-      const inKill = rec.endedAt >= killedAt && rec.endedAt <= killedAt + KILL_WINDOW_MS && rec.startedAt <= killedAt;
+      const inKill = rec.endedAt >= killedAt && rec.endedAt <= killedAt + KILL_WINDOW_MS && rec.startedAt <= killedAt + SEND_RACE_MS;
       if (inKill && replicaKill && rec.result === 'broken') {
         (replicaKill as { connectionErrors: number }).connectionErrors++;
         continue;

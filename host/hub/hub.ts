@@ -53,6 +53,7 @@ interface LinkData {
   /** The router's worker infos by URL, and its worker ids to URLs. */
   workers: Map<string, WorkerInfo>;
   loading: boolean;
+  reload: boolean;
 }
 
 const rowKey = (r: TraceRow) => (r.kind === 'request' ? `q|${r.request_id}` : `a|${r.request_id}|${r.attempt}`);
@@ -168,7 +169,7 @@ export class Hub {
     if (this.stopped) return;
     const label = `r${this.links.size}`;
     const link = new RouterLink(label, url, this.handlers, this.timings, this.opts.headers ?? {});
-    const data: LinkData = { link, inflight: new InFlightEvents(), rows: [], keys: new Set(), workers: new Map(), loading: false };
+    const data: LinkData = { link, inflight: new InFlightEvents(), rows: [], keys: new Set(), workers: new Map(), loading: false, reload: false };
     this.links.set(key, data);
     this.byLabel.set(label, data);
     link.start();
@@ -190,8 +191,8 @@ export class Hub {
     },
     reset: (link, reason) => {
       const d = this.byLabel.get(link.label)!;
-      // Another life of the router: what was in flight there will never end. A gap: what ended
-      // meanwhile is in its /traces.
+      // Another life of the router: what was in flight there will never end. In each case what
+      // ended unheard is in its /traces.
       if (reason === 'epoch') this.orphan(d);
       void this.load(d);
     },
@@ -201,7 +202,6 @@ export class Hub {
       const before = new Set(d.workers.keys());
       d.workers = new Map(stats.workers.map((w) => [w.url, w]));
       for (const url of new Set([...before, ...d.workers.keys()])) this.sendWorker(url);
-      if (d.rows.length === 0 && !d.loading) void this.load(d);
     },
     state: (link, _from, to) => {
       const d = this.byLabel.get(link.label)!;
@@ -256,8 +256,24 @@ export class Hub {
 
   /** The router's /traces: rows it ended before the hub heard of them (the hub's start, a gap). */
   private async load(d: LinkData): Promise<void> {
-    if (d.loading) return;
+    // A load asked for while one runs must read /traces again afterwards: the running one may have
+    // read it before the stream that makes the rest arrive was open.
+    if (d.loading) {
+      d.reload = true;
+      return;
+    }
     d.loading = true;
+    try {
+      do {
+        d.reload = false;
+        await this.loadOnce(d);
+      } while (d.reload && !this.stopped);
+    } finally {
+      d.loading = false;
+    }
+  }
+
+  private async loadOnce(d: LinkData): Promise<void> {
     try {
       const res = await request(`${d.link.url}/traces?format=jsonl`, { headers: this.opts.headers ?? {}, headersTimeout: 5000, bodyTimeout: 30_000 });
       if (res.statusCode !== 200) {
@@ -274,8 +290,6 @@ export class Hub {
       }
     } catch {
       // the router went away mid-read: the next reset or restart loads again
-    } finally {
-      d.loading = false;
     }
   }
 

@@ -24,8 +24,11 @@ export const DEFAULT_TIMINGS: LinkTimings = { heartbeatMs: 300, statsMs: 500, la
 export interface LinkHandlers {
   /** A message's events, in the router's order. */
   events(link: RouterLink, events: BatonEvent[]): void;
-  /** The stream says what was missed is gone (`gap`), or the router is another life (`epoch`). */
-  reset(link: RouterLink, reason: string): void;
+  /**
+   * Rows may have ended unheard: the first stream opened (`start`: they ended before it), the
+   * stream says what was missed is gone (`gap`), or the router is another life (`epoch`).
+   */
+  reset(link: RouterLink, reason: 'start' | 'gap' | 'epoch' | string): void;
   /** A /stats reading; `restarted` when its instance differs from the last one. */
   stats(link: RouterLink, stats: RouterStats, restarted: boolean): void;
   /** The state changed (the hub tells its pages through /api/live). */
@@ -214,6 +217,9 @@ export class RouterLink {
           throw new Error(`GET /events: ${res.statusCode} ${text.slice(0, 200)}`);
         }
         if (this.everOpened) this.reconnects++;
+        // The first stream carries what happens from now on: what ended before is in /traces,
+        // read once the stream is open so that nothing falls between the two.
+        else this.handlers.reset(this, 'start');
         this.everOpened = true;
         this.streamOpen = true;
         this.error = null;

@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventBus } from '../../router/events/bus.ts';
 import type { RouterStats, WorkerInfo } from '../../router/events/types.ts';
+import type { RequestRow } from '../../router/trace/row.ts';
 import { serveEvents } from '../../router/http/events-endpoint.ts';
 import { bestOffset, sseSplit } from '../../host/hub/link.ts';
 import { startHub, type HubHandle } from '../../host/hub/server.ts';
@@ -21,25 +22,35 @@ interface FakeRouter {
   workers: WorkerInfo[];
   skewMs: number;
   server: Server;
+  /** What GET /traces answers. */
+  traces: RequestRow[];
+  /** GET /stats answers this late. */
+  statsDelayMs: number;
+  /** Called when a client opens /events (after the stream's head went out). */
+  onEvents: () => void;
 }
 
 async function fakeRouter(workers: WorkerInfo[], skewMs = 0): Promise<FakeRouter> {
   const bus = new EventBus(1000);
-  const f = { bus, workers, skewMs } as FakeRouter;
+  const f = { bus, workers, skewMs, traces: [], statsDelayMs: 0, onEvents: () => undefined } as unknown as FakeRouter;
   const json = (res: ServerResponse, body: unknown) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
   f.server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    if (path === '/events') return serveEvents(bus, req, res, { flushMs: 10, maxQueued: 1000, router: 'fake' });
+    if (path === '/events') {
+      serveEvents(bus, req, res, { flushMs: 10, maxQueued: 1000, router: 'fake' });
+      return f.onEvents();
+    }
     if (path === '/stats') {
       const stats: RouterStats = { instance: 'i', started_at: 0, t: Date.now() + f.skewMs, totals: { requests: 0, finished: 0, failed: 0, cancelled: 0, migrations: 0, attempts_started: 0, tokens: 0, in_flight: 0 }, workers: f.workers };
-      return json(res, stats);
+      setTimeout(() => json(res, stats), f.statsDelayMs);
+      return;
     }
     if (path === '/traces') {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      return res.end('');
+      return res.end(f.traces.map((r) => `${JSON.stringify(r)}\n`).join(''));
     }
     res.writeHead(404);
     res.end();
@@ -111,6 +122,30 @@ describe('hub over stand-in routers', () => {
     const rows = await fetch(`${h.url}/api/requests/nohub/rows`);
     expect(rows.status).toBe(404);
     expect(((await rows.json()) as { error: { message: string } }).error.message).toMatch(/<router>\/<id>/);
+  });
+
+  it('holds the rows a router ended before the hub followed it, whatever comes first: a streamed row or the first /stats', async () => {
+    const row = (id: string, at: number): RequestRow => ({
+      kind: 'request', format: 'sglang', request_id: id, attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 4, completion_tokens: 3,
+      cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: at - 1, ended_at: at, stream: true, max_new_tokens: 3, error: null, trace_id: null,
+    });
+    const r = await fakeRouter([worker('w0', 'http://a:1', 'healthy', 0)]);
+    routers.push(r);
+    // 'before' ended before the hub came; 'during' ends as its stream opens, before /stats answers.
+    const before = row('before', 1000);
+    const during = row('during', 2000);
+    r.traces = [before];
+    r.statsDelayMs = 400;
+    r.onEvents = () => {
+      r.traces = [before, during];
+      setTimeout(() => r.bus.emit({ type: 'request_finished', t: Date.now(), row: during }), 30);
+    };
+    hub = await startHub({ routers: [r.url] });
+    const h = hub;
+    await until(() => h.status().routers[0]!.state === 'connected' && h.hub.rows().some((x) => x.request_id === 'r0/during'));
+    await until(() => h.hub.rows().length === 2, 3000).catch(() => undefined);
+    expect(h.hub.rows().map((x) => x.request_id).sort()).toEqual(['r0/before', 'r0/during']);
+    expect(h.status().merged.requests).toBe(2);
   });
 
   it('marks a router lost when it stops answering, with its in-flight requests "router lost"', async () => {
