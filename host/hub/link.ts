@@ -217,16 +217,17 @@ export class RouterLink {
           throw new Error(`GET /events: ${res.statusCode} ${text.slice(0, 200)}`);
         }
         if (this.everOpened) this.reconnects++;
-        // The first stream carries what happens from now on: what ended before is in /traces,
-        // read once the stream is open so that nothing falls between the two.
-        else this.handlers.reset(this, 'start');
         this.everOpened = true;
         this.streamOpen = true;
         this.error = null;
         this.heard();
-        this.judge();
-        let rest = '';
         this.lastStreamData = Date.now();
+        this.judge();
+        // A stream opened without Last-Event-ID (no message heard yet) carries what happens from
+        // now on: what ended before is in /traces, read once the stream is open so that nothing
+        // falls between the two.
+        if (this.epoch === null) this.handlers.reset(this, 'start');
+        let rest = '';
         for await (const chunk of res.body) {
           this.heard();
           this.lastStreamData = Date.now();

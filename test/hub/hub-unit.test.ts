@@ -146,6 +146,8 @@ describe('hub over stand-in routers', () => {
     await until(() => h.hub.rows().length === 2, 3000).catch(() => undefined);
     expect(h.hub.rows().map((x) => x.request_id).sort()).toEqual(['r0/before', 'r0/during']);
     expect(h.status().merged.requests).toBe(2);
+    // The first stream stayed open: a stream is judged silent from when it opened, not from 1970.
+    expect(h.status().routers[0]!.reconnects).toBe(0);
   });
 
   it('marks a router lost when it stops answering, with its in-flight requests "router lost"', async () => {
