@@ -1,4 +1,5 @@
 import { UsageError } from './args.ts';
+import { surviveClosedLogPipe } from '../router/log-pipe.ts';
 
 // `baton <command>`: each command lives in its own module and is loaded only when asked for,
 // so `baton sim` does not pay for the dashboard and `baton router` does not load the simulator.
@@ -29,6 +30,9 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  // The servers outlive their log reader; a command that prints a result (traces, view) does not
+  // need to: a closed pipe ends it as it ends any Unix filter.
+  if (name === 'router' || name === 'sim' || name === 'serve') surviveClosedLogPipe();
   const mod = await command.load();
   try {
     await mod.run(rest);

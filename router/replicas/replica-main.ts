@@ -5,8 +5,12 @@ import { startRouter, type RouterHandle } from '../index.ts';
 import { ConfigError } from '../config.ts';
 import type { ReplicaEntry, ReplicaLink } from './identity.ts';
 import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
+import { surviveClosedLogPipe } from '../log-pipe.ts';
 
 const ASK_TIMEOUT_MS = 5_000;
+
+// A replica writes to the primary's stdout and stderr: the same pipe, lost the same way.
+surviveClosedLogPipe();
 
 const spec = JSON.parse(process.env.BATON_REPLICA_SPEC ?? 'null') as ReplicaSpec | null;
 if (!spec || typeof process.send !== 'function') throw new Error('a replica is started by the primary of `baton router --replicas N`');
