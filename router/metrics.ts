@@ -41,9 +41,10 @@ const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
  * `resolution` of Node's perf_hooks.monitorEventLoopDelay). Each sample is a libuv timer that
  * wakes an idle process: prom-client's 10 ms default was ~100 of an idle router's ~110 wakeups a
  * second and about half its idle CPU (docs/benchmarks.md, "An idle router process"), in every
- * replica. At 100 ms a stall of 100 ms or more is always seen, whole; a shorter one is seen with
- * a chance of its length over 100 ms. `baton_nodejs_eventloop_lag_seconds` (a setImmediate timed
- * at scrape) does not depend on it.
+ * replica. At 100 ms a stall of 100 ms or more is always seen (as its length less up to 100 ms:
+ * the sample due in it fires at its end); a shorter one with a chance of its length over
+ * 100 ms. `baton_nodejs_eventloop_lag_seconds` (a setImmediate timed at scrape) does not depend
+ * on it.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 
