@@ -53,8 +53,10 @@ const LAG_FIGURES = ['min', 'max', 'mean', 'p50', 'p90', 'p99'] as const;
 
 /**
  * Node records each sample as the time since the previous one: the period plus the delay
- * (node_perf.cc, ELDHistogram's timer callback, `RecordDelta`), so prom-client's min/max/mean and
- * percentiles read 0.01 s on an idle process at its default period, and would read 0.1 s at ours.
+ * (src/node_perf.cc CreateELDHistogram: an IntervalHistogram whose timer callback records
+ * `histogram.RecordDelta()`; measured on Node 20: 10.1 ms per sample when idle at a 10 ms period,
+ * 100.2 ms at 100 ms), so prom-client's min/max/mean and percentiles read 0.01 s on an idle
+ * process at its default period, and would read 0.1 s at ours.
  * They are reported less the period, clamped at 0: the delay itself, whatever the period (as
  * proposed in prom-client issue #370). prom-client sets them all in the `collect` of
  * nodejs_eventloop_lag_seconds, synchronously, before the registry reads the others; this runs
