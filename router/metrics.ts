@@ -37,6 +37,47 @@ export const BY_REPLICA_METRICS: ReadonlySet<string> = new Set(['baton_worker_he
 const CIRCUIT_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
 /**
+ * How often the event-loop delay is sampled, ms (prom-client's eventLoopMonitoringPrecision, the
+ * `resolution` of Node's perf_hooks.monitorEventLoopDelay). Each sample is a libuv timer that
+ * wakes an idle process: prom-client's 10 ms default was ~100 of an idle router's ~110 wakeups a
+ * second and about half its idle CPU (docs/benchmarks.md, "An idle router process"), in every
+ * replica. At 100 ms a stall of 100 ms or more is always seen (as its length less up to 100 ms:
+ * the sample due in it fires at its end); a shorter one with a chance of its length over
+ * 100 ms. `baton_nodejs_eventloop_lag_seconds` (a setImmediate timed at scrape) does not depend
+ * on it.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
+/** prom-client's event-loop delay figures that the sampling period is part of (not the stddev). */
+const LAG_FIGURES = ['min', 'max', 'mean', 'p50', 'p90', 'p99'] as const;
+
+/**
+ * Node records each sample as the time since the previous one: the period plus the delay
+ * (src/node_perf.cc CreateELDHistogram: an IntervalHistogram whose timer callback records
+ * `histogram.RecordDelta()`; measured on Node 20: 10.1 ms per sample when idle at a 10 ms period,
+ * 100.2 ms at 100 ms), so prom-client's min/max/mean and percentiles read 0.01 s on an idle
+ * process at its default period, and would read 0.1 s at ours.
+ * They are reported less the period, clamped at 0: the delay itself, whatever the period (as
+ * proposed in prom-client issue #370). prom-client sets them all in the `collect` of
+ * nodejs_eventloop_lag_seconds, synchronously, before the registry reads the others; this runs
+ * right after, in the same call.
+ */
+function lagLessSamplePeriod(registry: Registry, prefix: string, periodMs: number): void {
+  type Settable = Gauge & { collect?: () => unknown; _getValue(): number };
+  const lag = registry.getSingleMetric(`${prefix}nodejs_eventloop_lag_seconds`) as Settable | undefined;
+  const figures = LAG_FIGURES.map((f) => registry.getSingleMetric(`${prefix}nodejs_eventloop_lag_${f}_seconds`) as Settable | undefined);
+  const collect = lag?.collect;
+  // Without perf_hooks' monitor (Bun) prom-client registers neither the figures nor a monitor.
+  if (!lag || !collect || figures.some((g) => g === undefined)) return;
+  const period = periodMs / 1000;
+  lag.collect = () => {
+    collect.call(lag);
+    // NaN (no sample since the last scrape) stays NaN: Math.max(0, NaN) is NaN.
+    for (const g of figures) g!.set(Math.max(0, g!._getValue() - period));
+  };
+}
+
+/**
  * A histogram whose observations are counted into its buckets by a plain loop, and handed to
  * prom-client only when scraped: the same family, help, buckets and exposition as prom-client's
  * own Histogram (a test compares them), without prom-client's per-observation label hashing and
@@ -223,7 +264,10 @@ export class RouterMetrics {
   });
 
   constructor(defaultMetrics = false) {
-    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
+    if (defaultMetrics) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'baton_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+      lagLessSamplePeriod(this.registry, 'baton_', EVENT_LOOP_SAMPLE_MS);
+    }
     // Series with known label values exist from the start at 0, so that rate() and absent()
     // see the first failure or migration as a change rather than as a series appearing.
     for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm', 'openai']) this.count.requests.add(outcome, format, 0);

@@ -37,7 +37,10 @@ export interface PoolOptions {
   spreadContinuations?: boolean;
 }
 
-/** How often spare connections are resized to the load and renewed. */
+/**
+ * How often spare connections are resized to the load and renewed, while there is traffic or a
+ * spare to age out (WorkerPool.wakeSpares).
+ */
 const SPARE_INTERVAL_MS = 100;
 
 /**
@@ -77,6 +80,8 @@ export class WorkerPool {
   private nextId = 0;
   private timer: NodeJS.Timeout | null = null;
   private spareTimer: NodeJS.Timeout | null = null;
+  /** Between start() and close(): spare upkeep may run. */
+  private sparesOn = false;
   private loadTimer: NodeJS.Timeout | null = null;
   private readingLoads = false;
   private checking = false;
@@ -193,6 +198,7 @@ export class WorkerPool {
       if (!exclude.has(w.id) && w.pdRole !== 'prefill' && speaks(w, format) && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
     if (candidates.length === 0) return null;
+    if (this.spareTimer === null) this.wakeSpares();
     // Without continuation placement a continuation is placed as a request with no tokens: by load.
     if (placement !== null && placement.replayed !== null && this.opts.continuationPlacement === false) {
       placement.prompt = [];
@@ -216,7 +222,9 @@ export class WorkerPool {
     for (const w of this.workers.values()) {
       if (!exclude.has(w.id) && w.pdRole === 'prefill' && speaks(w, 'sglang') && w.eligible(now) && (pin === null || pinMismatch(w, pin) === null)) candidates.push(w);
     }
-    return candidates.length === 0 ? null : this.prefillPolicy.select(candidates, placement);
+    if (candidates.length === 0) return null;
+    if (this.spareTimer === null) this.wakeSpares();
+    return this.prefillPolicy.select(candidates, placement);
   }
 
   /** The workers of the command line: aggregated, prefill (`URL [PORT]`), decode. */
@@ -376,10 +384,8 @@ export class WorkerPool {
   }
 
   start(): void {
-    if (this.opts.spareConnections > 0 && !this.spareTimer) {
-      this.spareTimer = setInterval(() => this.maintainSpares(), SPARE_INTERVAL_MS);
-      this.spareTimer.unref();
-    }
+    this.sparesOn = this.opts.spareConnections > 0;
+    this.wakeSpares();
     const loadMs = this.opts.loadIntervalMs ?? 0;
     if ((this.policy.usesReportedLoad || this.opts.spreadContinuations) && loadMs > 0 && !this.loadTimer) {
       this.loadTimer = setInterval(() => void this.readLoads(), loadMs);
@@ -391,13 +397,38 @@ export class WorkerPool {
   }
 
   /**
+   * Spare upkeep ticks while there is traffic or a spare left to age out. On an idle router a
+   * tick finds neither and does nothing, yet wakes the process 10 times a second, in every
+   * replica: the tick that finds nothing stops the timer, and the next pick (a request about to
+   * start an attempt, before its worker's in-flight count moves) starts it again, so the first
+   * tick of a burst comes within SPARE_INTERVAL_MS of it, as it did from a timer that never stopped.
+   */
+  private wakeSpares(): void {
+    if (!this.sparesOn || this.spareTimer !== null) return;
+    this.spareTimer = setInterval(() => {
+      if (!this.maintainSpares() && this.spareTimer !== null) {
+        clearInterval(this.spareTimer);
+        this.spareTimer = null;
+      }
+    }, SPARE_INTERVAL_MS);
+    this.spareTimer.unref();
+  }
+
+  /** Whether spare upkeep is ticking (false on an idle router: wakeSpares). */
+  get sparesTicking(): boolean {
+    return this.spareTimer !== null;
+  }
+
+  /**
    * Size each worker's spares for the burst it would take if the busiest other worker died now:
    * all of that worker's streams, plus one (the policy may send every continuation to the least
    * loaded survivor, often a worker that has just come back). No traffic, no new spares.
+   * Returns whether a later tick has anything to do: a stream in flight, or a spare kept.
    */
-  maintainSpares(now = Date.now()): void {
+  maintainSpares(now = Date.now()): boolean {
     let busiest = 0;
     let second = 0;
+    let kept = false;
     for (const w of this.workers.values()) {
       if (w.inFlight >= busiest) {
         second = busiest;
@@ -411,11 +442,14 @@ export class WorkerPool {
       w.spares.target = other === 0 || !eligible ? 0 : Math.min(this.opts.spareConnections, other + 1);
       // A worker out of service loses its spares now; without traffic they age out (spares.ts).
       w.spares.maintain(now, !eligible);
+      if (w.spares.size > 0) kept = true;
     }
+    return busiest > 0 || kept;
   }
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.sparesOn = false;
     if (this.spareTimer) clearInterval(this.spareTimer);
     if (this.loadTimer) clearInterval(this.loadTimer);
     this.loadTimer = null;
