@@ -498,7 +498,7 @@ export function benchingsOf(events: readonly WorkerStateEvent[], benchMs: number
       const next = e.health === 'dead' ? Infinity : e.t + (e.health === 'circuit_open' ? Math.max(benchMs, circuitOpenMs) : benchMs);
       // Back from dead (a health check answered): what remains is at most a bench.
       outUntil.set(e.url, until === Infinity && e.health !== 'dead' ? next : Math.max(until, next));
-    } else if (e.health === 'healthy') outUntil.set(e.url, e.t);
+    } else if (e.health === 'healthy') outUntil.delete(e.url); // a blame in the same ms after it is a new benching
   }
   return out;
 }

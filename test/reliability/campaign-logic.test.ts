@@ -938,6 +938,13 @@ describe('workers benched by a client\'s mistake', () => {
       { maxLength: 40 },
     );
 
+    it('a blame in the same ms as a recovery is a benching, whichever event came first', () => {
+      const healthy = { t: 9, url: 'w0', health: 'healthy', circuit: 'closed' } as const;
+      const benched = { t: 9, url: 'w0', health: 'benched', circuit: 'closed' } as const;
+      expect(benchingsOf([healthy, benched], BENCH, OPEN)).toEqual([{ url: 'w0', t: 9, health: 'benched' }]);
+      expect(benchingsOf([benched, healthy], BENCH, OPEN)).toEqual([{ url: 'w0', t: 9, health: 'benched' }]);
+    });
+
     it('laws: each benching is an event that shows blame; at most one per worker per bench; none without blame', () => {
       fc.assert(
         fc.property(events, (es) => {
