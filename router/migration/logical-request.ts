@@ -18,7 +18,7 @@ import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
 import { finishesBy, type Drainer } from './drain.ts';
-import { PrefillLeg, ROOMS, attributeLeg, bootstrapHost, deadlineFailure, prefillFailure, withBootstrap } from './pd.ts';
+import { PD_PEER_GRACE_MS, PrefillLeg, ROOMS, attributeLeg, blamesDecodePeer, bootstrapHost, deadlineFailure, prefillFailure, withBootstrap } from './pd.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -540,8 +540,11 @@ export class LogicalRequest implements ProgressSource {
     if (waiting) this.sendAbort(a, leg.worker);
   }
 
-  /** The prefill leg ended. Failed before the decode's first token: the attempt is the prefill leg's failure. */
-  onPrefillEnd(a: AttemptState, leg: PrefillLeg): void {
+  /**
+   * The prefill leg ended. Failed before the decode's first token: the attempt is the prefill leg's
+   * failure, unless the prefill server says its decode peer is gone (`graceOver`: that was waited on).
+   */
+  onPrefillEnd(a: AttemptState, leg: PrefillLeg, graceOver = false): void {
     if (leg.state === 'done' && a.held !== null) {
       // Its answer first, then the decode frames that waited for it, then the decode's end if it came.
       const frames = a.held;
@@ -552,6 +555,14 @@ export class LogicalRequest implements ProgressSource {
       return;
     }
     if (leg.state !== 'failed' || leg.failure === null || a.call.ended || a.firstFrameAt !== null) return;
+    if (!graceOver && blamesDecodePeer(leg.failure)) {
+      // The decode leg's own connection tells whether the decode is gone: reset or refused, it is
+      // the decode's failure (attributeLeg); its in-band "Decode transfer failed" leaves it to the
+      // prefill, as does silence past the grace. The first-token deadline gives way to the grace.
+      if (a.pdTimer !== null) clearTimeout(a.pdTimer);
+      a.pdTimer = setTimeout(onPeerGraceOver, PD_PEER_GRACE_MS, this, a, leg);
+      return;
+    }
     a.failedLeg = 'prefill';
     // A request's own refusal (a 4xx) is passed on as the prefill server wrote it.
     a.failed(MIGRATES[leg.failure.kind] ? prefillFailure(leg) : leg.failure);
@@ -687,6 +698,11 @@ export class LogicalRequest implements ProgressSource {
 
 function onPrefillEnd(loop: LogicalRequest, a: AttemptState, leg: PrefillLeg): void {
   loop.onPrefillEnd(a, leg);
+}
+
+function onPeerGraceOver(loop: LogicalRequest, a: AttemptState, leg: PrefillLeg): void {
+  a.pdTimer = null;
+  loop.onPrefillEnd(a, leg, true);
 }
 
 function onPdDeadline(loop: LogicalRequest, a: AttemptState): void {

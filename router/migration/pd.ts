@@ -193,6 +193,28 @@ export function attributeLeg(decodeFailure: Failure, leg: PrefillLeg, decodeHadF
   return { failure: decodeFailure, leg: 'decode' };
 }
 
+/**
+ * How long a prefill leg's failure that accuses its decode peer waits for the decode leg's own
+ * connection to say whether the decode is gone. A killed decode's connection resets at once; the
+ * prefill notices its dead peer at its next transfer or heartbeat, so under load either comes
+ * first.
+ */
+export const PD_PEER_GRACE_MS = 1000;
+
+/**
+ * The prefill server's report that its decode peer is unreachable: SGLang's KV sender fails the
+ * room with "Decode instance could be dead, remote <mooncake|p2p> session <addr> is not alive"
+ * (python/sglang/srt/disaggregation/mooncake/conn.py, MooncakeKVManager's transfer worker:
+ * `record_failure` when the session is in `failed_sessions`), logged as "Prefill transfer failed
+ * ... KVTransferError". Both sides of a broken session accuse each other, so this alone does not
+ * blame the decode: its own connection decides (LogicalRequest.onPrefillEnd).
+ */
+export function blamesDecodePeer(f: Failure): boolean {
+  return DECODE_PEER_GONE.test(f.message) || DECODE_PEER_GONE.test(f.evidence ?? '');
+}
+
+const DECODE_PEER_GONE = /Decode instance could be dead/;
+
 /** The prefill leg failed on its own before the decode's first token. */
 export function prefillFailure(leg: PrefillLeg): Failure {
   const f = leg.failure;
