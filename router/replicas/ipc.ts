@@ -1,7 +1,7 @@
 // The messages between the primary of `--replicas` and its replicas (node:cluster's or
 // child_process's IPC channel, with the `advanced` serialization so that NaN survives).
 import type { RouterConfig } from '../config.ts';
-import type { ReplicaEntry, ReplicaIdentity } from './identity.ts';
+import type { ReplicaIdentity, ReplicaList } from './identity.ts';
 
 /** What the primary hands a replica in BATON_REPLICA_SPEC. */
 export interface ReplicaSpec {
@@ -21,5 +21,7 @@ export type FromReplica =
   | { t: 'metrics'; n: number; metrics: unknown[] };
 
 export type FromPrimary =
-  | { t: 'answer'; n: number; body?: ReplicaEntry[] | string; error?: string }
-  | { t: 'collect'; n: number };
+  | { t: 'answer'; n: number; body?: ReplicaList | string; error?: string }
+  | { t: 'collect'; n: number }
+  /** A reload replaced this replica: leave the shared port, drain, exit (replica-main.ts). */
+  | { t: 'retire' };
