@@ -297,10 +297,10 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   if (key === 'replicas' && value === 'auto') return Math.min(MAX_REPLICAS, availableParallelism());
   if (typeof d === 'number') {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+    if (key === 'replicas' && (!Number.isInteger(n) || n < 1 || n > MAX_REPLICAS)) throw bad(`must be from 1 to ${MAX_REPLICAS}, or auto`);
     if (!Number.isInteger(n) || n < 0) throw bad('must be a non-negative integer');
     if (key === 'port' && n > 65535) throw bad('must be a port number (0 picks one)');
     if (key === 'listenBacklog' && n < 1) throw bad('must be a positive integer');
-    if (key === 'replicas' && (n < 1 || n > MAX_REPLICAS)) throw bad(`must be from 1 to ${MAX_REPLICAS}, or auto`);
     if (key === 'replicaAdminPortBase' && n > 65535) throw bad('must be a port number (0 picks free ones)');
     return n;
   }
