@@ -47,4 +47,6 @@ export interface RouterHandle {
    * the new connections) and keep serving the open ones; resolves once each has ended.
    */
   stopAccepting?(): Promise<void>;
+  /** A replica's own port: stop listening on it (open connections stay) or listen on it again. */
+  ownPort?(listen: boolean): Promise<void>;
 }

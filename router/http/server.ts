@@ -118,3 +118,8 @@ export function stopAccepting(server: Server): Promise<void> {
     netClose.call(server, () => resolve());
   });
 }
+
+/** Stop listening, now, and leave the open connections be (a replica's own port handed to its successor). */
+export function closeListener(server: Server): void {
+  if (server.listening) netClose.call(server);
+}

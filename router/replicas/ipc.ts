@@ -17,6 +17,8 @@ export type FromReplica =
   | { t: 'fatal'; message: string; usage: boolean }
   /** A question for the primary; answered by `answer` with the same n. */
   | { t: 'ask'; n: number; what: 'replicas' | 'metrics' }
+  /** The answer to `own-port`: whether the replica's own port now listens, or why it could not. */
+  | { t: 'own-port'; listening: boolean; error?: string }
   /** The answer to `collect`: prom-client's JSON form of this replica's registry. */
   | { t: 'metrics'; n: number; metrics: unknown[] };
 
@@ -24,4 +26,9 @@ export type FromPrimary =
   | { t: 'answer'; n: number; body?: ReplicaList | string; error?: string }
   | { t: 'collect'; n: number }
   /** A reload replaced this replica: leave the shared port, drain, exit (replica-main.ts). */
-  | { t: 'retire' };
+  | { t: 'retire' }
+  /**
+   * Stop (listen: false) or start again listening on the replica's own port, keeping its open
+   * connections: a reload's new replica of the slot binds the same fixed port (--replica-admin-port-base).
+   */
+  | { t: 'own-port'; listen: boolean };

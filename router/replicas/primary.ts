@@ -121,6 +121,7 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
     id: replicaId(base + index), index, epoch: 0, pid: 0, url: '', ownUrl: '', started_at: 0, state: 'starting', child: null, next: null, config: { ...config, port }, exits: [], timer: null,
   }));
   const retired: Retired[] = [];
+  const ownPortReplies = new Map<Child, (m: Extract<FromReplica, { t: 'own-port' }>) => void>();
   let reloadState: ReloadStatus | null = null;
   let reloading: Promise<ReloadStatus> | null = null;
   let queued: Promise<ReloadStatus> | null = null;
@@ -176,6 +177,7 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
   }
 
   async function onReplicaMessage(slot: Slot, child: Child, m: FromReplica): Promise<void> {
+    if (m.t === 'own-port') return ownPortReplies.get(child)?.(m);
     if (m.t === 'ask') {
       // Any replica, a retiring one too: its own url still answers while it drains.
       try {
@@ -271,6 +273,12 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
       clearTimeout(slot.timer);
       slot.timer = null;
     }
+    // A fixed own port (--replica-admin-port-base): the old process lets go of it for the new one.
+    const handOver = cfg.replicaAdminPortBase > 0 && slot.child?.alive === true ? slot.child : null;
+    if (handOver) {
+      const reply = await ownPort(handOver, false);
+      if (reply.error) throw new Error(`the old process could not let go of its own port: ${reply.error}`);
+    }
     const epoch = slot.epoch + 1;
     const child = spawn(slot, epoch, cfg);
     const up = await new Promise<Extract<FromReplica, { t: 'up' }>>((resolve, reject) => {
@@ -282,6 +290,11 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
       };
     }).catch((err: unknown) => {
       if (child.alive) child.kill('SIGKILL');
+      if (handOver?.alive) {
+        void child.exited.then(() => ownPort(handOver, true)).then((reply) => {
+          opts.log(reply.error ? `replica ${slot.index}: the old process could not listen on its own port again: ${reply.error}` : `replica ${slot.index}: the old process listens on its own port again`);
+        });
+      }
       // The old process may have died meanwhile: it is restarted as after any exit.
       if (!slot.child && !stopping && slot.state !== 'crashed') scheduleRestart(slot, 'exited during a reload');
       throw err;
@@ -295,6 +308,20 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
     // The retiring replica ends itself after its drain; one that does not is killed.
     const kill = setTimeout(() => old.kill('SIGKILL'), cfg.shutdownGraceMs + 5_000);
     void old.exited.then(() => clearTimeout(kill));
+  }
+
+  /** Ask a replica to stop or start listening on its own port; an answer within ASK_TIMEOUT_MS or an error. */
+  function ownPort(child: Child, listen: boolean): Promise<Extract<FromReplica, { t: 'own-port' }>> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done({ t: 'own-port', listening: !listen, error: `no answer within ${ASK_TIMEOUT_MS} ms` }), ASK_TIMEOUT_MS);
+      const done = (m: Extract<FromReplica, { t: 'own-port' }>) => {
+        clearTimeout(timer);
+        ownPortReplies.delete(child);
+        resolve(m);
+      };
+      ownPortReplies.set(child, done);
+      child.send({ t: 'own-port', listen });
+    });
   }
 
   async function runReload(): Promise<ReloadStatus> {

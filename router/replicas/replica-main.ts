@@ -45,6 +45,12 @@ process.on('message', (m: FromPrimary) => {
     void metricsJson().then((metrics) => send({ t: 'metrics', n: m.n, metrics }));
   } else if (m.t === 'retire') {
     void retire();
+  } else if (m.t === 'own-port') {
+    const listen = m.listen;
+    void Promise.resolve(router?.ownPort!(listen)).then(
+      () => send({ t: 'own-port', listening: listen }),
+      (err: Error) => send({ t: 'own-port', listening: !listen, error: err.message }),
+    );
   }
 });
 

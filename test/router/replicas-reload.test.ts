@@ -182,3 +182,54 @@ describe('SIGHUP to the primary of --replicas 2', () => {
     expect(after.replicas.map((r) => [r.epoch, r.state])).toEqual([[3, 'up'], [3, 'up']]);
   }, 200_000);
 });
+
+describe('SIGHUP with --replica-admin-port-base', () => {
+  it('hands each fixed own port to the new replica, and back to the old one when the new one fails', async () => {
+    const base = await freePortPair();
+    const sub = join(dir, 'fixed.yaml');
+    const write = (extra: string) => writeFileSync(sub, `health_interval_ms: 200\nworkers: [${cluster.workers()[0]!.url}]\n${extra}`);
+    write('');
+    const r = await spawnRouter(['--replicas', '2', '--replica-admin-port-base', String(base), '--config', sub], 100_000);
+    try {
+      const urls = [`http://127.0.0.1:${base}`, `http://127.0.0.1:${base + 1}`];
+      expect((await replicas(r.url)).replicas.map((e) => e.url)).toEqual(urls);
+      r.proc.kill('SIGHUP');
+      let after: List | null = null;
+      await waitUntil(async () => {
+        after = await replicas(r.url);
+        return after.reload?.state === 'done';
+      }, 100_000, 'the reload done');
+      expect(after!.replicas.map((e) => [e.url, e.epoch, e.state])).toEqual([[urls[0], 1, 'up'], [urls[1], 1, 'up']]);
+      // The own url is the new process's: it lists epoch 1 and its rids carry it.
+      const res = await stream(urls[0]!, { input_ids: [9, 9], sampling_params: { max_new_tokens: 3, ignore_eos: true } });
+      expect(res.done).toBe(true);
+      expect((await traceRows(urls[0]!, 'kind=attempt')).map((row) => ridReplica(row.rid as string)!.epoch)).toEqual([1]);
+
+      write(`worker_file: ${join(dir, 'missing.yaml')}\n`);
+      r.proc.kill('SIGHUP');
+      await waitUntil(() => r.output.join('\n').includes('replica 0: the old process listens on its own port again'), 100_000, 'the own port back on the old process');
+      const failed = await replicas(urls[0]!);
+      expect(failed.reload).toMatchObject({ state: 'failed', slot: 0 });
+      expect(failed.replicas.map((e) => [e.url, e.epoch])).toEqual([[urls[0], 1], [urls[1], 1]]);
+    } finally {
+      await r.stop();
+    }
+  }, 200_000);
+});
+
+/** A port P with P + 1 free too (for --replica-admin-port-base). */
+async function freePortPair(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const listen = (port: number) => new Promise<import('node:net').Server | null>((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(null));
+    s.listen(port, '127.0.0.1', () => resolve(s));
+  });
+  for (;;) {
+    const a = (await listen(0))!;
+    const p = (a.address() as { port: number }).port;
+    const b = p < 65535 ? await listen(p + 1) : null;
+    await Promise.all([a, b].map((s) => s && new Promise((done) => s.close(done))));
+    if (b) return p;
+  }
+}
