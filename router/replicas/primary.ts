@@ -17,8 +17,9 @@
 //
 // A reload (SIGHUP, `reload()`) replaces the replicas one slot at a time: the new process (epoch
 // + 1, same id, so its rids differ from the old one's by the epoch) starts beside the old one and
-// joins the shared port (node:cluster hands it the same shared handle, which stays open while any
-// replica holds it; with SO_REUSEPORT it binds the port beside the old one). Once it listens, the
+// joins the shared port (node:cluster's `queryServer`, lib/internal/cluster/primary.js, hands it
+// the existing SharedHandle for the same address, port and listen index, which stays open while
+// any replica holds it; with SO_REUSEPORT it binds the port beside the old one). Once it listens, the
 // old one is told to retire: it leaves the shared port and drains (replica-main.ts).
 import cluster from 'node:cluster';
 import { fork } from 'node:child_process';
