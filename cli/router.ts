@@ -301,6 +301,9 @@ export async function run(argv: string[]): Promise<void> {
 
 /** `--replicas N`: this process is the primary; the replicas are router/replicas/replica-main.ts. */
 async function runReplicas(config: RouterConfig, reloadConfig: () => RouterConfig): Promise<void> {
+  // Node's default for SIGHUP ends the process: while the replicas start, it is refused instead.
+  const early = () => console.log('SIGHUP: the replicas are still starting; no reload (send it again once the router listens)');
+  process.on('SIGHUP', early);
   let primary;
   try {
     primary = await startPrimary(config, {
@@ -331,6 +334,7 @@ async function runReplicas(config: RouterConfig, reloadConfig: () => RouterConfi
   process.on('SIGTERM', () => stop('SIGTERM', config.shutdownGraceMs));
   // nginx -s reload, pm2 reload: replace the replicas one at a time (docs/replicas.md, "Reload").
   // The primary logs the outcome; a failure leaves the replicas serving.
+  process.off('SIGHUP', early);
   process.on('SIGHUP', () => {
     if (stopping) return console.log('SIGHUP: stopping; no reload');
     console.log('SIGHUP: reload');

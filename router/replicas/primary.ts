@@ -179,6 +179,8 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
 
   async function onReplicaMessage(slot: Slot, child: Child, m: FromReplica): Promise<void> {
     if (m.t === 'own-port') return ownPortReplies.get(child)?.(m);
+    // From a process that a reload has just replaced too: the collection asked it.
+    if (m.t === 'metrics') return pending.get(m.n)?.(m.metrics);
     if (m.t === 'ask') {
       // Any replica, a retiring one too: its own url still answers while it drains.
       try {
@@ -203,8 +205,6 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
     } else if (m.t === 'fatal') {
       if (startup) startup.reject(new ReplicaStartError(m.message, m.usage));
       else opts.log(`replica ${slot.index} failed to start: ${m.message}`);
-    } else if (m.t === 'metrics') {
-      pending.get(m.n)?.(m.metrics);
     }
   }
 
@@ -297,17 +297,18 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
         });
       }
       // The old process may have died meanwhile: it is restarted as after any exit.
-      if (!slot.child && !stopping && slot.state !== 'crashed') scheduleRestart(slot, 'exited during a reload');
+      if (!slot.child && !stopping && slot.state !== 'crashed') scheduleRestart(slot, 'during a reload that could not replace it');
       throw err;
     });
     const old = slot.child;
+    const oldGraceMs = slot.config.shutdownGraceMs;
     Object.assign(slot, { child, epoch, config: cfg, state: 'up', url: up.ownUrl, ownUrl: up.ownUrl, started_at: up.startedAt, pid: up.pid, exits: [] });
     opts.log(`replica ${slot.index} (id ${slot.id}) reloaded: pid ${up.pid}, epoch ${epoch}, ${up.ownUrl}`);
     if (!old || !old.alive) return;
     retired.push({ index: slot.index, epoch: old.epoch, pid: old.pid, child: old });
     old.send({ t: 'retire' });
     // The retiring replica ends itself after its drain; one that does not is killed.
-    const kill = setTimeout(() => old.kill('SIGKILL'), cfg.shutdownGraceMs + 5_000);
+    const kill = setTimeout(() => old.kill('SIGKILL'), oldGraceMs + 5_000);
     void old.exited.then(() => clearTimeout(kill));
   }
 
