@@ -77,10 +77,12 @@ const HELP = `usage: baton router [options]
                                less T ms (default 1000)
   --shutdown-grace-ms T        on SIGTERM, /readyz answers 503 and requests in flight get up
                                to T ms to end before the router exits (default 30000)
-  --replicas N                 N router processes on the one port (node:cluster on Node 20;
+  --replicas N|auto            N router processes on the one port (node:cluster on Node 20;
                                SO_REUSEPORT processes on Node >= 22.12), supervised and
-                               restarted by a primary; GET /replicas lists them (default 1;
-                               docs/replicas.md)
+                               restarted by a primary; GET /replicas lists them; auto: one per
+                               core (os.availableParallelism(), at most 64). SIGHUP to the
+                               primary replaces them one at a time, re-reading --config
+                               (default 1; docs/replicas.md)
   --replica-admin-port-base P  replica i also serves its own /metrics, /events, /traces, ...
                                on 127.0.0.1:P+i (default 0: any free port)
   --pd-disaggregation          prefill/decode disaggregation (docs/pd.md): each attempt is a
@@ -262,7 +264,8 @@ export async function run(argv: string[]): Promise<void> {
     console.log(HELP);
     return;
   }
-  if (config.replicas > 1) return runReplicas(config);
+  // A reload reads the config file again under the flags and environment given at the start.
+  if (config.replicas > 1) return runReplicas(config, () => configFromArgv(argv)!);
   let router;
   try {
     router = await startRouter(config);
@@ -297,11 +300,15 @@ export async function run(argv: string[]): Promise<void> {
 }
 
 /** `--replicas N`: this process is the primary; the replicas are router/replicas/replica-main.ts. */
-async function runReplicas(config: RouterConfig): Promise<void> {
+async function runReplicas(config: RouterConfig, reloadConfig: () => RouterConfig): Promise<void> {
+  // Node's default for SIGHUP ends the process: while the replicas start, it is refused instead.
+  const early = () => console.log('SIGHUP: the replicas are still starting; no reload (send it again once the router listens)');
+  process.on('SIGHUP', early);
   let primary;
   try {
     primary = await startPrimary(config, {
       log: (line) => console.log(line),
+      reloadConfig,
       onAllCrashed: () => {
         console.error('every replica is in a crash loop; exiting');
         process.exit(1);
@@ -325,4 +332,12 @@ async function runReplicas(config: RouterConfig): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT', 0));
   process.on('SIGTERM', () => stop('SIGTERM', config.shutdownGraceMs));
+  // nginx -s reload, pm2 reload: replace the replicas one at a time (docs/replicas.md, "Reload").
+  // The primary logs the outcome; a failure leaves the replicas serving.
+  process.off('SIGHUP', early);
+  process.on('SIGHUP', () => {
+    if (stopping) return console.log('SIGHUP: stopping; no reload');
+    console.log('SIGHUP: reload');
+    void primary.reload().catch(() => undefined);
+  });
 }

@@ -2,6 +2,7 @@
 // simulated cluster or the given workers, and traffic) with the router as N replicas on one port
 // (router/replicas/, under a primary in host/replicas-process.ts), and the dashboard served by a
 // hub following that primary (host/hub/): a host of one router is the one-replica case.
+import { availableParallelism } from 'node:os';
 import type { EventListener } from '../router/api.ts';
 import { clusterConfig, RENDERER_DIST, resolveAppOptions, routerConfig, trafficFormats, type AppDeps, type AppOptions } from './app.ts';
 import type { HostActions, RequestOutput } from './contract.ts';
@@ -43,8 +44,9 @@ export interface ReplicatedAppHandle {
   close(): Promise<void>;
 }
 
-/** The count of --replicas (or BATON_REPLICAS, replicas: in a config file): 1 to 64, as router/config.ts bounds it. */
+/** The count of --replicas (or BATON_REPLICAS, replicas: in a config file): 1 to 64 or auto, as router/config.ts reads it. */
 export function parseReplicas(value: string | number, what = '--replicas'): number {
+  if (value === 'auto') return Math.min(64, availableParallelism());
   const n = typeof value === 'number' ? value : value.trim() === '' ? NaN : Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 64) throw new RangeError(`${what} must be an integer from 1 to 64, got '${value}'`);
   return n;

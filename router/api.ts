@@ -42,4 +42,11 @@ export interface RouterHandle {
    * --shutdown-grace-ms) to end, then the router closes. True: every request ended in time.
    */
   shutdown?(graceMs?: number): Promise<boolean>;
+  /**
+   * A replica retiring in a reload: stop accepting on the router's port (the other replicas take
+   * the new connections) and keep serving the open ones; resolves once each has ended.
+   */
+  stopAccepting?(): Promise<void>;
+  /** A replica's own port: stop listening on it (open connections stay) or listen on it again. */
+  ownPort?(listen: boolean): Promise<void>;
 }

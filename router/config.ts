@@ -2,6 +2,7 @@
 // command-line flags, in rising precedence. Every value is checked once here, with an error that
 // names where the bad value came from.
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES } from './pool/policies/index.ts';
@@ -120,7 +121,7 @@ export interface RouterConfig {
   drainMarginMs: number;
   /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
   shutdownGraceMs: number;
-  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router. */
+  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router; `auto` (given as a string): one per core. */
   replicas: number;
   /** Replica i also listens on 127.0.0.1:(base + i) for its own /metrics, /events, ...; 0: any free port. */
   replicaAdminPortBase: number;
@@ -207,6 +208,9 @@ export const DEFAULTS: RouterConfig = {
 
 export class ConfigError extends Error {}
 
+/** Most router processes under one primary (`--replicas`). */
+const MAX_REPLICAS = 64;
+
 type Key = keyof RouterConfig;
 
 /** file key / env var / flag name for each setting (kebab-case flags, snake_case file keys). */
@@ -288,12 +292,15 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (value === 'false' || value === '0') return false;
     throw bad('must be true or false');
   }
+  // One replica per core the process may use (cgroup and affinity limits count: libuv's
+  // uv_available_parallelism), within the same bound as a number.
+  if (key === 'replicas' && value === 'auto') return Math.min(MAX_REPLICAS, availableParallelism());
   if (typeof d === 'number') {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+    if (key === 'replicas' && (!Number.isInteger(n) || n < 1 || n > MAX_REPLICAS)) throw bad(`must be from 1 to ${MAX_REPLICAS}, or auto`);
     if (!Number.isInteger(n) || n < 0) throw bad('must be a non-negative integer');
     if (key === 'port' && n > 65535) throw bad('must be a port number (0 picks one)');
     if (key === 'listenBacklog' && n < 1) throw bad('must be a positive integer');
-    if (key === 'replicas' && (n < 1 || n > 64)) throw bad('must be from 1 to 64');
     if (key === 'replicaAdminPortBase' && n > 65535) throw bad('must be a port number (0 picks free ones)');
     return n;
   }

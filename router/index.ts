@@ -14,7 +14,7 @@ import { WorkerPool, normalizeWorkerUrl } from './pool/worker-pool.ts';
 import { createPolicy } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
-import { createEdgeServer, listenEdge } from './http/server.ts';
+import { closeListener, createEdgeServer, listenEdge, stopAccepting } from './http/server.ts';
 import { addReplicaRoutes, adoptIdentity, type ReplicaLink } from './replicas/identity.ts';
 import { RequestPath } from './http/request-path.ts';
 import { addRouterRoutes } from './http/admin-api.ts';
@@ -127,6 +127,12 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
     traceRows: (f?: TraceFilter): TraceRow[] => [...traces.rows(f)],
     addRoute: (method: string, path: string, handler: RouteHandler) => routes.add(method, path, handler, true),
     shutdown: async (graceMs = config.shutdownGraceMs) => lifecycle.shutdown(graceMs, discovery.stop).finally(() => handle_.close()),
+    stopAccepting: () => stopAccepting(server),
+    ownPort: async (listen) => {
+      if (!own) return;
+      if (!listen) return closeListener(own);
+      if (!own.listening) await listenEdge(own, { host: '127.0.0.1', port: opts.replica!.ownPort, backlog: config.listenBacklog, exclusive: true });
+    },
     close: async () => {
       if (closed) return;
       closed = true;

@@ -2,7 +2,7 @@
 // one for the router's port; a replica (router/replicas/) makes a second on its own loopback port,
 // serving the same routes.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Server as NetServer, type AddressInfo } from 'node:net';
 import type { RouterConfig } from '../config.ts';
 import type { Routes } from './routes.ts';
 import { accessRefusal, type Keys } from './guards.ts';
@@ -94,4 +94,32 @@ export async function listenEdge(server: Server, o: { host: string; port: number
   });
   const port = (server.address() as AddressInfo).port;
   return `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
+}
+
+/**
+ * Stop accepting on `server` but keep serving its open connections (a replica retiring in a
+ * reload: the other replicas take the new connections). Not `server.close()`: Node's http close
+ * also closes the idle keep-alive connections at once, and a client that has just written its
+ * next request on one of them sees it reset. Left open, an idle connection ends by the client's
+ * choice or at the keep-alive timeout the server announced (`Keep-Alive: timeout=5`), which
+ * clients that honour the hint (undici, Node's agent) leave first. A request that still arrives on
+ * one is served and answered `Connection: close`, so the client does not reuse it. Resolves once
+ * every connection has ended.
+ */
+const netClose = NetServer.prototype.close;
+
+export function stopAccepting(server: Server): Promise<void> {
+  server.prependListener('request', (_req, res) => {
+    res.shouldKeepAlive = false;
+  });
+  return new Promise<void>((resolve) => {
+    // net.Server's close: the listening handle only (node:cluster's shared one is left to the
+    // other replicas, with what waits in its accept queue); 'close' follows the last connection.
+    netClose.call(server, () => resolve());
+  });
+}
+
+/** Stop listening, now, and leave the open connections be (a replica's own port handed to its successor). */
+export function closeListener(server: Server): void {
+  if (server.listening) netClose.call(server);
 }

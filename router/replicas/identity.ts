@@ -27,6 +27,25 @@ export interface ReplicaEntry extends ReplicaIdentity {
   state: ReplicaState;
 }
 
+/** The latest reload of a `--replicas` primary (SIGHUP; docs/replicas.md, "Reload"). */
+export interface ReloadStatus {
+  state: 'reloading' | 'done' | 'failed';
+  started_at: number;
+  ended_at: number | null;
+  /** The slot being replaced (reloading), or the one whose new process failed to start (failed). */
+  slot: number | null;
+  /** Why it failed. */
+  message: string | null;
+  /** Replaced processes still draining their requests. */
+  draining: { index: number; epoch: number; pid: number }[];
+}
+
+/** The body of GET /replicas; `reload` once the primary has reloaded. */
+export interface ReplicaList {
+  replicas: ReplicaEntry[];
+  reload?: ReloadStatus | null;
+}
+
 /** A replica's line to its primary (router/replicas/replica-main.ts fills it over IPC). */
 export interface ReplicaLink {
   identity: ReplicaIdentity;
@@ -35,7 +54,7 @@ export interface ReplicaLink {
   /** Share the router's port with SO_REUSEPORT (independent processes, Node >= 22.12) rather than node:cluster's handle. */
   reusePort: boolean;
   /** The primary's latest list. */
-  list(): Promise<ReplicaEntry[]>;
+  list(): Promise<ReplicaList>;
   /** /metrics over every replica, aggregated by the primary. */
   aggregatedMetrics(): Promise<string>;
   /**
@@ -83,7 +102,7 @@ export function addReplicaRoutes(routes: Routes, p: ReplicaRouteParts): void {
   routes.add('GET', '/replicas', async (_req, res) => {
     if (!p.link) return send(res, 200, { replicas: [{ ...p.identity, pid: process.pid, url: p.ownUrl(), started_at: p.startedAt, state: 'up' }] });
     try {
-      send(res, 200, { replicas: await p.link.list() });
+      send(res, 200, await p.link.list());
     } catch (err) {
       send(res, 503, { object: 'error', message: `the primary did not answer: ${(err as Error).message}`, type: 'ServiceUnavailableError', param: null, code: 503 });
     }

@@ -3,7 +3,7 @@
 // SIGTERM as a lone router does, and exits when the primary is gone (the IPC channel closes).
 import { startRouter, type RouterHandle } from '../index.ts';
 import { ConfigError } from '../config.ts';
-import type { ReplicaEntry, ReplicaLink } from './identity.ts';
+import type { ReplicaLink, ReplicaList } from './identity.ts';
 import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
 import { surviveClosedLogPipe } from '../log-pipe.ts';
 
@@ -43,6 +43,14 @@ process.on('message', (m: FromPrimary) => {
     else a?.resolve(m.body);
   } else if (m.t === 'collect' && metricsJson) {
     void metricsJson().then((metrics) => send({ t: 'metrics', n: m.n, metrics }));
+  } else if (m.t === 'retire') {
+    void retire();
+  } else if (m.t === 'own-port') {
+    const listen = m.listen;
+    void Promise.resolve(router?.ownPort!(listen)).then(
+      () => send({ t: 'own-port', listening: listen }),
+      (err: Error) => send({ t: 'own-port', listening: !listen, error: err.message }),
+    );
   }
 });
 
@@ -50,7 +58,7 @@ const link: ReplicaLink = {
   identity: spec.identity,
   ownPort: spec.ownPort,
   reusePort: spec.reusePort,
-  list: async () => (await ask('replicas')) as ReplicaEntry[],
+  list: async () => (await ask('replicas')) as ReplicaList,
   aggregatedMetrics: async () => (await ask('metrics')) as string,
   up: (url, ownUrl, startedAt, metrics) => {
     metricsJson = metrics;
@@ -67,6 +75,25 @@ async function end(how: 'drain' | 'close'): Promise<void> {
   process.exit(0);
 }
 process.on('SIGTERM', () => void end('drain'));
+
+/**
+ * A reload has replaced this replica (primary.ts `replace`): leave the shared port first, unlike
+ * SIGTERM's drain, which keeps accepting (a pod's Service still sends connections for a while).
+ * Here the new replica is listening already, and what waits in the accept queue is its to take.
+ * Then the connections end (their requests finish, idle keep-alive ones time out), up to the
+ * grace period; then a drain as on SIGTERM for what is left (the own port).
+ */
+async function retire(): Promise<void> {
+  if (ending || !router) return;
+  ending = true;
+  const grace = spec!.config.shutdownGraceMs;
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([router.stopAccepting!(), new Promise<void>((resolve) => (timer = setTimeout(resolve, grace)))]);
+  clearTimeout(timer);
+  await router.shutdown!(Math.max(0, grace - (Date.now() - started))).catch(() => undefined);
+  process.exit(0);
+}
 process.on('SIGINT', () => void end('close'));
 // The primary is gone (killed, or exited): nothing would restart or aggregate; end too.
 process.on('disconnect', () => void end('close'));

@@ -8,6 +8,9 @@ import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { startRouter } from '../../router/index.ts';
 import { ridReplica } from '../../router/migration/rid.ts';
 import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../../router/config.ts';
 import { reusePortSupported } from '../../router/replicas/primary.ts';
 import { spawnRouter, traceRows, waitUntil, type RouterProc } from './harness/procs.ts';
@@ -158,9 +161,23 @@ describe('replica settings', () => {
   it('refuse what cannot run, with the setting named', () => {
     expect(loadConfig({ flags: { replicas: '3' } }).replicas).toBe(3);
     expect(loadConfig({ env: { BATON_REPLICAS: '2' } }).replicas).toBe(2);
-    expect(() => loadConfig({ flags: { replicas: '0' } })).toThrow(/replicas must be from 1 to 64, got "0"/);
+    expect(() => loadConfig({ flags: { replicas: '0' } })).toThrow(/replicas must be from 1 to 64, or auto, got "0"/);
+    expect(() => loadConfig({ flags: { replicas: 'Auto' } })).toThrow(/replicas must be from 1 to 64, or auto, got "Auto"/);
     expect(() => loadConfig({ flags: { replicas: '65' } })).toThrow(/replicas must be from 1 to 64/);
     expect(() => loadConfig({ flags: { replicas: '2', replicaAdminPortBase: '65535' } })).toThrow(/replica-admin-port-base 65535 \+ 2 replicas passes port 65535/);
+  });
+
+  it('auto: one per core the process may use, at most 64, from a flag, the environment or the file', () => {
+    const auto = Math.min(64, availableParallelism());
+    expect(loadConfig({ flags: { replicas: 'auto' } }).replicas).toBe(auto);
+    expect(loadConfig({ env: { BATON_REPLICAS: 'auto' } }).replicas).toBe(auto);
+    const dir = mkdtempSync(join(tmpdir(), 'baton-replicas-'));
+    try {
+      writeFileSync(join(dir, 'r.yaml'), 'replicas: auto\n');
+      expect(loadConfig({ file: join(dir, 'r.yaml') }).replicas).toBe(auto);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('use SO_REUSEPORT exactly where net.Server.listen takes reusePort (Node 22.12+, 23.1+)', () => {
