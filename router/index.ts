@@ -18,6 +18,7 @@ import { closeListener, createEdgeServer, listenEdge, stopAccepting } from './ht
 import { addReplicaRoutes, adoptIdentity, type ReplicaLink } from './replicas/identity.ts';
 import { RequestPath } from './http/request-path.ts';
 import { addRouterRoutes } from './http/admin-api.ts';
+import { endEventStreams } from './http/events-endpoint.ts';
 import { FRONTS, ServedModels, UNROUTED } from './format/fronts.ts';
 import type { LoopContext } from './migration/logical-request.ts';
 import type { TraceRow } from './trace/row.ts';
@@ -139,6 +140,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
       await discovery.stop().finally(() => drainer.close());
       stalls.close();
       telemetry.close();
+      await endEventStreams(bus, 1000); // a hub gets the last events before the connections close
       await Promise.all([server, own].map((srv) => srv && new Promise<void>((resolve) => {
         srv.close(() => resolve());
         srv.closeAllConnections();

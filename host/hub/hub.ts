@@ -135,10 +135,14 @@ export class Hub {
   private async resolve(url: string, source: number): Promise<void> {
     if (this.stopped) return;
     let replicas: ReplicaEntry[] | null = null;
+    let draining: { index: number; epoch: number }[] = [];
     try {
       const res = await request(`${url}/replicas`, { headers: this.opts.headers ?? {}, headersTimeout: 1000, bodyTimeout: 1000 });
-      if (res.statusCode === 200) replicas = ((await res.body.json()) as { replicas?: ReplicaEntry[] }).replicas ?? null;
-      else await res.body.dump();
+      if (res.statusCode === 200) {
+        const list = (await res.body.json()) as { replicas?: ReplicaEntry[]; reload?: { draining?: { index: number; epoch: number }[] } };
+        replicas = list.replicas ?? null;
+        draining = list.reload?.draining ?? [];
+      } else await res.body.dump();
     } catch {
       // unreachable now: follow the URL itself, which the link reports as lost
     }
@@ -154,6 +158,11 @@ export class Hub {
       const own = r.url.replace(/\/$/, '');
       // Followed already as a plain URL (it was unreachable when first asked): the same router.
       if (plain && plain.link.url === own) continue;
+      // A reload (SIGHUP) replaced this slot's process and the old one still drains: keep
+      // following the old one until it has gone, so that the requests it finishes reach the hub;
+      // then the new one's epoch makes the hub read its /traces, and nothing is missed.
+      const followed = this.links.get(`${source}.${r.index}`)?.link;
+      if (followed && followed.url !== own && draining.some((d) => d.index === r.index && d.epoch === followed.replica?.epoch)) continue;
       this.follow(`${source}.${r.index}`, own);
     }
   }

@@ -177,24 +177,34 @@ export class RouterLink {
     else this.setState('connected');
   }
 
+  /** The router instance followed; another one's clock is another clock. */
+  private noteInstance(instance: string): void {
+    if (instance === this.instance) return;
+    if (this.instance !== null) this.samples = this.samples.slice(-1);
+    this.instance = instance;
+  }
+
   private async pollStats(): Promise<void> {
     if (this.stopped) return;
     const t0 = performance.now();
     const wall0 = Date.now();
     try {
-      const res = await request(`${this.url}/stats`, { headers: this.headers, headersTimeout: this.timings.lostMs, bodyTimeout: this.timings.lostMs });
+      const url = this.url;
+      const res = await request(`${url}/stats`, { headers: this.headers, headersTimeout: this.timings.lostMs, bodyTimeout: this.timings.lostMs });
       if (res.statusCode !== 200) {
         await res.body.dump();
         throw new Error(`GET /stats: ${res.statusCode}`);
       }
       const stats = (await res.body.json()) as RouterStats & { replica?: { id: string; index: number; epoch: number } };
+      // Followed elsewhere meanwhile (a replica's slot moved to its new process): a reading of the
+      // old address says nothing of the router followed now.
+      if (url !== this.url) return;
       const rtt = performance.now() - t0;
       this.heard();
       this.samples.push({ rtt, offset: stats.t - (wall0 + rtt / 2) });
       if (this.samples.length > 16) this.samples.shift();
       const restarted = this.instance !== null && stats.instance !== this.instance;
-      if (restarted) this.samples = this.samples.slice(-1);
-      this.instance = stats.instance;
+      this.noteInstance(stats.instance);
       if (stats.replica) this.replica = { id: stats.replica.id, index: stats.replica.index, epoch: stats.replica.epoch };
       this.stats = stats;
       this.handlers.stats(this, stats, restarted);
@@ -260,6 +270,9 @@ export class RouterLink {
       this.handlers.events(this, env as BatonEvent[]);
       return;
     }
+    // The stream names the router it comes from: a new one (a restart, a replica's new process)
+    // has already said `reset: epoch` here, so a /stats reading of it later is no restart.
+    if (typeof env.router === 'string' && env.router !== '') this.noteInstance(env.router);
     if (env.reset !== undefined) {
       if (env.reset === 'gap') this.gaps++;
       this.epoch = env.epoch;

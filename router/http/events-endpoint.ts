@@ -109,6 +109,23 @@ export function batchJson(events: BatonEvent[]): string {
   return out + ']';
 }
 
+/** The open streams of each bus: what `endEventStreams` ends when the router closes. */
+const open = new WeakMap<EventBus, Set<() => Promise<void>>>();
+
+/**
+ * Ends every open event stream of `bus` as the router closes: each sends what it still queues and
+ * ends its response, so that a dashboard hub following the router gets every event of its last
+ * moments (the rows of the requests a draining router finished) before the connections are
+ * closed. Waits at most `ms` for the sockets to take the last batches.
+ */
+export async function endEventStreams(bus: EventBus, ms: number): Promise<void> {
+  const enders = [...(open.get(bus) ?? [])];
+  if (enders.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(enders.map((end) => end())), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
 export function serveEvents(bus: EventBus, req: IncomingMessage, res: ServerResponse, opts: EventsEndpointOptions): void {
   const query = new URL(req.url ?? '/', 'http://x').searchParams;
   const lastIdText = (req.headers['last-event-id'] as string | undefined) ?? query.get('last_event_id');
@@ -172,10 +189,30 @@ export function serveEvents(bus: EventBus, req: IncomingMessage, res: ServerResp
   };
   const timer = setInterval(flush, Math.min(opts.flushMs, heartbeatMs));
   timer.unref();
+  let streams = open.get(bus);
+  if (!streams) open.set(bus, (streams = new Set()));
+  const end = (): Promise<void> => {
+    if (closed) return Promise.resolve();
+    clearInterval(timer);
+    unsubscribe();
+    if (pending.size > 0) {
+      // Past backpressure too: the socket buffers it, and the end waits for it to be written.
+      res.write(`id: ${bus.epoch}:${queued}\ndata: ${head}${sent + 1},"seq":${queued},"events":${batchJson(pending.take())}}\n\n`);
+      sent = queued;
+    }
+    closed = true;
+    streams!.delete(end);
+    return new Promise<void>((resolve) => {
+      res.once('close', resolve);
+      res.end(resolve);
+    });
+  };
+  streams.add(end);
 
   function close(): void {
     if (closed) return;
     closed = true;
+    streams!.delete(end);
     clearInterval(timer);
     unsubscribe();
     pending.take();
