@@ -491,7 +491,10 @@ export interface Benching {
 export function benchingsOf(events: readonly WorkerStateEvent[], benchMs: number, circuitOpenMs: number): Benching[] {
   const outUntil = new Map<string, number>();
   const out: Benching[] = [];
-  for (const e of [...events].sort((a, b) => a.t - b.t)) {
+  // Within one ms a recovery goes first, whatever order the events came in: the count must not
+  // depend on the order of events the clock cannot tell apart (the laws in campaign-logic.test.ts).
+  const recoveryFirst = (a: WorkerStateEvent, b: WorkerStateEvent) => a.t - b.t || Number(b.health === 'healthy') - Number(a.health === 'healthy');
+  for (const e of [...events].sort(recoveryFirst)) {
     const until = outUntil.get(e.url) ?? -Infinity;
     if (OUT_BY_BLAME.has(e.health)) {
       if (e.t > until) out.push({ url: e.url, t: e.t, health: e.health });

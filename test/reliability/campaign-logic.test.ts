@@ -943,6 +943,10 @@ describe('workers benched by a client\'s mistake', () => {
       const benched = { t: 9, url: 'w0', health: 'benched', circuit: 'closed' } as const;
       expect(benchingsOf([healthy, benched], BENCH, OPEN)).toEqual([{ url: 'w0', t: 9, health: 'benched' }]);
       expect(benchingsOf([benched, healthy], BENCH, OPEN)).toEqual([{ url: 'w0', t: 9, health: 'benched' }]);
+      // Two blames and a recovery in one ms, then a blame within the bench: one benching either way.
+      const later = { t: 10, url: 'w0', health: 'benched', circuit: 'closed' } as const;
+      expect(benchingsOf([benched, benched, healthy, later], BENCH, OPEN)).toHaveLength(1);
+      expect(benchingsOf([healthy, benched, benched, later], BENCH, OPEN)).toHaveLength(1);
     });
 
     it('laws: each benching is an event that shows blame; at most one per worker per bench; none without blame', () => {
@@ -959,7 +963,7 @@ describe('workers benched by a client\'s mistake', () => {
           // The order the events arrive in does not matter.
           expect(benchingsOf([...es].reverse(), BENCH, OPEN).length).toBe(bs.length);
         }),
-        { numRuns: 300 },
+        { numRuns: 1000 },
       );
     });
   });
