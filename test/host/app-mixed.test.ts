@@ -7,6 +7,7 @@ import { startApp, type AppHandle } from '../../host/app.ts';
 import { toVllm, generateRequest } from '../../host/traffic-request.ts';
 import { DEFAULT_TRAFFIC } from '../../host/traffic-settings.ts';
 import type { AttemptRow, RequestRow } from '../../router/trace/row.ts';
+import { pidAlive } from '../sim/helpers.ts';
 
 let app: AppHandle;
 beforeAll(async () => {
@@ -45,14 +46,6 @@ describe('a mixed simulated cluster', () => {
     const pids = app.actions.simWorkers()!.filter((w) => w.alive).map((w) => w.pid!);
     expect(pids.length).toBe(3);
     await app.close();
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    await expect.poll(() => pids.some(alive), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => pids.some(pidAlive), { timeout: 10_000 }).toBe(false);
   });
 });

@@ -7,6 +7,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type AppHandle } from '../../host/app.ts';
 import type { Snapshot } from '../../host/contract.ts';
+import { pidAlive } from '../sim/helpers.ts';
 
 const dist = mkdtempSync(join(tmpdir(), 'baton-dist-'));
 mkdirSync(join(dist, 'assets'));
@@ -24,15 +25,6 @@ function rawGet(base: string, path: string): Promise<number> {
     req.end();
   });
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 let app: AppHandle;
 beforeAll(async () => {
@@ -65,15 +57,15 @@ describe('startApp on the real router', () => {
     const pid = before[0]!.pid!;
     const killed = await fetch(`${app.router.url}/api/sim/0/kill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(((await killed.json()) as { workers: { alive: boolean }[] }).workers[0]!.alive).toBe(false);
-    expect(alive(pid)).toBe(false);
+    expect(pidAlive(pid)).toBe(false);
     const restarted = await fetch(`${app.router.url}/api/sim/0/restart`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(((await restarted.json()) as { workers: { alive: boolean }[] }).workers[0]!.alive).toBe(true);
   });
 
   it('stops every worker process on close', async () => {
     const pids = app.actions.simWorkers()!.map((w) => w.pid!);
-    expect(pids.every(alive)).toBe(true);
+    expect(pids.every(pidAlive)).toBe(true);
     await app.close();
-    await expect.poll(() => pids.some(alive), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => pids.some(pidAlive), { timeout: 10_000 }).toBe(false);
   });
 });

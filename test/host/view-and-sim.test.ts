@@ -12,6 +12,7 @@ import { traceQuery } from '../../host/export-query.ts';
 import type { TraceRow } from '../../router/trace/row.ts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pidAlive } from '../sim/helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-view-'));
 mkdirSync(join(dir, 'dist', 'assets'), { recursive: true });
@@ -49,14 +50,6 @@ function pgrp(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
 }
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('the simulated cluster in its own process group', () => {
   const stops: (() => Promise<void> | void)[] = [];
@@ -75,7 +68,7 @@ describe('the simulated cluster in its own process group', () => {
     cluster.onChange(() => changes++);
     await cluster.kill(0);
     expect(cluster.workers()[0]!.alive).toBe(false);
-    expect(alive(pids[0]!)).toBe(false);
+    expect(pidAlive(pids[0]!)).toBe(false);
     await cluster.restart(0);
     expect(cluster.workers()[0]!.alive).toBe(true);
     expect(changes).toBeGreaterThanOrEqual(2);
@@ -83,7 +76,7 @@ describe('the simulated cluster in its own process group', () => {
     await expect(cluster.fault(7, { kind: 'hang' })).rejects.toThrow();
     const all = cluster.workers().map((w) => w.pid!);
     await cluster.stop();
-    for (const pid of all) await expect.poll(() => alive(pid), { timeout: 10_000 }).toBe(false);
+    for (const pid of all) await expect.poll(() => pidAlive(pid), { timeout: 10_000 }).toBe(false);
   });
 });
 

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { spawnRouter } from './harness/procs.ts';
+import { pidAlive } from '../sim/helpers.ts';
 
 let cluster: SimCluster;
 
@@ -15,15 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.stop();
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function generate(url: string): Promise<number> {
   const res = await fetch(`${url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_ids: [1, 2, 3], sampling_params: { max_new_tokens: 4, ignore_eos: true } }) });
@@ -45,7 +37,7 @@ describe('a router without its log reader', () => {
       const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 20_000))]);
       if (code === 'hung') router.proc.kill('SIGKILL');
       expect(code).toBe(0);
-      for (const pid of pids) expect(alive(pid), `replica pid ${pid} outlived its primary`).toBe(false);
+      for (const pid of pids) expect(pidAlive(pid), `replica pid ${pid} outlived its primary`).toBe(false);
     }, 150_000);
   }
 });

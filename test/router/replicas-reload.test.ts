@@ -12,6 +12,7 @@ import { runModel } from '../../sim/model.ts';
 import { ridReplica } from '../../router/migration/rid.ts';
 import { spawnRouter, stream, traceRows, waitUntil, type RouterProc, type StreamResult } from './harness/procs.ts';
 import { fold } from './harness/setup.ts';
+import { pidAlive } from '../sim/helpers.ts';
 
 interface Entry { id: string; index: number; epoch: number; pid: number; url: string; state: string }
 interface Reload { state: string; slot: number | null; message: string | null; draining: { index: number; epoch: number; pid: number }[] }
@@ -49,15 +50,6 @@ async function replicas(url: string): Promise<List> {
   expect(res.status).toBe(200);
   return (await res.json()) as List;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 interface Run { prompt: number[]; result: StreamResult | null; error: string | null; endedAt: number }
 
@@ -128,7 +120,7 @@ describe('SIGHUP to the primary of --replicas 2', () => {
     for (const r of after.replicas) expect(oldPids).not.toContain(r.pid);
     // The old processes drain (their idle keep-alive connections end within the 5 s the server
     // announced) and exit.
-    await waitUntil(() => oldPids.every((pid) => !alive(pid)), 40_000, 'the old replicas gone');
+    await waitUntil(() => oldPids.every((pid) => !pidAlive(pid)), 40_000, 'the old replicas gone');
     await waitUntil(async () => (await replicas(router.url)).reload?.draining.length === 0, 10_000, 'no replica draining');
     const out = router.output.join('\n');
     for (const r of before.replicas) expect(out).toContain(`replica ${r.index} epoch 0 (pid ${r.pid}) retired: drained and exited`);
