@@ -9,14 +9,12 @@
 // - node:cluster's settings (the scheduling policy, the entry file) are process-wide.
 // The helper exits when its IPC channel closes, and the replicas exit when the helper does, so a
 // host that dies (even by SIGKILL) leaves no router behind.
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { helperStarted, spawnDetached, stopHelper } from './detached-helper.ts';
 import type { RouterConfig } from '../router/config.ts';
 import type { ReplicaEntry } from '../router/replicas/identity.ts';
 
 const CHILD = fileURLToPath(new URL('./replicas-process-child.ts', import.meta.url));
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const START_TIMEOUT_MS = 60_000;
 /** After the stop is asked for: the replicas close at once (SIGINT), the primary waits for them. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -51,35 +49,17 @@ export class ReplicasStartError extends Error {
 
 /** `config`: each replica's router settings, `replicas` among them. */
 export async function startDetachedReplicas(config: Partial<RouterConfig> & { replicas: number }, log: (line: string) => void): Promise<ReplicasLike> {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(config)], {
-    detached: true,
-    // The replicas write their warnings to stderr as a lone router does.
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    // Under Electron, process.execPath is Electron itself: run it as plain Node.
-    env: { ...process.env, ...(process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}) },
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.on('message', (m: ReplicasHelperMessage) => {
+  const h = spawnDetached(CHILD, config);
+  // The replicas write their warnings to the host's stderr as a lone router does; the primary's
+  // own lines (a replica restarted, a crash loop) come as messages.
+  h.child.on('message', (m: ReplicasHelperMessage) => {
     if (m.type === 'log') log(m.line);
   });
-  const ready = await new Promise<Extract<ReplicasHelperMessage, { type: 'ready' }>>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the router replicas did not start within ${START_TIMEOUT_MS} ms`));
-    }, START_TIMEOUT_MS);
-    child.on('message', (m: ReplicasHelperMessage) => {
-      if (m.type === 'ready') {
-        clearTimeout(timer);
-        resolve(m);
-      } else if (m.type === 'failed') {
-        clearTimeout(timer);
-        reject(new ReplicasStartError(m.message, m.usage));
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the router replicas' primary exited while starting (code ${code}, signal ${signal})`));
-    });
+  const ready = await helperStarted<Extract<ReplicasHelperMessage, { type: 'ready' }>>(h, "the router replicas' primary", START_TIMEOUT_MS, (msg) => {
+    const m = msg as ReplicasHelperMessage;
+    if (m.type === 'ready') return { ready: m };
+    if (m.type === 'failed') return { failed: new ReplicasStartError(m.message, m.usage) };
+    return undefined;
   });
 
   let stopped: Promise<void> | null = null;
@@ -88,14 +68,7 @@ export async function startDetachedReplicas(config: Partial<RouterConfig> & { re
     mode: ready.mode,
     replicas: ready.replicas,
     stop() {
-      stopped ??= (async () => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        if (child.connected) child.send({ op: 'stop' } satisfies ReplicasHelperCall);
-        else child.kill('SIGTERM');
-        const forced = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-        await exited;
-        clearTimeout(forced);
-      })();
+      stopped ??= stopHelper(h, () => void (h.child.connected ? h.child.send({ op: 'stop' } satisfies ReplicasHelperCall) : h.child.kill('SIGTERM')), STOP_TIMEOUT_MS);
       return stopped;
     },
   };

@@ -5,14 +5,12 @@
 // terminal's Ctrl-C does not reach; the host stops the router first, then asks the helper to stop
 // the workers. The helper exits when its IPC channel closes, so a host that dies (even by
 // SIGKILL) still leaves no worker behind: the helper stops its cluster, whose workers exit with it.
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { helperStarted, spawnDetached, stopHelper } from './detached-helper.ts';
 import type { ClusterOptions } from '../sim/cluster.ts';
 import type { SimClusterLike, SimFaultKind } from './sim-control.ts';
 
 const CHILD = fileURLToPath(new URL('./sim-process-child.ts', import.meta.url));
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const START_TIMEOUT_MS = 60_000;
 
 /**
@@ -47,48 +45,33 @@ export type HelperMessage =
   | { type: 'reply'; id: number; ok: boolean; message?: string };
 
 export async function startDetachedCluster(opts: HostClusterOptions): Promise<SimClusterLike> {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(opts)], {
-    detached: true,
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    // Under Electron, process.execPath is Electron itself: run it as plain Node.
-    env: { ...process.env, ...(process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}) },
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const h = spawnDetached(CHILD, opts);
+  const { child } = h;
   let workers: SimWorkerMirror[] = [];
   const listeners = new Set<() => void>();
   const pending = new Map<number, { resolve(): void; reject(err: Error): void }>();
   let nextId = 1;
-
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the simulated cluster did not start within ${START_TIMEOUT_MS} ms`));
-    }, START_TIMEOUT_MS);
-    child.on('message', (m: HelperMessage) => {
-      if (m.type === 'ready') {
-        clearTimeout(timer);
-        workers = m.workers;
-        resolve();
-      } else if (m.type === 'failed') {
-        clearTimeout(timer);
-        reject(new Error(m.message));
-      } else if (m.type === 'workers') {
-        workers = m.workers;
-        for (const l of listeners) l();
-      } else if (m.type === 'reply') {
-        const p = pending.get(m.id);
-        pending.delete(m.id);
-        if (m.ok) p?.resolve();
-        else p?.reject(new Error(m.message ?? 'simulated cluster: failed'));
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      for (const p of pending.values()) p.reject(new Error('the simulated cluster exited'));
-      pending.clear();
-      workers = workers.map((w) => ({ ...w, alive: false }));
-      reject(new Error(`the simulated cluster exited while starting (code ${code}, signal ${signal})`));
-    });
+  child.on('message', (m: HelperMessage) => {
+    if (m.type === 'workers') {
+      workers = m.workers;
+      for (const l of listeners) l();
+    } else if (m.type === 'reply') {
+      const p = pending.get(m.id);
+      pending.delete(m.id);
+      if (m.ok) p?.resolve();
+      else p?.reject(new Error(m.message ?? 'simulated cluster: failed'));
+    }
+  });
+  child.once('exit', () => {
+    for (const p of pending.values()) p.reject(new Error('the simulated cluster exited'));
+    pending.clear();
+    workers = workers.map((w) => ({ ...w, alive: false }));
+  });
+  workers = await helperStarted<SimWorkerMirror[]>(h, 'the simulated cluster', START_TIMEOUT_MS, (msg) => {
+    const m = msg as HelperMessage;
+    if (m.type === 'ready') return { ready: m.workers };
+    if (m.type === 'failed') return { failed: new Error(m.message) };
+    return undefined;
   });
 
   const call = (op: HelperCall['op'], ...args: unknown[]): Promise<void> => new Promise((resolve, reject) => {
@@ -109,14 +92,7 @@ export async function startDetachedCluster(opts: HostClusterOptions): Promise<Si
       return () => listeners.delete(listener);
     },
     stop() {
-      stopped ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          await call('stop').catch(() => undefined);
-          const forced = setTimeout(() => child.kill('SIGKILL'), 10_000);
-          await exited;
-          clearTimeout(forced);
-        }
-      })();
+      stopped ??= stopHelper(h, () => call('stop').catch(() => undefined), 10_000);
       return stopped;
     },
   };
