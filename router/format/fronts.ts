@@ -9,6 +9,7 @@ import type { Keys } from '../http/guards.ts';
 import type { RequestPath } from '../http/request-path.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { ServedModels } from './openai/models.ts';
+import type { ReplicaIdentity, ReplicaLink } from '../replicas/identity.ts';
 import { addSglangFront } from '../sglang-api/generate.ts';
 import { addVllmFront } from './vllm/front.ts';
 import { addOpenAiFront } from '../openai-api.ts';
@@ -23,6 +24,9 @@ export interface FrontContext {
   models: ServedModels;
   config: RouterConfig;
   keys: Keys;
+  /** This router process among replicas (router/replicas/identity.ts), and its line to the primary when it is one of `--replicas`. */
+  identity: ReplicaIdentity;
+  replica?: ReplicaLink;
 }
 
 /** The models the router serves with its own tokenizers (--tokenizer): the SGLang and OpenAI fronts read them. */
@@ -33,7 +37,7 @@ export const FRONTS: readonly ((c: FrontContext) => void)[] = [
   addSglangFront, // SGLang's native API: /generate, /abort_request, /flush_cache, /server_info, ...
   addVllmFront, // vLLM's /inference/v1/generate and its aborts
   addOpenAiFront, // /v1/completions, /v1/chat/completions, /v1/models
-  addResponsesFront, // /v1/responses (the stateless subset), with tokenizers
+  addResponsesFront, // /v1/responses and its stored responses, with tokenizers
 ];
 
 /** Paths and methods no route serves: Starlette's answers, as SGLang gives them. */
