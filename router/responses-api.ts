@@ -9,7 +9,7 @@
 // asked for a response it does not hold fetches it from that replica's own address (GET
 // /replicas' `url`), through the same public routes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FrontContext } from './format/fronts.ts';
+import type { FrontContext, FrontReplica } from './format/fronts.ts';
 import { requestIdHeaders, type Front, type Parsed } from './http/request-path.ts';
 import { reportedModels } from './pool/worker-pool.ts';
 import { OpenAiError } from './format/openai/request.ts';
@@ -22,7 +22,6 @@ import { invalidId, notFound, readStored, resolveRefs, type StoredParts, type St
 import { contextLengthFor, workerFormatFor } from './openai-workers.ts';
 import { isObject } from './format/json.ts';
 import type { JsonObject } from './format/types.ts';
-import type { ReplicaLink } from './replicas/identity.ts';
 
 const PEER_TIMEOUT_MS = 5_000;
 
@@ -31,8 +30,8 @@ export function addResponsesFront(c: FrontContext): void {
   if (models.empty) return;
   const parsers = resolveParsers(config.toolCallParser, config.reasoningParser, config.reasoningField as ReasoningField);
   const store = new ResponseStore({ maxResponses: config.responsesStoreMaxResponses, maxBytes: config.responsesStoreMaxBytes, ttlMs: config.responsesStoreTtlMs });
-  const keys = new ResponseKeys(c.identity.id);
-  const peers = new Peers(c.identity.id, c.replica, c.keys.apiKey);
+  const keys = new ResponseKeys(c.replica.id);
+  const peers = new Peers(c.replica, c.keys.apiKey);
   const reader: StoreReader = {
     local: (id) => {
       const r = store.get(id);
@@ -187,18 +186,22 @@ function inputPage(q: URLSearchParams): { limit: number; order: 'asc' | 'desc'; 
  */
 class Peers {
   constructor(
-    private readonly self: string,
-    private readonly link: ReplicaLink | undefined,
+    private readonly self: FrontReplica,
     private readonly apiKey: string | null,
   ) {}
 
+  /** Whether another replica of this router made `key`. */
+  private elsewhere(key: string): boolean {
+    const id = replicaOfKey(key);
+    return this.self.peers !== undefined && id !== null && id !== this.self.id;
+  }
+
   /** The own address of the live replica that made `key`, when it is another replica than this one. */
   private async owner(key: string): Promise<string | null> {
-    const id = replicaOfKey(key);
-    if (!this.link || id === null || id === this.self) return null;
-    const list = await this.link.list().catch(() => null);
+    if (!this.elsewhere(key)) return null;
+    const list = await this.self.peers!().catch(() => null);
     // A replica that restarted or crashed took its store with it.
-    return list?.replicas.find((r) => r.id === id && r.state === 'up')?.url ?? null;
+    return list?.find((r) => r.id === replicaOfKey(key) && r.state === 'up')?.url ?? null;
   }
 
   /** `method path` on the owner of `key`: its answer, or null when no other replica made it. */
@@ -215,7 +218,7 @@ class Peers {
 
   /** The stored response `resp_<key>` as its owner holds it, or null (no other replica made it, or it no longer has it). */
   read(key: string): Promise<StoredParts | null> | null {
-    if (!this.link || replicaOfKey(key) === null || replicaOfKey(key) === this.self) return null;
+    if (!this.elsewhere(key)) return null;
     return (async () => {
       const id = `resp_${key}`;
       const got = await this.forward(key, 'GET', `/v1/responses/${id}`);

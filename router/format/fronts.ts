@@ -9,7 +9,6 @@ import type { Keys } from '../http/guards.ts';
 import type { RequestPath } from '../http/request-path.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { ServedModels } from './openai/models.ts';
-import type { ReplicaIdentity, ReplicaLink } from '../replicas/identity.ts';
 import { addSglangFront } from '../sglang-api/generate.ts';
 import { addVllmFront } from './vllm/front.ts';
 import { addOpenAiFront } from '../openai-api.ts';
@@ -24,9 +23,14 @@ export interface FrontContext {
   models: ServedModels;
   config: RouterConfig;
   keys: Keys;
-  /** This router process among replicas (router/replicas/identity.ts), and its line to the primary when it is one of `--replicas`. */
-  identity: ReplicaIdentity;
-  replica?: ReplicaLink;
+  /** This router process among the replicas of one router (index.ts fills it from router/replicas/). */
+  replica: FrontReplica;
+}
+
+/** A replica as a front sees it: its id, and (under `--replicas`) the list of every replica with its own address. */
+export interface FrontReplica {
+  id: string;
+  peers?: () => Promise<{ id: string; url: string; state: string }[]>;
 }
 
 /** The models the router serves with its own tokenizers (--tokenizer): the SGLang and OpenAI fronts read them. */
