@@ -175,8 +175,13 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
     if (this.open?.type !== 'reasoning') this.openItem({ type: 'reasoning', id: this.itemId('rs'), text: '' });
     const item = this.open!;
     (item as { text: string }).text += text;
-    this.event('response.reasoning_text.delta', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, delta: text });
-    this.event('response.reasoning_summary_text.delta', { item_id: item.id, output_index: this.items.length - 1, summary_index: 0, delta: text });
+    if (!this.sink.streaming) return;
+    // The same piece twice (reasoning_text and summary), on the per-token path: written as the
+    // frames event() would make, with the text escaped once and no object built per event.
+    const head = `"item_id":"${item.id}","output_index":${this.items.length - 1}`;
+    const delta = JSON.stringify(text);
+    this.sink.writeRaw(`event: response.reasoning_text.delta\ndata: {"type":"response.reasoning_text.delta","sequence_number":${this.seq++},${head},"content_index":0,"delta":${delta}}\n\n`
+      + `event: response.reasoning_summary_text.delta\ndata: {"type":"response.reasoning_summary_text.delta","sequence_number":${this.seq++},${head},"summary_index":0,"delta":${delta}}\n\n`);
   }
 
   private content(text: string): void {
