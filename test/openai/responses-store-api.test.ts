@@ -44,7 +44,9 @@ let small: RouterProc;
 beforeAll(async () => {
   cluster = await startCluster({ workers: 1, port: 0, tokenIntervalMs: 0, tokenizer: QWEN3, modelPath: MODEL, script });
   const args = ['--worker', cluster.workers()[0]!.url, '--tokenizer', QWEN3, '--health-interval-ms', '300', '--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3'];
-  [router, small] = await Promise.all([spawnRouter(args), spawnRouter([...args, '--responses-store-max-responses', '3'])]);
+  // One after the other: a router that fails to start leaves none running.
+  router = await spawnRouter(args);
+  small = await spawnRouter([...args, '--responses-store-max-responses', '3']);
 }, 60_000);
 
 afterAll(async () => {
