@@ -56,6 +56,13 @@ const HELP = `usage: baton router [options]
   --reasoning-parser NAME      separate <think> reasoning: qwen3, qwen3-thinking, deepseek-r1,
                                or vLLM's names (docs/openai.md)
   --reasoning-field F          reasoning_content (default; SGLang) or reasoning (vLLM)
+  --responses-store-max-responses N
+                               responses /v1/responses keeps for previous_response_id and
+                               item_reference (default 10000; 0 = none kept)
+  --responses-store-max-bytes B
+                               bytes of JSON those responses may hold (default 134217728)
+  --responses-store-ttl-ms T   a stored response is forgotten T ms after it was answered
+                               (default 3600000)
   --gc-scavenge serial|parallel
                                V8's young-generation GC on the main thread only (default
                                serial: cheaper beside a busy host's load) or with helper threads
@@ -137,6 +144,9 @@ const OPTIONS = {
   'tool-call-parser': { type: 'string' },
   'reasoning-parser': { type: 'string' },
   'reasoning-field': { type: 'string' },
+  'responses-store-max-responses': { type: 'string' },
+  'responses-store-max-bytes': { type: 'string' },
+  'responses-store-ttl-ms': { type: 'string' },
   'gc-scavenge': { type: 'string' },
   'service-discovery': { type: 'boolean' },
   selector: { type: 'string', multiple: true },
@@ -218,6 +228,9 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         toolCallParser: v['tool-call-parser'],
         reasoningParser: v['reasoning-parser'],
         reasoningField: v['reasoning-field'],
+        responsesStoreMaxResponses: v['responses-store-max-responses'],
+        responsesStoreMaxBytes: v['responses-store-max-bytes'],
+        responsesStoreTtlMs: v['responses-store-ttl-ms'],
         gcScavenge: v['gc-scavenge'],
         serviceDiscovery: v['service-discovery'],
         selector: v.selector,

@@ -88,6 +88,12 @@ export interface RouterConfig {
   reasoningParser: string | null;
   /** The chat answer's reasoning field: `reasoning_content` (SGLang) or `reasoning` (vLLM). */
   reasoningField: string;
+  /** Most responses the Responses front keeps for `previous_response_id` and `item_reference` (docs/openai.md); 0: none. */
+  responsesStoreMaxResponses: number;
+  /** Most bytes of JSON those stored responses may hold; 0: none. */
+  responsesStoreMaxBytes: number;
+  /** A stored response is forgotten this long after it was answered. */
+  responsesStoreTtlMs: number;
   /** V8's scavenges on the main thread only (`serial`) or with helper threads (router/gc.ts). */
   gcScavenge: GcScavenge;
   /** Discover workers from Kubernetes (docs/kubernetes.md); the SGLang gateway's flag names. */
@@ -182,6 +188,9 @@ export const DEFAULTS: RouterConfig = {
   toolCallParser: null,
   reasoningParser: null,
   reasoningField: 'reasoning_content',
+  responsesStoreMaxResponses: 10_000,
+  responsesStoreMaxBytes: 128 * 1024 * 1024,
+  responsesStoreTtlMs: 3_600_000,
   gcScavenge: 'serial',
   serviceDiscovery: false,
   selector: [],
@@ -301,6 +310,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (!Number.isInteger(n) || n < 0) throw bad('must be a non-negative integer');
     if (key === 'port' && n > 65535) throw bad('must be a port number (0 picks one)');
     if (key === 'listenBacklog' && n < 1) throw bad('must be a positive integer');
+    if (key === 'responsesStoreTtlMs' && n < 1) throw bad('must be a positive integer');
     if (key === 'replicaAdminPortBase' && n > 65535) throw bad('must be a port number (0 picks free ones)');
     return n;
   }

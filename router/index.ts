@@ -87,7 +87,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   };
   const routes = new Routes();
   const path = new RequestPath({ maxConcurrentRequests: config.maxConcurrentRequests, maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: config.bodyTimeoutMs, clientWriteTimeoutMs: config.clientWriteTimeoutMs }, loop);
-  for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys });
+  const link = opts.replica;
+  const replica = { id: identity.id, peers: link ? async () => (await link.list()).replicas : undefined };
+  for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys, replica });
   // Before the router's own routes: a replica's /metrics on the shared port is the aggregate.
   addReplicaRoutes(routes, { identity, link: opts.replica, metrics, startedAt: telemetry.startedAt, ownUrl: () => ownUrl, sharedPort: () => port });
   const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight });

@@ -23,6 +23,14 @@ export interface FrontContext {
   models: ServedModels;
   config: RouterConfig;
   keys: Keys;
+  /** This router process among the replicas of one router (index.ts fills it from router/replicas/). */
+  replica: FrontReplica;
+}
+
+/** A replica as a front sees it: its id, and (under `--replicas`) the list of every replica with its own address. */
+export interface FrontReplica {
+  id: string;
+  peers?: () => Promise<{ id: string; url: string; state: string }[]>;
 }
 
 /** The models the router serves with its own tokenizers (--tokenizer): the SGLang and OpenAI fronts read them. */
@@ -33,7 +41,7 @@ export const FRONTS: readonly ((c: FrontContext) => void)[] = [
   addSglangFront, // SGLang's native API: /generate, /abort_request, /flush_cache, /server_info, ...
   addVllmFront, // vLLM's /inference/v1/generate and its aborts
   addOpenAiFront, // /v1/completions, /v1/chat/completions, /v1/models
-  addResponsesFront, // /v1/responses (the stateless subset), with tokenizers
+  addResponsesFront, // /v1/responses and its stored responses, with tokenizers
 ];
 
 /** Paths and methods no route serves: Starlette's answers, as SGLang gives them. */

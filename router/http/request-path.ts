@@ -58,8 +58,11 @@ export interface Front {
   busy(res: ServerResponse, limit: number): void;
   /** The body could not be read (too large, too slow, cut off): the connection closes after. */
   bodyError(res: ServerResponse, status: number, message: string): void;
-  /** Guard and parse the body; null when it wrote the refusal itself. A throw is a 500. */
-  parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null;
+  /**
+   * Guard and parse the body; null when it wrote the refusal itself. A throw is a 500. A promise
+   * when parsing has to wait (the Responses front fetching a stored response from another replica).
+   */
+  parse(raw: Buffer, req: IncomingMessage, res: ServerResponse): Parsed | null | Promise<Parsed | null>;
   /** A rid the request claims is in flight (only fronts whose requests claim rids meet it). */
   duplicate?(res: ServerResponse, stream: boolean, message: string, headers: Record<string, string>): void;
   /** A passed-through request found no worker (only fronts that pass requests through). */
@@ -125,7 +128,8 @@ export class RequestPath {
           const e = err as BodyError;
           return front.bodyError(res, e.status ?? 400, e.message);
         }
-        const r = front.parse(raw, req, res);
+        let r = front.parse(raw, req, res);
+        if (r instanceof Promise) r = await r;
         if (r === null) return;
         // A fanned-out request is as many requests as it has children, against the same limit.
         const extra = r.fanout ? r.fanout.children.length - 1 : 0;

@@ -205,26 +205,48 @@ it('test_function_calling_with_streaming_expected_arguments: the deltas add up t
 });
 
 it('test_function_calling_with_streaming_types: every done event closes the block its added/delta opened', async () => {
+  // vLLM's test keeps one stack, for blocks that nest; here a thought is two sibling blocks of one
+  // item (its reasoning_text part and its summary part, whose deltas alternate), so each block is
+  // tracked by its item and index: a done closes an open block of its kind, an item's done finds
+  // none of its blocks open, and nothing is left open at the end.
   const pairs: Record<string, string> = {
-    'response.completed': 'response.created',
-    'response.output_item.done': 'response.output_item.added',
     'response.output_text.done': 'response.output_text.delta',
     'response.content_part.done': 'response.content_part.added',
     'response.reasoning_text.done': 'response.reasoning_text.delta',
+    'response.reasoning_summary_text.done': 'response.reasoning_summary_text.delta',
+    'response.reasoning_summary_part.done': 'response.reasoning_summary_part.added',
     'response.function_call_arguments.done': 'response.function_call_arguments.delta',
   };
   const stream = await client.responses.create({ model: MODEL, input: [{ role: 'user', content: 'Can you tell me what the current weather is in Berlin and the forecast for the next 5 days, in fahrenheit?' }], tools: weatherTools, stream: true });
-  const stack: string[] = [];
+  const open = new Set<string>();
+  const items: number[] = [];
+  let created = false;
+  let completed = false;
+  let summaries = 0;
   for await (const e of stream) {
     const t = e.type as string;
-    if (t === 'response.created') stack.push(t);
-    else if (t === 'response.completed') expect(stack.pop()).toBe(pairs[t]);
-    if (t.endsWith('added')) stack.push(t);
-    else if (t.endsWith('delta')) {
-      if (stack.at(-1) !== t) stack.push(t);
-    } else if (t.endsWith('done')) expect(stack.pop()).toBe(pairs[t]);
+    const f = e as unknown as { output_index?: number; content_index?: number; summary_index?: number };
+    const block = (type: string) => `${f.output_index}/${f.content_index ?? ''}/${f.summary_index ?? ''}/${type}`;
+    if (t === 'response.created') created = true;
+    else if (t === 'response.completed') {
+      expect(created).toBe(true);
+      completed = true;
+    } else if (t === 'response.output_item.added') items.push(f.output_index!);
+    else if (t === 'response.output_item.done') {
+      expect(items.pop()).toBe(f.output_index);
+      expect([...open].filter((b) => b.startsWith(`${f.output_index}/`))).toEqual([]);
+    } else if (t.endsWith('added') || t.endsWith('delta')) {
+      expect(items.at(-1)).toBe(f.output_index);
+      open.add(block(t));
+    } else if (t.endsWith('done')) {
+      expect(open.delete(block(pairs[t]!))).toBe(true);
+      if (t === 'response.reasoning_summary_part.done') summaries++;
+    }
   }
-  expect(stack).toEqual([]);
+  expect(completed).toBe(true);
+  expect(summaries).toBe(1);
+  expect(items).toEqual([]);
+  expect(open).toEqual(new Set());
 });
 
 // --- test_structured_output.py ------------------------------------------------------------------

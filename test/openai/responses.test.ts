@@ -71,7 +71,8 @@ describe('POST /v1/responses through the SDK', () => {
     expect(r.status).toBe('completed');
     expect(r.instructions).toBe('You are terse.');
     expect(shape(r.output)).toEqual([
-      { type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: '\nA greeting.\n' }], status: 'completed' },
+      // The thought is also its one summary part: Vercel's and LangChain's clients read only the summary.
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: '\nA greeting.\n' }], content: [{ type: 'reasoning_text', text: '\nA greeting.\n' }], status: 'completed' },
       // The blank line after the thought opens the message, as vLLM keeps it (whitespace held until text follows).
       { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '\n\nHello there!', annotations: [], logprobs: [] }] },
     ]);
@@ -91,11 +92,17 @@ describe('POST /v1/responses through the SDK', () => {
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     for await (const e of stream) events.push(e);
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
-    // Consecutive deltas of one kind collapse: the order of the kinds is the contract.
-    const kinds = events.map((e) => e.type).filter((t, i, all) => !(t.endsWith('.delta') && all[i - 1] === t));
+    // A run of deltas collapses to its kinds in first order (a thought's reasoning_text and summary
+    // deltas alternate): the order of the kinds is the contract.
+    const kinds = events.map((e) => e.type).filter((t, i, all) => {
+      if (!t.endsWith('.delta')) return true;
+      for (let j = i - 1; j >= 0 && all[j]!.endsWith('.delta'); j--) if (all[j] === t) return false;
+      return true;
+    });
     expect(kinds).toEqual([
       'response.created', 'response.in_progress',
-      'response.output_item.added', 'response.content_part.added', 'response.reasoning_text.delta', 'response.reasoning_text.done', 'response.content_part.done', 'response.output_item.done',
+      'response.output_item.added', 'response.content_part.added', 'response.reasoning_summary_part.added', 'response.reasoning_text.delta', 'response.reasoning_summary_text.delta',
+      'response.reasoning_text.done', 'response.content_part.done', 'response.reasoning_summary_text.done', 'response.reasoning_summary_part.done', 'response.output_item.done',
       'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done',
       'response.completed',
     ]);
@@ -154,11 +161,11 @@ describe('POST /v1/responses through the SDK', () => {
     expect(r.max_output_tokens).toBe(3);
   });
 
-  it('what needs stored responses gets a clear 400; store itself is ignored as vLLM ignores it without a store', async () => {
+  it('bad requests get clear 4xx errors: an unknown previous response is vLLM\'s 404, background a 400', async () => {
     const fail = (p: Promise<unknown>) => p.then(() => { throw new Error('expected an error'); }, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
     const prev = await fail(client.responses.create({ model: MODEL, input: 'Say hello', previous_response_id: 'resp_123' }));
-    expect(prev).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(prev.message).toContain('previous_response_id is not supported');
+    expect(prev).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(prev.message).toBe("404 Response with id 'resp_123' not found.");
     expect((await fail(client.responses.create({ model: MODEL, input: 'x', background: true }))).message).toContain('background is not supported');
     expect((await fail(client.responses.create({ model: MODEL, input: 'x', tools: [{ type: 'web_search' }] }))).message).toContain("tools of type 'web_search' are not supported");
     expect((await fail(client.responses.create({ model: MODEL } as OpenAI.Responses.ResponseCreateParamsNonStreaming))).message).toContain('input: Field required');
@@ -166,6 +173,7 @@ describe('POST /v1/responses through the SDK', () => {
     expect((await fail(client.responses.create({ model: MODEL, input: 'x', max_output_tokens: 10_000_000 }))).message).toMatch(/max_output_tokens=10000000cannot be greater than max_model_len/);
     const stored = await client.responses.create({ model: MODEL, input: 'Say hello', store: true });
     expect(stored.status).toBe('completed');
+    expect((stored as unknown as { store: boolean }).store).toBe(true);
   });
 
   it('a JSON body under a form content type is a 400, as FastAPI reads it (bytes), like the other OpenAI routes', async () => {

@@ -5,9 +5,11 @@ import type { FormatRequest, WireFormat } from '../../types.ts';
 import { openAiOver } from '../index.ts';
 import type { ResponsesRequest } from './request.ts';
 import { ResponsesSession } from './session.ts';
+import type { ResponseStore } from './store.ts';
 
-export function responsesOver(native: WireFormat, rreq: ResponsesRequest): { format: WireFormat; request: FormatRequest } {
+/** `store`: where the answer is kept when the request stores it (rreq.store). */
+export function responsesOver(native: WireFormat, rreq: ResponsesRequest, store: ResponseStore | null): { format: WireFormat; request: FormatRequest } {
   const { format, request } = openAiOver(native, rreq.chat);
   const tokens = native.tokens!;
-  return { format: { ...format, session: (_req, info, sink) => new ResponsesSession(rreq, tokens, info, sink) }, request };
+  return { format: { ...format, session: (_req, info, sink) => new ResponsesSession(rreq, tokens, info, sink, store) }, request };
 }

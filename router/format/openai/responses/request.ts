@@ -1,10 +1,11 @@
-// Reading a `POST /v1/responses` body, the stateless subset, into the chat request it is served
-// as: vLLM's OpenAIServingResponses renders a Responses request through the chat template like a
-// chat completion (vllm/entrypoints/openai/responses/utils.py construct_input_messages,
+// Reading a `POST /v1/responses` body into the chat request it is served as: vLLM's
+// OpenAIServingResponses renders a Responses request through the chat template like a chat
+// completion (vllm/entrypoints/openai/responses/utils.py construct_input_messages,
 // protocol.py ResponsesRequest.build_chat_params / to_sampling_params), and so does SGLang's
 // (serving_responses.py _make_request). So does Baton: the input items become chat messages, the
 // function tools chat tools, and the chat reader (../openai/request.ts) tokenizes and checks them;
-// the answer is rendered as Responses output items (session.ts).
+// the answer is rendered as Responses output items (session.ts). Stored responses and items
+// (store.ts) a request names are looked up by the front first and arrive here resolved.
 import { isObject } from '../../json.ts';
 import type { JsonObject } from '../../types.ts';
 import { OpenAiError, parseOpenAi, type ModelLookup, type OpenAiRequest } from '../request.ts';
@@ -30,6 +31,21 @@ export interface ResponsesRequest {
   /** The chat request it is served as. */
   chat: OpenAiRequest;
   echo: ResponsesEcho;
+  /** The response's key (store.ts): its id is `resp_<key>`, its items' ids carry it. */
+  key: string;
+  previousResponseId: string | null;
+  /** Whether the answer is stored (the request's `store`, default true, and a store to keep it). */
+  store: boolean;
+  /** The input items to store with it (null when it is not stored). */
+  input: JsonObject[] | null;
+}
+
+/** How a request is read: the response's key, what its references resolved to, whether a store keeps it. */
+export interface ResponsesContext {
+  key: string;
+  resolved: Resolved;
+  /** A store is on: `store` (default true) keeps the answer. */
+  storing: boolean;
 }
 
 /** The text of a message's content: a string, or text parts (input_text, output_text, text). */
@@ -44,26 +60,101 @@ function contentText(c: unknown, where: string): string {
   }).join('');
 }
 
+/** What a request names in the store: its previous response, and the items it references. */
+export interface ResponsesRefs {
+  previous: string | null;
+  items: string[];
+}
+
 /**
- * The chat messages of `instructions` and `input`, as vLLM's construct_input_messages builds them:
- * instructions as the system message; a string input as the user message; message items by role
- * (`developer` as `system`); function_call items as the assistant's tool_calls (consecutive ones on
- * one assistant message); function_call_output items as tool messages; a reasoning item's text as
- * the following assistant message's `reasoning_content` (what Qwen3's template reads).
+ * The stored responses and items a request names (`previous_response_id`, `item_reference`
+ * items), checked for shape; the front looks them up (responses-api.ts) before the request is read.
  */
-function messagesOf(body: JsonObject): JsonObject[] {
+export function referencesOf(raw: unknown): ResponsesRefs {
+  if (!isObject(raw)) throw bad('the body must be a JSON object');
+  const prev = raw.previous_response_id;
+  if (prev !== undefined && prev !== null && typeof prev !== 'string') throw bad('previous_response_id must be a string', 'previous_response_id');
+  const items: string[] = [];
+  if (Array.isArray(raw.input)) {
+    raw.input.forEach((item, i) => {
+      if (!isObject(item) || item.type !== 'item_reference') return;
+      if (typeof item.id !== 'string' || item.id.length === 0) throw bad(`input[${i}]: an item_reference needs a string id`, 'input');
+      items.push(item.id);
+    });
+  }
+  return { previous: typeof prev === 'string' ? prev : null, items };
+}
+
+/** What the front found for a request's references (every one of them: a missing one is its 404). */
+export interface Resolved {
+  /** The previous response's items: the input it was generated from, then its output. */
+  previous: JsonObject[] | null;
+  /** The referenced items, by id. */
+  items: ReadonlyMap<string, JsonObject>;
+}
+
+export const NOTHING_RESOLVED: Resolved = { previous: null, items: new Map() };
+
+/** The id prefix of a stored input item of each type (an item the client sent without an id). */
+const ITEM_PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', function_call_output: 'fco', reasoning: 'rs' };
+
+/**
+ * The items the answer is generated from: the previous response's (its input, then its output),
+ * then this request's input, each item_reference replaced by the item it names. With `key` (the
+ * response is stored), each of this request's items without an id, or with one an earlier item
+ * has, gets one (`<kind>_<key>_i<n>`): GET .../input_items pages by id, and a later item_reference
+ * can name any of them, as OpenAI's can.
+ */
+function inputItems(body: JsonObject, resolved: Resolved, key: string | null): JsonObject[] {
+  const input = body.input;
+  if (input === undefined || input === null) throw bad('input: Field required', 'input');
+  const out: JsonObject[] = resolved.previous ? [...resolved.previous] : [];
+  if (typeof input === 'string') {
+    out.push(key === null ? { type: 'message', role: 'user', content: input } : { id: `msg_${key}_i0`, type: 'message', role: 'user', content: input });
+    return out;
+  }
+  if (!Array.isArray(input) || input.length === 0) throw bad('input must be a string or a non-empty list of input items', 'input');
+  const ids = key === null ? null : new Set(out.map((o) => o.id));
+  input.forEach((raw, i) => {
+    let item = isObject(raw) && raw.type === 'item_reference' ? resolved.items.get(raw.id as string)! : raw as JsonObject;
+    if (ids === null || !isObject(item)) {
+      out.push(item);
+      return;
+    }
+    // Stored as OpenAI lists input items: each with its type (a bare {role, content} is a message).
+    if (item.type === undefined && typeof item.role === 'string') item = { type: 'message', ...item };
+    if (typeof item.id !== 'string' || ids.has(item.id)) item = { ...item, id: `${ITEM_PREFIX[String(item.type)] ?? 'item'}_${key}_i${i}` };
+    ids.add(item.id as string);
+    out.push(item);
+  });
+  return out;
+}
+
+/** A reasoning item's text: its `content` (reasoning_text parts), else its `summary` (summary_text parts). */
+function reasoningText(item: JsonObject, where: string): string {
+  if (typeof item.encrypted_content === 'string' && item.encrypted_content.length > 0) {
+    // vLLM refuses it too (responses/utils.py _construct_message_from_response_item); Baton issues none.
+    throw bad(`${where}: reasoning items with encrypted_content are not supported (this server issues none): send the item's content or summary instead`, 'input');
+  }
+  const text = (parts: unknown) => (Array.isArray(parts) ? parts.map((p) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join('') : '');
+  const content = text(item.content);
+  return content.length > 0 ? content : text(item.summary);
+}
+
+/**
+ * The chat messages of `instructions` and the input items, as vLLM's construct_input_messages
+ * builds them: instructions as the system message (never carried over from a previous response);
+ * message items by role (`developer` as `system`); function_call items as the assistant's
+ * tool_calls (consecutive ones on one assistant message); function_call_output items as tool
+ * messages; a reasoning item's text (its content, else its summary, as vLLM reads it) as the
+ * following assistant message's `reasoning_content` (what Qwen3's template reads).
+ */
+function messagesOf(body: JsonObject, items: JsonObject[], ownFrom: number): JsonObject[] {
   const out: JsonObject[] = [];
   if (body.instructions !== undefined && body.instructions !== null) {
     if (typeof body.instructions !== 'string') throw bad('instructions must be a string', 'instructions');
     out.push({ role: 'system', content: body.instructions });
   }
-  const input = body.input;
-  if (input === undefined || input === null) throw bad('input: Field required', 'input');
-  if (typeof input === 'string') {
-    out.push({ role: 'user', content: input });
-    return out;
-  }
-  if (!Array.isArray(input) || input.length === 0) throw bad('input must be a string or a non-empty list of input items', 'input');
   /** The assistant message the next function_call or reasoning joins (reset by any other item). */
   let assistant: JsonObject | null = null;
   const assistantMsg = (): JsonObject => {
@@ -73,8 +164,8 @@ function messagesOf(body: JsonObject): JsonObject[] {
     }
     return assistant;
   };
-  input.forEach((item, i) => {
-    const where = `input[${i}]`;
+  items.forEach((item, n) => {
+    const where = n < ownFrom ? `the previous response's item ${n}` : `input[${n - ownFrom}]`;
     if (!isObject(item)) throw bad(`${where} must be an object`, 'input');
     const type = item.type ?? (typeof item.role === 'string' ? 'message' : undefined);
     if (type === 'message') {
@@ -99,12 +190,10 @@ function messagesOf(body: JsonObject): JsonObject[] {
       assistant = null;
       out.push({ role: 'tool', tool_call_id: item.call_id, content: contentText(item.output, where) });
     } else if (type === 'reasoning') {
-      const parts = Array.isArray(item.content) ? item.content : [];
-      const text = parts.map((p) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join('');
       const a = assistantMsg();
-      a.reasoning_content = `${(a.reasoning_content as string | undefined) ?? ''}${text}`;
+      a.reasoning_content = `${(a.reasoning_content as string | undefined) ?? ''}${reasoningText(item, where)}`;
     } else {
-      throw bad(`${where}: input items of type '${String(type)}' are not supported (message, function_call, function_call_output, reasoning)`, 'input');
+      throw bad(`${where}: input items of type '${String(type)}' are not supported (message, function_call, function_call_output, reasoning, item_reference)`, 'input');
     }
   });
   return out;
@@ -148,22 +237,25 @@ const PASSED = ['model', 'temperature', 'top_p', 'top_k', 'seed', 'stop', 'ignor
 
 /**
  * The Responses request as the chat request it is served as, with the fields its Response echoes.
- * `previous_response_id` and `background` need stored responses, which Baton does not keep: 400.
- * `store` is accepted and ignored, as vLLM does without its response store
- * (serving.py create_responses: "store" silently disabled).
+ * Its references (`previous_response_id`, `item_reference` items) come resolved in `ctx`: the
+ * previous response's items lead the input, as vLLM's construct_input_messages prepends the stored
+ * messages and output (serving.py _make_request). `store` defaults to true, as OpenAI's; without a
+ * store (--responses-store-max-responses 0) it is silently off, as vLLM's is without
+ * VLLM_ENABLE_RESPONSES_API_STORE (serving.py create_responses). `background` and `conversation`
+ * are refused: Baton runs no background responses and keeps no conversations.
  */
-export function parseResponses(raw: unknown, models: ModelLookup, parsers: OutputParsers | null): ResponsesRequest {
+export function parseResponses(raw: unknown, models: ModelLookup, parsers: OutputParsers | null, ctx: ResponsesContext): ResponsesRequest {
   if (!isObject(raw)) throw bad('the body must be a JSON object');
   const body = raw;
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    throw bad('previous_response_id is not supported: Baton keeps no responses (store is not implemented); send the conversation so far in `input` (its output items are valid input items)', 'previous_response_id');
-  }
-  if (body.background === true) throw bad('background is not supported: it needs stored responses, which Baton does not keep', 'background');
+  if (body.background === true) throw bad('background is not supported: Baton runs no background responses', 'background');
   if (body.prompt !== undefined && body.prompt !== null) throw bad('prompt template is not supported', 'prompt');
-  if (body.conversation !== undefined && body.conversation !== null) throw bad('conversation is not supported: Baton keeps no conversations; send them in `input`', 'conversation');
+  if (body.conversation !== undefined && body.conversation !== null) throw bad('conversation is not supported: Baton keeps no conversations; chain responses with previous_response_id, or send the conversation in `input`', 'conversation');
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null && !(typeof body.max_output_tokens === 'number' && Number.isSafeInteger(body.max_output_tokens))) throw bad('max_output_tokens must be an integer', 'max_output_tokens');
+  if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') throw bad('store must be a boolean', 'store');
+  const store = ctx.storing && body.store !== false;
 
-  const chat: JsonObject = { messages: messagesOf(body) };
+  const items = inputItems(body, ctx.resolved, store ? ctx.key : null);
+  const chat: JsonObject = { messages: messagesOf(body, items, ctx.resolved.previous?.length ?? 0) };
   for (const k of PASSED) if (body[k] !== undefined) chat[k] = body[k];
   const tools = toolsOf(body.tools);
   if (tools) chat.tools = tools;
@@ -210,5 +302,9 @@ export function parseResponses(raw: unknown, models: ModelLookup, parsers: Outpu
       user: typeof body.user === 'string' ? body.user : null,
       max_output_tokens: typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null,
     },
+    key: ctx.key,
+    previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : null,
+    store,
+    input: store ? items : null,
   };
 }

@@ -8,6 +8,13 @@
 // `response.output_item.added` (+ `response.content_part.added`) and closed with its `.done`
 // events; `response.created` and `response.in_progress` first, `response.completed` last (also for
 // an `incomplete` response, as vLLM sends it), every event numbered by `sequence_number`.
+//
+// The thought is also the reasoning item's one summary part (`summary: [{type: "summary_text"}]`,
+// `response.reasoning_summary_part.added`, `response.reasoning_summary_text.delta`/`.done`,
+// `response.reasoning_summary_part.done`, beside each reasoning_text event): vLLM and SGLang leave
+// `summary` empty, but Vercel's @ai-sdk/openai and LangChain's ChatOpenAI read only the summary
+// (OpenAI's reasoning models show nothing else), so without it their users see no thought. A
+// model served here has no hidden thought to summarise: its summary is the whole thought.
 import type { Failure } from '../../../migration/failure.ts';
 import { IncrementalDecoder, StopMatcher } from '../../../tokenizer/index.ts';
 import type { ClientSink } from '../../client-sink.ts';
@@ -16,6 +23,7 @@ import { OpenAiAttempt, openAiError, type TokenAbsorber } from '../session.ts';
 import { ChatParser, type ParseOut } from '../parsers/index.ts';
 import { forcedToolCalls } from '../forced-tools.ts';
 import type { ResponsesRequest } from './request.ts';
+import type { ResponseStore } from './store.ts';
 
 type Item =
   | { type: 'reasoning'; id: string; text: string }
@@ -57,13 +65,14 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
     private readonly worker: TokenWorker,
     private readonly info: { id: string; budget: number | null; startedAt: number },
     readonly sink: ClientSink,
+    private readonly store: ResponseStore | null,
   ) {
     const chat = req.chat;
     this.decoder = new IncrementalDecoder(chat.tokenizer, { skipSpecialTokens: chat.skipSpecialTokens, spacesBetweenSpecialTokens: chat.spacesBetweenSpecialTokens, cleanUpTokenizationSpaces: false });
     this.matcher = chat.stops.length > 0 ? new StopMatcher(chat.stops, { includeStop: chat.includeStopStr }) : null;
     this.parser = chat.parsing ? new ChatParser(chat.parsing, false) : null;
     this.thinking = chat.parsing?.reasoning != null;
-    this.responseId = `resp_${info.id}`;
+    this.responseId = `resp_${req.key}`;
     this.createdAt = Math.floor(info.startedAt / 1000);
   }
 
@@ -155,17 +164,24 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
     const part: JsonObject = item.type === 'reasoning' ? { type: 'reasoning_text', text: '' } : { type: 'output_text', text: '', annotations: [], logprobs: [] };
     this.event('response.output_item.added', { output_index, item: item.type === 'reasoning' ? { id: item.id, type: 'reasoning', summary: [], status: 'in_progress' } : { id: item.id, type: 'message', role: 'assistant', content: [], status: 'in_progress' } });
     this.event('response.content_part.added', { item_id: item.id, output_index, content_index: 0, part });
+    if (item.type === 'reasoning') this.event('response.reasoning_summary_part.added', { item_id: item.id, output_index, summary_index: 0, part: { type: 'summary_text', text: '' } });
   }
 
   private itemId(prefix: string): string {
-    return `${prefix}_${this.info.id}_${this.items.length}`;
+    return `${prefix}_${this.req.key}_${this.items.length}`;
   }
 
   private reasoning(text: string): void {
     if (this.open?.type !== 'reasoning') this.openItem({ type: 'reasoning', id: this.itemId('rs'), text: '' });
     const item = this.open!;
     (item as { text: string }).text += text;
-    this.event('response.reasoning_text.delta', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, delta: text });
+    if (!this.sink.streaming) return;
+    // The same piece twice (reasoning_text and summary), on the per-token path: written as the
+    // frames event() would make, with the text escaped once and no object built per event.
+    const head = `"item_id":"${item.id}","output_index":${this.items.length - 1}`;
+    const delta = JSON.stringify(text);
+    this.sink.writeRaw(`event: response.reasoning_text.delta\ndata: {"type":"response.reasoning_text.delta","sequence_number":${this.seq++},${head},"content_index":0,"delta":${delta}}\n\n`
+      + `event: response.reasoning_summary_text.delta\ndata: {"type":"response.reasoning_summary_text.delta","sequence_number":${this.seq++},${head},"summary_index":0,"delta":${delta}}\n\n`);
   }
 
   private content(text: string): void {
@@ -206,6 +222,8 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
     } else if (item.type === 'reasoning') {
       this.event('response.reasoning_text.done', { item_id: item.id, output_index, content_index: 0, text: item.text });
       this.event('response.content_part.done', { item_id: item.id, output_index, content_index: 0, part: { type: 'reasoning_text', text: item.text } });
+      this.event('response.reasoning_summary_text.done', { item_id: item.id, output_index, summary_index: 0, text: item.text });
+      this.event('response.reasoning_summary_part.done', { item_id: item.id, output_index, summary_index: 0, part: { type: 'summary_text', text: item.text } });
     } else {
       this.event('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text: item.text, logprobs: [] });
       this.event('response.content_part.done', { item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', text: item.text, annotations: [] } });
@@ -216,7 +234,7 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
   private itemJson(item: Item): JsonObject {
     switch (item.type) {
       case 'reasoning':
-        return { id: item.id, type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: item.text }], status: 'completed' };
+        return { id: item.id, type: 'reasoning', summary: [{ type: 'summary_text', text: item.text }], content: [{ type: 'reasoning_text', text: item.text }], status: 'completed' };
       case 'message':
         return { id: item.id, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: item.text, annotations: [], logprobs: [] }] };
       case 'function_call':
@@ -272,12 +290,17 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
     }
     this.close();
     const status = end.reason === 'length' ? 'incomplete' : end.reason === 'abort' ? 'cancelled' : 'completed';
+    const text = JSON.stringify(this.response(status, true));
+    // Stored before it is answered: a client that sends its next step the moment it has this
+    // answer finds it.
+    if (this.req.store) this.store?.put(this.responseId, text, JSON.stringify(this.req.input));
     if (this.sink.streaming) {
-      this.event('response.completed', { response: this.response(status, true) });
+      if (!this.begun) this.begin();
+      this.sink.writeRaw(`event: response.completed\ndata: {"type":"response.completed","sequence_number":${this.seq++},"response":${text}}\n\n`);
       this.sink.endStream();
       return;
     }
-    this.sink.json(200, JSON.stringify(this.response(status, true)), this.attemptHeaders);
+    this.sink.json(200, text, this.attemptHeaders);
   }
 
   private usage(): JsonObject {
@@ -310,10 +333,10 @@ export class ResponsesSession implements FormatSession, TokenAbsorber {
       model: this.req.chat.model,
       output: full ? this.items.map((i) => this.itemJson(i)) : [],
       parallel_tool_calls: e.parallel_tool_calls,
-      previous_response_id: null,
+      previous_response_id: this.req.previousResponseId,
       reasoning: e.reasoning,
       service_tier: 'auto',
-      store: false,
+      store: this.req.store,
       temperature: s.temperature,
       text: e.text,
       tool_choice: e.tool_choice as JsonObject,
