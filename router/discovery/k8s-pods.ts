@@ -130,10 +130,15 @@ export class ViewTracker {
   constructor(
     private readonly sink: DiscoverySink,
     private readonly log?: (line: string) => void,
+    private readonly now: () => number = Date.now,
   ) {}
 
-  /** A full listing: resync with every worker that exists (draining ones included), then the drains. */
+  /**
+   * A full listing: resync with every worker that exists (draining ones included, until their
+   * deadline), then the drains.
+   */
   listed(views: PodView[]): void {
+    const now = this.now();
     const all: DiscoveredWorker[] = [];
     const drains: { key: string; deadline: number; reason: string }[] = [];
     const next = new Map<string, { url: string; deadline: number | null }>();
@@ -145,6 +150,11 @@ export class ViewTracker {
         // A draining pod still exists until its deadline: listing it keeps resync from cutting its streams.
         const prev = this.known.get(v.worker.key);
         if (!prev) continue; // never served through us: nothing to drain
+        // Past its deadline it is gone, even if still listed (stuck in Terminating: a lost node, a
+        // finalizer): left out, resync removes what is left of it and it is not known any more, so
+        // no later listing or event can add it again. The gateway never counts a terminating pod
+        // as present either (service_discovery.rs `reconcile_from_list`).
+        if (v.deadline <= now) continue;
         all.push(v.worker);
         next.set(v.worker.key, { url: v.worker.url, deadline: v.deadline });
         drains.push({ key: v.worker.key, deadline: v.deadline, reason: v.reason });

@@ -100,7 +100,8 @@ export class Reconciler {
     const tag: WorkerDiscovery = { ...w.meta, source: w.meta?.source ?? source, key: w.key };
     if (e && e.url === w.url && this.live(e) !== null) {
       const worker = this.pool.get(e.workerId!)!;
-      worker.discovery = tag;
+      // A draining worker keeps why it drains (a re-list lists it again until its deadline).
+      worker.discovery = e.draining && worker.discovery?.reason !== undefined ? { ...tag, reason: worker.discovery.reason } : tag;
       return;
     }
     if (e) this.release(e, `replaced: ${w.key} now at ${w.url}`);
