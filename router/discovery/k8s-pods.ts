@@ -34,8 +34,12 @@ export interface K8sSourceOptions {
   selector: string[];
   /** P/D: the role of the pods this source finds (its selector is --prefill-selector or --decode-selector). */
   role?: 'prefill' | 'decode';
-  /** Pods that also match these terms are another source's (a decode selector leaves prefill pods to the prefill one). */
-  unless?: string[];
+  /**
+   * Pods that also match any of these selectors are another source's: the gateway gives a pod one
+   * type, prefill first, then decode, then regular (service_discovery.rs `PodInfo::from_pod`), so
+   * the decode source leaves prefill pods to the prefill one and the regular source leaves both.
+   */
+  unless?: string[][];
   port: number;
   relistMs: number;
   watchdogMs: number;
@@ -218,7 +222,7 @@ export class K8sPodsSource implements DiscoverySource {
   /** A pod as this source sees it: another source's pod (`unless`) is not one of its workers. */
   private view(obj: K8sObject): PodView {
     const v = podView(obj, this.o.port, this.o.role);
-    if (this.o.unless && labelsMatch(obj, this.o.unless)) return { kind: 'down', key: v.kind === 'up' || v.kind === 'draining' ? v.worker.key : v.key, reason: 'matches another role\'s selector' };
+    if (this.o.unless?.some((terms) => labelsMatch(obj, terms))) return { kind: 'down', key: v.kind === 'up' || v.kind === 'draining' ? v.worker.key : v.key, reason: 'matches another role\'s selector' };
     return v;
   }
 
