@@ -90,9 +90,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys });
   // Before the router's own routes: a replica's /metrics on the shared port is the aggregate.
   addReplicaRoutes(routes, { identity, link: opts.replica, metrics, startedAt: telemetry.startedAt, ownUrl: () => ownUrl, sharedPort: () => port });
-  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight });
+  let sourceNames: readonly string[] = [];
+  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight, discoveryPending: () => reconciler.firstSyncPending(sourceNames) });
   // Before binding: a bad --worker-file fails the start with nothing listening.
   const discovery = await startDiscovery(config, reconciler);
+  sourceNames = discovery.sources.map((s) => s.name);
 
   // --- server: the router's port, and a replica's own loopback port besides -----------------
   const server = createEdgeServer(config, routes, keys, UNROUTED);

@@ -54,6 +54,8 @@ export interface OwnedView {
 export class Reconciler {
   private readonly owned = new Map<string, Owned>();
   private readonly states = new Map<string, DiscoveryState>();
+  /** Sources that have listed their workers at least once. */
+  private readonly synced = new Set<string>();
 
   constructor(
     private readonly pool: ReconcilerPool,
@@ -92,6 +94,20 @@ export class Reconciler {
     for (const [source, s] of this.states) out.push(describe(source, s, counts.get(source) ?? 0));
     for (const [source, n] of counts) if (!this.states.has(source)) out.push({ source, state: 'unknown', at: null, detail: null, workers: n });
     return out;
+  }
+
+  /**
+   * Which of `sources` have never listed their workers, with their state (forbidden, unreachable,
+   * ...), or null when each has: a router's readiness waits for the first listing, not after it.
+   */
+  firstSyncPending(sources: readonly string[]): string | null {
+    const waiting = sources.filter((s) => !this.synced.has(s));
+    if (waiting.length === 0) return null;
+    const status = this.status();
+    return waiting.map((source) => {
+      const st = status.find((x) => x.source === source);
+      return st && st.state !== 'unknown' ? `${source} ${st.state}${st.detail ? ` (${st.detail})` : ''}` : `${source} has not listed yet`;
+    }).join('; ');
   }
 
   private upsert(source: string, w: DiscoveredWorker): void {
@@ -147,6 +163,7 @@ export class Reconciler {
 
   /** Told on a change of kind or detail only: a source re-reads (and is synced again) every few seconds. */
   private setState(source: string, s: DiscoveryState): void {
+    if (s.kind === 'synced') this.synced.add(source);
     const before = this.states.get(source);
     this.states.set(source, s);
     if (before && before.kind === s.kind && ('detail' in before ? before.detail : null) === ('detail' in s ? s.detail : null)) return;
