@@ -46,7 +46,7 @@ describe('readiness with Kubernetes discovery', () => {
     // Discovery failing later does not unready it: the workers it last listed still stand.
     await fake.down();
     let state: string | undefined;
-    const poll = setInterval(() => void router.stats().then((s) => { state = s.discovery?.[0]?.state; }), 50);
+    const poll = setInterval(() => void router.stats!().then((s) => { state = s.discovery?.[0]?.state; }), 50);
     cleanup.push(() => clearInterval(poll));
     await until(() => state === 'unreachable', 'discovery to find the API server gone', 15_000);
     expect((await readyz(router)).status).toBe(200);
