@@ -101,6 +101,39 @@ describe('deploy/kubernetes manifests', () => {
   });
 });
 
+describe('deploy/kubernetes: what migrates', () => {
+  type Container = { args?: string[]; command?: string[]; env?: { name: string; value?: string }[]; volumeMounts?: { name: string; mountPath: string }[] };
+  type Dep = { metadata: { name: string }; spec: { template: { spec: { initContainers?: Container[]; containers: Container[]; volumes?: { name: string; emptyDir?: object }[] } } } };
+  const router = manifests(join(ROOT, 'deploy/kubernetes')).find((o) => o.kind === 'Deployment') as Dep;
+  const worker = manifests(join(ROOT, 'deploy/kubernetes/workers')).find((o) => o.kind === 'Deployment') as Dep;
+  const workerArgs = worker.spec.template.spec.containers[0]!.args ?? [];
+
+  it('the example workers run token-only (--skip-tokenizer-init): input_ids in, output_ids out, so a stream can continue on another worker', () => {
+    expect(workerArgs).toContain('--skip-tokenizer-init');
+  });
+
+  it('the router has the same model\'s tokenizer (text prompts and the OpenAI API), fetched into the volume it reads', () => {
+    const spec = router.spec.template.spec;
+    const c = spec.containers[0]!;
+    const dir = c.env?.find((e) => e.name === 'BATON_TOKENIZERS')?.value;
+    expect(dir).toBe('/models/tokenizer');
+    const mount = c.volumeMounts?.find((m) => m.mountPath === dir);
+    expect(mount).toBeDefined();
+    expect(spec.volumes?.find((v) => v.name === mount!.name)?.emptyDir).toBeDefined();
+    const init = spec.initContainers?.find((x) => x.volumeMounts?.some((m) => m.name === mount!.name && m.mountPath === dir));
+    expect(init).toBeDefined();
+    // The workers' model, and the files the tokenizer loads (router/tokenizer/load.ts).
+    const model = workerArgs[workerArgs.indexOf('--model-path') + 1];
+    expect(init!.env?.find((e) => e.name === 'MODEL')?.value).toBe(model);
+    expect(init!.args!.join(' ')).toMatch(/tokenizer\.json tokenizer_config\.json generation_config\.json/);
+    // The router's config takes it.
+    const cm = manifests(join(ROOT, 'deploy/kubernetes')).find((o) => o.kind === 'ConfigMap') as { data: Record<string, string> };
+    const tmp = mkdtempSync(join(tmpdir(), 'baton-cm-tok-'));
+    writeFileSync(join(tmp, 'router.yaml'), cm.data['router.yaml']!);
+    expect(loadConfig({ file: join(tmp, 'router.yaml'), env: { BATON_SERVICE_DISCOVERY_NAMESPACE: 'baton', BATON_ADMIN_TOKEN: 't', BATON_TOKENIZERS: dir! } }).tokenizers).toEqual([dir]);
+  });
+});
+
 describe('deploy/kubernetes: router replicas', () => {
   const objs = manifests(join(ROOT, 'deploy/kubernetes'));
   type Dep = { spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: { ports: { name: string; containerPort: number }[] }[] } } } };
