@@ -25,6 +25,7 @@ import type { TraceRow } from './trace/row.ts';
 import { applyGcScavenge } from './gc.ts';
 import { Drainer } from './migration/drain.ts';
 import { Reconciler, startDiscovery } from './discovery/index.ts';
+import { textOnlyWarner } from './pool/text-workers.ts';
 
 export type { RouterHandle } from './api.ts';
 export type { RouterConfig } from './config.ts';
@@ -74,6 +75,9 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
     (w) => telemetry.workerChanged(w.info()),
     (id, last) => telemetry.workerRemoved(id, last),
   );
+  // Said once, as soon as the probes show it: text-mode workers and no tokenizer migrate nothing.
+  const warnTextOnly = textOnlyWarner(() => pool.list(), !models.empty, (line) => console.error(line));
+  pool.afterCheck = warnTextOnly;
   const drainer = new Drainer(pool, { marginMs: config.drainMarginMs });
   const reconciler = new Reconciler(pool, drainer, (s) => telemetry.discoveryState(s));
   metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status() });
@@ -92,9 +96,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys, replica });
   // Before the router's own routes: a replica's /metrics on the shared port is the aggregate.
   addReplicaRoutes(routes, { identity, link: opts.replica, metrics, startedAt: telemetry.startedAt, ownUrl: () => ownUrl, sharedPort: () => port });
-  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight });
+  let sourceNames: readonly string[] = [];
+  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight, discoveryPending: () => reconciler.firstSyncPending(sourceNames) });
   // Before binding: a bad --worker-file fails the start with nothing listening.
   const discovery = await startDiscovery(config, reconciler);
+  sourceNames = discovery.sources.map((s) => s.name);
 
   // --- server: the router's port, and a replica's own loopback port besides -----------------
   const server = createEdgeServer(config, routes, keys, UNROUTED);
@@ -112,6 +118,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   }
 
   await pool.addConfigured(config.workers, config.prefill, config.decode); // --worker, --prefill URL [PORT], --decode
+  warnTextOnly(); // the configured workers are probed: before the CLI's `listening on` line
   pool.start();
   opts.replica?.up(url, ownUrl, telemetry.startedAt, () => metrics.registry.getMetricsAsJSON());
 

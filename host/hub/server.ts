@@ -6,8 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { request } from 'undici';
 import { serveEvents } from '../../router/http/events-endpoint.ts';
 import { Routes } from '../../router/http/routes.ts';
-import { matches } from '../../router/trace/store.ts';
-import { parseTraceQuery, streamTraces, TraceQueryError } from '../../router/http/traces-endpoint.ts';
+import { streamTraces, TraceQueryError } from '../../router/http/traces-endpoint.ts';
 import { localActions, recentFaults } from '../actions.ts';
 import type { HostActions, LiveState, RequestOutput, RouterLinkStatus } from '../contract.ts';
 import { FaultLog } from '../fault-log.ts';
@@ -18,6 +17,7 @@ import type { PrefsFile } from '../prefs.ts';
 import type { SimControl } from '../sim-control.ts';
 import type { TrafficGenerator } from '../traffic.ts';
 import { Hub, type HubOptions } from './hub.ts';
+import { hubRowMatches, parseHubTraceQuery } from './trace-query.ts';
 import type { RouterLink } from './link.ts';
 import type { DiscoverySource } from '../../router/discovery/types.ts';
 import { listenEdge } from '../../router/http/server.ts';
@@ -179,15 +179,16 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
     if (r.status !== 200) throw new HostError(r.status === 404 ? 404 : 502, `router ${owner.link.label}: ${JSON.stringify(r.json).slice(0, 300)}`);
     sendJson(res, 200, { ...(r.json as object), request_id: p.id });
   }));
+  // A router's /traces over the merged rows; request ids match the clients' (trace-query.ts).
   add('GET', '/traces', async (req, res) => {
     let q;
     try {
-      q = parseTraceQuery(new URL(req.url ?? '/', 'http://x').searchParams);
+      q = parseHubTraceQuery(new URL(req.url ?? '/', 'http://x').searchParams, hub.routers().map((r) => r.label));
     } catch (err) {
       if (err instanceof TraceQueryError) return sendJson(res, 400, { error: { message: err.message } });
       throw err;
     }
-    await streamTraces(hub.rows().filter((r) => matches(r, q.filter)), q.format, req, res);
+    await streamTraces(hub.rows().filter((r) => hubRowMatches(r, q)), q.format, req, res, q.extras);
   });
   add('GET', '/config/ui', (_req, res) => sendJson(res, 200, { trace_url_template: null, tracing: false }));
 

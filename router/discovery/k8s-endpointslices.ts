@@ -78,7 +78,7 @@ export class K8sEndpointSlicesSource implements DiscoverySource {
     const o = this.o;
     const now = o.now ?? Date.now;
     const grace = o.drainGraceMs ?? 30_000;
-    const tracker = new ViewTracker(sink, o.log);
+    const tracker = new ViewTracker(sink, o.log, now);
     const slices = new Map<string, K8sObject>();
     const sliceKey = (s: K8sObject) => s.metadata?.uid ?? `${s.metadata?.namespace}/${s.metadata?.name}`;
     // A draining endpoint keeps the deadline it was first given, not one that moves with each event.

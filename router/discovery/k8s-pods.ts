@@ -34,8 +34,12 @@ export interface K8sSourceOptions {
   selector: string[];
   /** P/D: the role of the pods this source finds (its selector is --prefill-selector or --decode-selector). */
   role?: 'prefill' | 'decode';
-  /** Pods that also match these terms are another source's (a decode selector leaves prefill pods to the prefill one). */
-  unless?: string[];
+  /**
+   * Pods that also match any of these selectors are another source's: the gateway gives a pod one
+   * type, prefill first, then decode, then regular (service_discovery.rs `PodInfo::from_pod`), so
+   * the decode source leaves prefill pods to the prefill one and the regular source leaves both.
+   */
+  unless?: string[][];
   port: number;
   relistMs: number;
   watchdogMs: number;
@@ -130,10 +134,15 @@ export class ViewTracker {
   constructor(
     private readonly sink: DiscoverySink,
     private readonly log?: (line: string) => void,
+    private readonly now: () => number = Date.now,
   ) {}
 
-  /** A full listing: resync with every worker that exists (draining ones included), then the drains. */
+  /**
+   * A full listing: resync with every worker that exists (draining ones included, until their
+   * deadline), then the drains.
+   */
   listed(views: PodView[]): void {
+    const now = this.now();
     const all: DiscoveredWorker[] = [];
     const drains: { key: string; deadline: number; reason: string }[] = [];
     const next = new Map<string, { url: string; deadline: number | null }>();
@@ -145,6 +154,11 @@ export class ViewTracker {
         // A draining pod still exists until its deadline: listing it keeps resync from cutting its streams.
         const prev = this.known.get(v.worker.key);
         if (!prev) continue; // never served through us: nothing to drain
+        // Past its deadline it is gone, even if still listed (stuck in Terminating: a lost node, a
+        // finalizer): left out, resync removes what is left of it and it is not known any more, so
+        // no later listing or event can add it again. The gateway never counts a terminating pod
+        // as present either (service_discovery.rs `reconcile_from_list`).
+        if (v.deadline <= now) continue;
         all.push(v.worker);
         next.set(v.worker.key, { url: v.worker.url, deadline: v.deadline });
         drains.push({ key: v.worker.key, deadline: v.deadline, reason: v.reason });
@@ -208,7 +222,7 @@ export class K8sPodsSource implements DiscoverySource {
   /** A pod as this source sees it: another source's pod (`unless`) is not one of its workers. */
   private view(obj: K8sObject): PodView {
     const v = podView(obj, this.o.port, this.o.role);
-    if (this.o.unless && labelsMatch(obj, this.o.unless)) return { kind: 'down', key: v.kind === 'up' || v.kind === 'draining' ? v.worker.key : v.key, reason: 'matches another role\'s selector' };
+    if (this.o.unless?.some((terms) => labelsMatch(obj, terms))) return { kind: 'down', key: v.kind === 'up' || v.kind === 'draining' ? v.worker.key : v.key, reason: 'matches another role\'s selector' };
     return v;
   }
 

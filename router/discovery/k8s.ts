@@ -15,7 +15,11 @@ export interface K8sSourceDeps {
   log?: (line: string) => void;
 }
 
-/** The source for `--service-discovery`, or null when it is off. */
+/**
+ * The source for `--service-discovery`, or null when it is off. Beside P/D role sources it finds
+ * the regular workers only: a pod that matches --prefill-selector or --decode-selector is theirs
+ * (below), as the gateway gives each pod one type (service_discovery.rs `PodInfo::from_pod`).
+ */
 export function k8sSource(cfg: K8sConfig, deps: K8sSourceDeps = {}): DiscoverySource | null {
   if (!cfg.serviceDiscovery) return null;
   // With P/D role selectors, the general selector only adds aggregated workers beside the pairs.
@@ -27,12 +31,18 @@ export function k8sSource(cfg: K8sConfig, deps: K8sSourceDeps = {}): DiscoverySo
  * P/D (docs/pd.md): the pods of --prefill-selector or --decode-selector, as the gateway finds them
  * (service_discovery.rs `PodInfo::should_include` / `from_pod`: a pod matching the prefill
  * selector is a prefill server, with the `sglang.ai/bootstrap-port` annotation; else one matching
- * the decode selector is a decode server). Null when P/D discovery of that role is off.
+ * the decode selector is a decode server; else, matching --selector, a regular worker). Null when
+ * P/D discovery of that role is off.
  */
 export function k8sRoleSource(cfg: K8sConfig, role: 'prefill' | 'decode', deps: K8sSourceDeps = {}): DiscoverySource | null {
   const selector = role === 'prefill' ? cfg.prefillSelector : cfg.decodeSelector;
-  if (!cfg.serviceDiscovery || !cfg.pdDisaggregation || cfg.serviceDiscoveryMode !== 'pods' || selector.length === 0) return null;
+  if (!roleSources(cfg) || selector.length === 0) return null;
   return new K8sSource(cfg, deps, role);
+}
+
+/** Whether P/D role sources run (an empty role selector has none: labelsMatch never matches it). */
+function roleSources(cfg: K8sConfig): boolean {
+  return cfg.serviceDiscovery && cfg.pdDisaggregation && cfg.serviceDiscoveryMode === 'pods';
 }
 
 class K8sSource implements DiscoverySource {
@@ -66,12 +76,12 @@ class K8sSource implements DiscoverySource {
     this.inner = cfg.serviceDiscoveryMode === 'endpointslices'
       ? new K8sEndpointSlicesSource({ ...common, service: cfg.serviceDiscoveryService ?? '', drainGraceMs: cfg.drainGraceMs })
       : this.role === undefined
-        ? new K8sPodsSource(common)
+        ? new K8sPodsSource({ ...common, ...(roleSources(cfg) ? { unless: [cfg.prefillSelector, cfg.decodeSelector] } : {}) })
         : new K8sPodsSource({
           ...common,
           selector: this.role === 'prefill' ? cfg.prefillSelector : cfg.decodeSelector,
           role: this.role,
-          ...(this.role === 'decode' ? { unless: cfg.prefillSelector } : {}),
+          ...(this.role === 'decode' ? { unless: [cfg.prefillSelector] } : {}),
         });
     await this.inner.start(sink);
   }

@@ -54,6 +54,8 @@ export interface OwnedView {
 export class Reconciler {
   private readonly owned = new Map<string, Owned>();
   private readonly states = new Map<string, DiscoveryState>();
+  /** Sources that have listed their workers at least once. */
+  private readonly synced = new Set<string>();
 
   constructor(
     private readonly pool: ReconcilerPool,
@@ -94,13 +96,28 @@ export class Reconciler {
     return out;
   }
 
+  /**
+   * Which of `sources` have never listed their workers, with their state (forbidden, unreachable,
+   * ...), or null when each has: a router's readiness waits for the first listing, not after it.
+   */
+  firstSyncPending(sources: readonly string[]): string | null {
+    const waiting = sources.filter((s) => !this.synced.has(s));
+    if (waiting.length === 0) return null;
+    const status = this.status();
+    return waiting.map((source) => {
+      const st = status.find((x) => x.source === source);
+      return st && st.state !== 'unknown' ? `${source} ${st.state}${st.detail ? ` (${st.detail})` : ''}` : `${source} has not listed yet`;
+    }).join('; ');
+  }
+
   private upsert(source: string, w: DiscoveredWorker): void {
     const id = ownedId(source, w.key);
     const e = this.owned.get(id);
     const tag: WorkerDiscovery = { ...w.meta, source: w.meta?.source ?? source, key: w.key };
     if (e && e.url === w.url && this.live(e) !== null) {
       const worker = this.pool.get(e.workerId!)!;
-      worker.discovery = tag;
+      // A draining worker keeps why it drains (a re-list lists it again until its deadline).
+      worker.discovery = e.draining && worker.discovery?.reason !== undefined ? { ...tag, reason: worker.discovery.reason } : tag;
       return;
     }
     if (e) this.release(e, `replaced: ${w.key} now at ${w.url}`);
@@ -146,6 +163,7 @@ export class Reconciler {
 
   /** Told on a change of kind or detail only: a source re-reads (and is synced again) every few seconds. */
   private setState(source: string, s: DiscoveryState): void {
+    if (s.kind === 'synced') this.synced.add(source);
     const before = this.states.get(source);
     this.states.set(source, s);
     if (before && before.kind === s.kind && ('detail' in before ? before.detail : null) === ('detail' in s ? s.detail : null)) return;

@@ -39,6 +39,8 @@ export interface AdminParts {
   discovery: () => DiscoveryStatus[];
   /** Requests in flight at the router (readiness, shutdown). */
   inFlight: () => number;
+  /** Why discovery has not listed the workers yet, or null (readiness). */
+  discoveryPending?: () => string | null;
 }
 
 const DRAIN_BODY = 'body must be empty or JSON {"grace_ms": N} or {"deadline_ms": EPOCH_MS}';
@@ -65,8 +67,9 @@ export function drainDeadline(text: string, now: number, defaultGraceMs: number)
 /** The router's own routes; returns its Lifecycle (/livez, /readyz, shutdown). */
 export function addRouterRoutes(routes: Routes, p: AdminParts): Lifecycle {
   const { config, pool, bus, traces, metrics, telemetry, drainer, discovery } = p;
-  const lifecycle = new Lifecycle(pool, p.inFlight);
+  const lifecycle = new Lifecycle(pool, p.inFlight, p.discoveryPending);
   lifecycle.addRoutes(routes);
+  // Worker availability (readiness, /readyz, is the router's own): 200 when a worker may take requests.
   routes.add('GET', '/health', (_req, res) => {
     const ok = pool.list().some((w) => w.eligible());
     res.writeHead(ok ? 200 : 503, { 'content-length': '0' });

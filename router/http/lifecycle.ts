@@ -2,10 +2,14 @@
 // probes, and what SIGTERM does (docs/reliability.md, "Shutdown").
 //
 // - GET /livez (alias /liveness, the SGLang model gateway's name): 200 while the process answers.
-// - GET /readyz (alias /readiness): 200 when at least one worker may take requests and the
-//   router is not shutting down; 503 otherwise, with the reason. The gateway's own pair is
-//   `/liveness` ("always returns OK") and `/readiness` ("checks healthy worker availability"):
-//   sgl-project/sglang docs/advanced_features/sgl_model_gateway.md, "Admin and Health Endpoints".
+// - GET /readyz (alias /readiness): whether this router can take requests, about the router
+//   itself: 200 once it listens with its config loaded and each discovery source has listed the
+//   workers once; 503 before that and while it shuts down, with the reason. Not about the workers:
+//   the gateway's `/readiness` answers 503 when no worker is healthy (sgl-model-gateway
+//   src/server.rs `readiness`: "insufficient healthy workers"), which behind a Kubernetes Service
+//   takes every router pod out at once during a short worker outage, so that clients get
+//   connection refused instead of the router's own 503 (and no replay once a worker is back).
+//   The workers' availability is `healthy_workers` here, and GET /health (admin-api.ts).
 // - shutdown(grace): readiness turns 503 at once (the Service stops sending new connections),
 //   requests still arriving are served, and the router waits for the requests in flight to end,
 //   up to the grace period; then the caller closes it.
@@ -23,7 +27,12 @@ export class Lifecycle {
   private shutdownSince: number | null = null;
   private waiting: Promise<boolean> | null = null;
 
-  constructor(private readonly pool: WorkerPool, private readonly inFlight: () => number) {}
+  constructor(
+    private readonly pool: WorkerPool,
+    private readonly inFlight: () => number,
+    /** Why discovery has not listed the workers yet (a source that never synced), or null. */
+    private readonly discoveryPending: () => string | null = () => null,
+  ) {}
 
   get shuttingDown(): boolean {
     return this.shutdownSince !== null;
@@ -35,7 +44,8 @@ export class Lifecycle {
       const all = this.pool.list();
       const now = Date.now();
       const healthy = all.filter((w) => w.eligible(now)).length;
-      const reason = this.shutdownSince !== null ? 'shutting down: requests in flight are finishing' : healthy === 0 ? 'no worker may take requests' : null;
+      const pending = this.shutdownSince === null ? this.discoveryPending() : null;
+      const reason = this.shutdownSince !== null ? 'shutting down: requests in flight are finishing' : pending !== null ? `discovery has not listed the workers yet: ${pending}` : null;
       sendJson(res, reason === null ? 200 : 503, { status: reason === null ? 'ready' : 'not_ready', healthy_workers: healthy, total_workers: all.length, in_flight: this.inFlight(), ...(reason !== null ? { reason } : {}) });
     };
     // Data-plane access: probes carry no token (as /health).

@@ -155,13 +155,16 @@ export function* traceChunks(rows: Iterable<TraceRow>, format: TraceFormat, opts
   if (last) yield last;
 }
 
-export async function streamTraces(rows: Iterable<TraceRow>, format: TraceFormat, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** `given`: the extras to apply (the hub matches request ids itself); else read from the request's query. */
+export async function streamTraces(rows: Iterable<TraceRow>, format: TraceFormat, req: IncomingMessage, res: ServerResponse, given?: TraceExtras): Promise<void> {
   // The extras (until, request_prefix, iso) are read here from the same, already checked query.
-  let extras: TraceExtras = { iso: false };
-  try {
-    extras = parseTraceQuery(new URL(req.url ?? '/', 'http://x').searchParams).extras;
-  } catch {
-    // the route has already refused a bad query; a caller without one gets no extras
+  let extras: TraceExtras = given ?? { iso: false };
+  if (!given) {
+    try {
+      extras = parseTraceQuery(new URL(req.url ?? '/', 'http://x').searchParams).extras;
+    } catch {
+      // the route has already refused a bad query; a caller without one gets no extras
+    }
   }
   res.writeHead(200, {
     'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',

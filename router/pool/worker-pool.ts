@@ -459,6 +459,9 @@ export class WorkerPool {
     this.workers.clear();
   }
 
+  /** Told after each health round, when every worker has been checked (and probed if it answered). */
+  afterCheck: (() => void) | null = null;
+
   async checkAll(): Promise<void> {
     if (this.checking) return;
     this.checking = true;
@@ -467,6 +470,7 @@ export class WorkerPool {
     } finally {
       this.checking = false;
     }
+    this.afterCheck?.();
   }
 
   /** Health-check one worker, and (re)probe it when it is new or comes back. */

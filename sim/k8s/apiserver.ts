@@ -59,6 +59,11 @@ export interface PodSpec {
   /** Container port (shown in the pod spec; the source reads --service-discovery-port or an annotation). */
   port?: number;
   terminationGracePeriodSeconds?: number;
+  /**
+   * metadata.finalizers: a deleted pod with any stays listed, Terminating, past its grace until
+   * `finalizePod` (a finalizer never removed, or a lost node whose kubelet never confirms).
+   */
+  finalizers?: string[];
 }
 
 /** The fake's own model of a pod, from which its JSON is rendered (and a test's truth computed). */
@@ -77,6 +82,7 @@ export interface PodModel {
   deletionTimestamp: number | null;
   deletionGracePeriodSeconds: number | null;
   terminationGracePeriodSeconds: number;
+  finalizers: string[];
   statusReason: string | null;
   statusMessage: string | null;
   terminated: { reason: string; exitCode: number } | null;
@@ -256,6 +262,7 @@ export class FakeApiServer {
       deletionTimestamp: null,
       deletionGracePeriodSeconds: null,
       terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds ?? 30,
+      finalizers: [...(spec.finalizers ?? [])],
       statusReason: null,
       statusMessage: null,
       terminated: null,
@@ -289,12 +296,13 @@ export class FakeApiServer {
 
   /**
    * `kubectl delete pod --grace-period=N`: deletionTimestamp = now + N s, and the pod is gone when
-   * the grace is over (or at once with 0). Returns the deadline.
+   * the grace is over (or at once with 0), unless it has finalizers: then it stays, Terminating
+   * and still listed, until `finalizePod`. Returns the deadline.
    */
   deletePod(name: string, graceSeconds?: number, namespace = 'default'): number {
     const p = this.mustPod(name, namespace);
     const grace = graceSeconds ?? p.terminationGracePeriodSeconds;
-    if (grace <= 0) {
+    if (grace <= 0 && p.finalizers.length === 0) {
       this.removePod(p);
       return this.now();
     }
@@ -306,13 +314,13 @@ export class FakeApiServer {
     this.commitPod(p, 'MODIFIED', prev);
     const t = setTimeout(() => {
       this.timers.delete(t);
-      if (this.pods.get(`${namespace}/${name}`) === p) this.removePod(p);
+      if (this.pods.get(`${namespace}/${name}`) === p && p.finalizers.length === 0) this.removePod(p);
     }, Math.max(0, p.deletionTimestamp - this.now()));
     this.timers.add(t);
     return p.deletionTimestamp;
   }
 
-  /** The grace is over now (the kubelet's SIGKILL): the pod object goes. */
+  /** The grace is over now (the kubelet's SIGKILL), its finalizers done: the pod object goes. */
   finalizePod(name: string, namespace = 'default'): void {
     const p = this.pods.get(`${namespace}/${name}`);
     if (p) this.removePod(p);
@@ -757,6 +765,7 @@ export function podJson(p: PodModel): Record<string, unknown> {
       labels: { ...p.labels },
       ...(Object.keys(p.annotations).length ? { annotations: { ...p.annotations } } : {}),
       ...(p.deletionTimestamp !== null ? { deletionTimestamp: iso(p.deletionTimestamp), deletionGracePeriodSeconds: p.deletionGracePeriodSeconds } : {}),
+      ...(p.finalizers.length ? { finalizers: [...p.finalizers] } : {}),
     },
     spec: {
       nodeName: p.node,

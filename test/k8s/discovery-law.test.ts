@@ -1,7 +1,9 @@
 // The discovery law (issue 30): after any schedule of pod changes and watch faults against the
 // fake API server, the workers the Kubernetes source gave the reconciler equal the truth by the
 // next full re-list (at most one re-list period, plus the watchdog for a silent watch and a
-// backoff), and workers added by hand are untouched, even when a pod has their URL.
+// backoff), and workers added by hand are untouched, even when a pod has their URL. A drain is
+// one-way: a pod whose drain began never gets a worker again, even stuck in Terminating past its
+// deadline and listed by every re-list (a lost node, a finalizer).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { mkdtempSync } from 'node:fs';
@@ -17,6 +19,8 @@ import { until } from './recording-sink.ts';
 
 class FakePool implements ReconcilerPool {
   readonly workers = new Map<string, Worker>();
+  /** Adds and drains by discovery key, in order (shared with the drainer). */
+  readonly history: [op: 'add' | 'drain', key: string][] = [];
   private next = 0;
   hand(url: string): Worker {
     const w = this.make(url);
@@ -31,6 +35,7 @@ class FakePool implements ReconcilerPool {
     const w = this.make(url);
     prepare?.(w);
     this.workers.set(w.id, w);
+    this.history.push(['add', (w.discovery as { key: string } | null)?.key ?? url]);
     return { worker: w, added: true };
   }
   remove(id: string): boolean {
@@ -41,22 +46,35 @@ class FakePool implements ReconcilerPool {
   }
 }
 
-/** Marks a worker draining and remembers its deadline (the real drainer removes it then). */
+/** Marks a worker draining, remembers its deadline and removes it then, as the real drainer does. */
 class FakeDrainer implements ReconcilerDrainer {
   readonly deadlines = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
   constructor(private readonly pool: FakePool) {}
   drain(id: string, deadline: number): void {
-    this.pool.get(id)!.draining = true;
+    const w = this.pool.get(id)!;
+    w.draining = true;
+    this.pool.history.push(['drain', (w.discovery as { key: string } | null)?.key ?? w.url]);
     this.deadlines.set(id, deadline);
+    clearTimeout(this.timers.get(id));
+    this.timers.set(id, setTimeout(() => {
+      this.timers.delete(id);
+      this.pool.remove(id);
+    }, Math.max(0, deadline - Date.now())));
   }
   forget(id: string): void {
     this.deadlines.delete(id);
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+  }
+  close(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
   }
 }
 
 type Op =
   | { op: 'create'; ready: boolean }
-  | { op: 'ready' | 'unready' | 'delete' | 'finalize' | 'evict' | 'oom' | 'relabel'; i: number }
+  | { op: 'ready' | 'unready' | 'delete' | 'finalize' | 'evict' | 'oom' | 'relabel' | 'stick'; i: number }
   | { op: 'fault'; kind: 'close' | 'reset' | 'silent' | 'expire' }
   | { op: 'compact' | 'down' | 'forbid' }
   | { op: 'pause'; ms: number };
@@ -65,6 +83,8 @@ const I = fc.nat({ max: 7 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('create' as const), ready: fc.boolean() }) },
   { weight: 6, arbitrary: fc.record({ op: fc.constantFrom('ready' as const, 'unready' as const, 'delete' as const, 'finalize' as const, 'evict' as const, 'oom' as const, 'relabel' as const), i: I }) },
+  // A finalizer nobody removes, then a delete with a 1 s grace: Terminating past its deadline.
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('stick' as const), i: I }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('fault' as const), kind: fc.constantFrom('close' as const, 'reset' as const, 'silent' as const, 'expire' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constantFrom('compact' as const, 'down' as const, 'forbid' as const) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('pause' as const), ms: fc.integer({ min: 1, max: 60 }) }) },
@@ -121,6 +141,7 @@ describe('discovery law (Kubernetes pods → reconciler)', () => {
               case 'evict': if (exists) fake.evictPod(name, ns); break;
               case 'oom': if (exists) fake.oomKill(name, ns); break;
               case 'relabel': if (exists) fake.updatePod(name, ns, (p) => { p.labels.app = 'other'; }); break;
+              case 'stick': if (exists && fake.pod(name, ns)!.deletionTimestamp === null) { fake.updatePod(name, ns, (p) => { p.finalizers = ['example.com/held']; }); fake.deletePod(name, 1, ns); } break;
               case 'fault': if (o.kind === 'expire') fake.expireWatches(); else fake.faultWatches(o.kind); break;
               case 'compact': fake.compact(); break;
               case 'down': await fake.down(); await new Promise((r) => setTimeout(r, 30)); await fake.up(); break;
@@ -128,6 +149,9 @@ describe('discovery law (Kubernetes pods → reconciler)', () => {
               case 'pause': await new Promise((r) => setTimeout(r, o.ms)); break;
             }
           }
+          // A stuck pod's deadline passes first, so that the re-list below lists it past it.
+          const stuckUntil = Math.max(0, ...fake.podList().filter((p) => p.namespace === ns && p.finalizers.length > 0).map((p) => p.deletionTimestamp ?? 0));
+          if (stuckUntil > Date.now()) await new Promise((r) => setTimeout(r, stuckUntil - Date.now() + 50));
           const lists = source.lists;
           // Bound: the next cycle starts within a re-list period (the watch's timeoutSeconds), or its
           // watchdog for a silent watch, plus a backoff; slack for a loaded machine.
@@ -144,9 +168,19 @@ describe('discovery law (Kubernetes pods → reconciler)', () => {
             expect(terminating.has(w.url) || drainer.deadlines.get(w.id)! > Date.now()).toBe(true);
           }
           expect(pool.get(hand.id)).toMatchObject({ url: hand.url, discovery: null, draining: false });
+          // A drain is one-way (its pod is terminating, which Kubernetes never undoes): no key got
+          // a worker again once its drain began.
+          const drained = new Set<string>();
+          const again: string[] = [];
+          for (const [op, key] of pool.history) {
+            if (op === 'drain') drained.add(key);
+            else if (drained.has(key)) again.push(key);
+          }
+          expect(again).toEqual([]);
           expect(reconciler.status().find((s) => s.source === 'k8s-pods')?.state).toBe('synced');
         } finally {
           await source.stop();
+          drainer.close();
           fake.allow();
         }
       }),

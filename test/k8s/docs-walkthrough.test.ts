@@ -83,9 +83,14 @@ describe('deploy/kubernetes manifests', () => {
       const rule = role.rules.find((r) => r.apiGroups.includes(group) && r.resources.includes(resource));
       expect(rule?.verbs.sort()).toEqual(['get', 'list', 'watch']);
     }
-    const dep = objs.find((o) => o.kind === 'Deployment' && (o.metadata as { name: string }).name === 'baton') as { spec: { template: { spec: { terminationGracePeriodSeconds: number; containers: { livenessProbe: { httpGet: { path: string } }; readinessProbe: { httpGet: { path: string } } }[] } } } };
+    type Probe = { httpGet: { path: string }; periodSeconds?: number; timeoutSeconds?: number; failureThreshold?: number };
+    const dep = objs.find((o) => o.kind === 'Deployment' && (o.metadata as { name: string }).name === 'baton') as { spec: { template: { spec: { terminationGracePeriodSeconds: number; containers: { livenessProbe: Probe; readinessProbe: Probe }[] } } } };
     const c = dep.spec.template.spec.containers[0]!;
     expect([c.livenessProbe.httpGet.path, c.readinessProbe.httpGet.path]).toEqual(['/livez', '/readyz']);
+    // One slow probe answer (a GC pause, a loaded node) does not take a router pod out of the
+    // Service: readiness fails after 3 misses in a row (Kubernetes' default), each given 2 s.
+    expect(c.readinessProbe.failureThreshold ?? 3).toBeGreaterThanOrEqual(3);
+    expect(c.readinessProbe.timeoutSeconds ?? 1).toBeGreaterThanOrEqual(2);
     // The router's own shutdown fits in the pod's grace.
     expect(cfg.shutdownGraceMs).toBeLessThan(dep.spec.template.spec.terminationGracePeriodSeconds * 1000);
     // The example workers' preStop sleep lasts until Baton has moved their streams.
@@ -93,6 +98,39 @@ describe('deploy/kubernetes manifests', () => {
     const sleep = Number(w.spec.template.spec.containers[0]!.lifecycle.preStop.exec.command[1]);
     expect(sleep * 1000).toBeGreaterThanOrEqual(w.spec.template.spec.terminationGracePeriodSeconds * 1000 - cfg.drainMarginMs);
     expect(sleep).toBeLessThan(w.spec.template.spec.terminationGracePeriodSeconds);
+  });
+});
+
+describe('deploy/kubernetes: what migrates', () => {
+  type Container = { args?: string[]; command?: string[]; env?: { name: string; value?: string }[]; volumeMounts?: { name: string; mountPath: string }[] };
+  type Dep = { metadata: { name: string }; spec: { template: { spec: { initContainers?: Container[]; containers: Container[]; volumes?: { name: string; emptyDir?: object }[] } } } };
+  const router = manifests(join(ROOT, 'deploy/kubernetes')).find((o) => o.kind === 'Deployment') as Dep;
+  const worker = manifests(join(ROOT, 'deploy/kubernetes/workers')).find((o) => o.kind === 'Deployment') as Dep;
+  const workerArgs = worker.spec.template.spec.containers[0]!.args ?? [];
+
+  it('the example workers run token-only (--skip-tokenizer-init): input_ids in, output_ids out, so a stream can continue on another worker', () => {
+    expect(workerArgs).toContain('--skip-tokenizer-init');
+  });
+
+  it('the router has the same model\'s tokenizer (text prompts and the OpenAI API), fetched into the volume it reads', () => {
+    const spec = router.spec.template.spec;
+    const c = spec.containers[0]!;
+    const dir = c.env?.find((e) => e.name === 'BATON_TOKENIZERS')?.value;
+    expect(dir).toBe('/models/tokenizer');
+    const mount = c.volumeMounts?.find((m) => m.mountPath === dir);
+    expect(mount).toBeDefined();
+    expect(spec.volumes?.find((v) => v.name === mount!.name)?.emptyDir).toBeDefined();
+    const init = spec.initContainers?.find((x) => x.volumeMounts?.some((m) => m.name === mount!.name && m.mountPath === dir));
+    expect(init).toBeDefined();
+    // The workers' model, and the files the tokenizer loads (router/tokenizer/load.ts).
+    const model = workerArgs[workerArgs.indexOf('--model-path') + 1];
+    expect(init!.env?.find((e) => e.name === 'MODEL')?.value).toBe(model);
+    expect(init!.args!.join(' ')).toMatch(/tokenizer\.json tokenizer_config\.json generation_config\.json/);
+    // The router's config takes it.
+    const cm = manifests(join(ROOT, 'deploy/kubernetes')).find((o) => o.kind === 'ConfigMap') as { data: Record<string, string> };
+    const tmp = mkdtempSync(join(tmpdir(), 'baton-cm-tok-'));
+    writeFileSync(join(tmp, 'router.yaml'), cm.data['router.yaml']!);
+    expect(loadConfig({ file: join(tmp, 'router.yaml'), env: { BATON_SERVICE_DISCOVERY_NAMESPACE: 'baton', BATON_ADMIN_TOKEN: 't', BATON_TOKENIZERS: dir! } }).tokenizers).toEqual([dir]);
   });
 });
 

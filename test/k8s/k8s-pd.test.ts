@@ -11,6 +11,10 @@ import { clientFromKubeConfig } from '../../router/discovery/k8s-api.ts';
 import { podView } from '../../router/discovery/k8s-pods.ts';
 import { k8sRoleSource, k8sSource } from '../../router/discovery/k8s.ts';
 import { DEFAULTS, loadConfig } from '../../router/config.ts';
+import { Reconciler, startDiscovery } from '../../router/discovery/index.ts';
+import { WorkerPool } from '../../router/pool/worker-pool.ts';
+import { createPolicy } from '../../router/pool/policies/index.ts';
+import { Drainer } from '../../router/migration/drain.ts';
 import { RecordingSink, until } from './recording-sink.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-k8s-pd-'));
@@ -57,6 +61,47 @@ describe('P/D pods', () => {
     expect(sinks.prefill.workers.get(p.uid)!.w).toMatchObject({ pdRole: 'prefill', bootstrapPort: 9001, url: `http://${p.ip}:8000` });
     expect(sinks.decode.workers.get(d.uid)!.w).toMatchObject({ pdRole: 'decode', url: `http://${d.ip}:8000` });
     expect(sinks.decode.workers.has(p.uid)).toBe(false);
+  });
+
+  it('overlapping selectors: a pod is one kind, prefill first, then decode, then regular (the gateway\'s PodInfo::from_pod)', async () => {
+    const fake = await new FakeApiServer({ bookmarkMs: 60_000 }).start();
+    cleanup.push(() => fake.close());
+    // Every pod matches the general --selector too.
+    const p = fake.createPod({ name: 'p', labels: { app: 'sglang', role: 'prefill' }, annotations: { 'sglang.ai/bootstrap-port': '9001' } });
+    const d = fake.createPod({ name: 'd', labels: { app: 'sglang', role: 'decode' } });
+    const both = fake.createPod({ name: 'both', labels: { app: 'sglang', role: 'prefill', also: 'decode' }, annotations: { 'sglang.ai/bootstrap-port': '9002' } });
+    const r = fake.createPod({ name: 'r', labels: { app: 'sglang' } });
+    const cfg = loadConfig({ flags: { serviceDiscovery: true, selector: ['app=sglang'], pdDisaggregation: true, prefillSelector: ['role=prefill'], decodeSelector: ['role=decode'], serviceDiscoveryNamespace: 'default' }, env: {} });
+    // The router's own sources (discovery/index.ts SOURCES), with the kubeconfig from KUBECONFIG.
+    const before = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = fake.writeKubeconfig(join(dir, 'kc-overlap.yaml'));
+    cleanup.push(async () => {
+      if (before === undefined) delete process.env.KUBECONFIG; else process.env.KUBECONFIG = before;
+    });
+    // Health checks off: the pods' IPs are not served; the pool only holds them.
+    const pool = new WorkerPool(
+      { circuit: { failureThreshold: 5, openMs: 1000, successThreshold: 1 }, connectTimeoutMs: 200, healthIntervalMs: 0, healthTimeoutMs: 100, healthFailureThreshold: 1, benchMs: 1000, spareConnections: 0 },
+      createPolicy('least_inflight'),
+      () => undefined,
+      () => undefined,
+    );
+    cleanup.push(() => pool.close());
+    const reconciler = new Reconciler(pool, new Drainer(pool, { marginMs: 100 }));
+    const discovery = await startDiscovery(cfg, reconciler);
+    cleanup.push(() => discovery.stop());
+    expect(discovery.sources.map((s) => s.name)).toEqual(['k8s-pods', 'k8s-pods-prefill', 'k8s-pods-decode']);
+    await until(() => pool.infos().length === 4 && reconciler.ownedKeys().every((k) => k.workerId !== null), 'four workers, each of one source');
+    const by = (pod: string) => pool.infos().find((w) => w.discovery?.pod === pod)!;
+    expect(by('p')).toMatchObject({ url: `http://${p.ip}:8000`, pd_role: 'prefill', bootstrap_port: 9001, discovery: { source: 'k8s-pods' } });
+    expect(by('both')).toMatchObject({ url: `http://${both.ip}:8000`, pd_role: 'prefill', bootstrap_port: 9002 });
+    expect(by('d')).toMatchObject({ url: `http://${d.ip}:8000`, pd_role: 'decode' });
+    expect(by('r').pd_role).toBeUndefined();
+    // Each pod is owned by exactly one source: its kind's.
+    const owners = new Map(reconciler.ownedKeys().map((k) => [k.key, k.source]));
+    expect(owners).toEqual(new Map([[p.uid, 'k8s-pods-prefill'], [both.uid, 'k8s-pods-prefill'], [d.uid, 'k8s-pods-decode'], [r.uid, 'k8s-pods']]));
+    // A relabel moves a pod between kinds: the regular pod becomes a decode server.
+    fake.updatePod('r', 'default', (x) => { x.labels.role = 'decode'; });
+    await until(() => pool.infos().find((w) => w.discovery?.pod === 'r')?.pd_role === 'decode', 'r to become a decode server', 15_000);
   });
 
   it('--prefill-selector and --decode-selector need --pd-disaggregation to stand in for --selector', () => {

@@ -1,6 +1,7 @@
 // Baton's own liveness, readiness and SIGTERM (router/http/lifecycle.ts, cli/router.ts): readiness
-// turns 503 at once on SIGTERM while the request in flight finishes, then the process exits 0;
-// with a grace shorter than the request, the process exits at the grace. Real processes.
+// is the router's own (200 with no healthy worker), turns 503 at once on SIGTERM while the
+// request in flight finishes, then the process exits 0; with a grace shorter than the request,
+// the process exits at the grace. Real processes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
@@ -84,12 +85,14 @@ describe('readiness', () => {
   let router: RouterHandle;
   afterAll(async () => router?.close());
 
-  it('is 503 without a worker that may take requests, liveness 200; neither needs the api key', async () => {
+  it('is about the router, not its workers: 200 with no worker that may take requests (GET /health says that), liveness 200; none needs the api key', async () => {
     router = await startRouter({ port: 0, apiKey: 'k-secret', healthIntervalMs: 0 });
     const r = await fetch(`${router.url}/readyz`);
-    expect(r.status).toBe(503);
-    expect(await r.json()).toMatchObject({ status: 'not_ready', healthy_workers: 0, total_workers: 0, reason: 'no worker may take requests' });
-    expect((await fetch(`${router.url}/readiness`)).status).toBe(503);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: 'ready', healthy_workers: 0, total_workers: 0, in_flight: 0 });
+    expect((await fetch(`${router.url}/readiness`)).status).toBe(200);
+    // Worker availability has its own answer.
+    expect((await fetch(`${router.url}/health`)).status).toBe(503);
     for (const p of ['/livez', '/liveness']) {
       const l = await fetch(`${router.url}${p}`);
       expect(l.status).toBe(200);
