@@ -4,12 +4,13 @@
 // usage). Field names and defaults follow OpenAI's API and vLLM's OpenAI server (the extensions
 // top_k, min_tokens, stop_token_ids, ignore_eos, skip_special_tokens, include_stop_str_in_output,
 // chat_template_kwargs: vllm/entrypoints/openai/protocol.py). Unknown fields are ignored.
-import type { ChatMessage, Tokenizer } from '../../tokenizer/index.ts';
+import type { Tokenizer } from '../../tokenizer/index.ts';
 import { TemplateError } from '../../tokenizer/index.ts';
 import { isObject } from '../json.ts';
 import type { JsonObject, TokenConstraint, TokenSampling } from '../types.ts';
 import { readConstraint, readToolChoice, type ToolChoice } from './constraints.ts';
 import { chatParsing, ParsingInputError, type ChatParsing, type OutputParsers } from './parsers/index.ts';
+import { chatMessages, contentString } from './messages.ts';
 
 export type OpenAiKind = 'completion' | 'chat';
 
@@ -168,27 +169,6 @@ function stops(body: JsonObject): string[] {
   return (list as string[]).filter((s) => s.length > 0);
 }
 
-/** Text of a message's content: a string, or a list of text parts (other parts are refused). */
-function contentText(c: unknown, i: number): string | null {
-  if (c === undefined || c === null || typeof c === 'string') return (c as string | null | undefined) ?? null;
-  if (!Array.isArray(c)) throw bad(`messages[${i}].content must be a string or a list of content parts`, 'messages');
-  return c.map((p, j) => {
-    if (!isObject(p) || typeof p.type !== 'string') throw bad(`messages[${i}].content[${j}] is not a content part`, 'messages');
-    if (p.type !== 'text' || typeof p.text !== 'string') throw bad(`messages[${i}].content[${j}]: content of type '${p.type}' is not supported (text only)`, 'messages');
-    return p.text;
-  }).join('');
-}
-
-function messages(body: JsonObject): ChatMessage[] {
-  const v = body.messages;
-  if (v === undefined || v === null) throw bad('messages: Field required', 'messages');
-  if (!Array.isArray(v) || v.length === 0) throw bad('messages must be a non-empty list', 'messages');
-  return v.map((m, i) => {
-    if (!isObject(m) || typeof m.role !== 'string') throw bad(`messages[${i}] must be an object with a string role`, 'messages');
-    return { ...m, role: m.role, content: contentText(m.content, i) } as ChatMessage;
-  });
-}
-
 /**
  * The prompts of a completion, as vLLM's CompletionRequest.prompt takes them: one string, one
  * list of token ids, or a list of either (a batch, served as one logical request each:
@@ -279,7 +259,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     // OpenAI's and vLLM's default for completions.
     maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
   } else {
-    const msgs = messages(body);
+    const msgs = chatMessages(body.messages);
     ({ tools, choice: toolChoice } = readToolChoice(body));
     const kwargs = body.chat_template_kwargs;
     if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
@@ -299,7 +279,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
         tools: toolChoice.mode === 'none' ? null : tools,
         extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
       });
-      if (cont) promptText = continueFinal(promptText, typeof last.content === 'string' ? last.content : '');
+      if (cont) promptText = continueFinal(promptText, contentString(last.content));
     } catch (err) {
       if (err instanceof TemplateError) throw bad(`the chat template failed: ${err.message}`, 'messages');
       throw err;
@@ -322,7 +302,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     maxTokens = int(body, budgetParam, 0);
     // vLLM chat_completion_full_generator / stream generator: with `echo`, the last message's
     // content leads each choice when its role is the answer's role.
-    if (bool(body, 'echo', false) && last.role === role && typeof last.content === 'string') chatEcho = last.content;
+    if (bool(body, 'echo', false) && last.role === role) chatEcho = contentString(last.content);
   }
   // vLLM CompletionRequest.to_sampling_params: prompt_logprobs, else `logprobs` with `echo`.
   const promptLogprobsField = int(body, 'prompt_logprobs', 0, 20);
