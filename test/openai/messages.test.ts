@@ -2,7 +2,7 @@
 // chat-template.ts; SGLang serving_chat.py _apply_jinja_template, protocol.py
 // ChatCompletionMessageParam): the assistant turn a client sends back (content null or absent,
 // tool_calls with JSON-string arguments, reasoning_content null), SGLang's roles, the text parts,
-// and a template failure said once. Real tokenizer (Qwen3's) and
+// a named tool_choice's tools, and a template failure said once. Real tokenizer (Qwen3's) and
 // real templates.
 import { afterAll, describe, expect, it } from 'vitest';
 import { dirname, join } from 'node:path';
@@ -43,6 +43,7 @@ function refusal(body: Record<string, unknown>, tok?: Tokenizer): { status: numb
 }
 
 const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const TIME = { type: 'function', function: { name: 'get_time', description: 'The time in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
 const user = { role: 'user', content: 'What is the weather in Paris?' };
 const call = (args: string) => ({ id: 'call_0123456789abcdef01234567', type: 'function', function: { name: 'get_weather', arguments: args } });
 const result = { role: 'tool', tool_call_id: 'call_0123456789abcdef01234567', content: 'sunny' };
@@ -117,6 +118,17 @@ describe('text parts (SGLang process_content_for_template_format, normalize_tool
     expect(contentFormat('{{ "<image>" }}')).toBe('openai');
     expect(contentFormat('{% for message in messages %}{{ message.content }}{% endfor %}')).toBe('string');
     expect(contentFormat((JSON.parse(readFileSync(join(QWEN3, 'tokenizer_config.json'), 'utf8')) as { chat_template: string }).chat_template)).toBe('string');
+  });
+});
+
+describe('tool_choice and the template', () => {
+  it('a named tool_choice renders that tool alone (SGLang _process_messages); "required" all of them', () => {
+    const named = chat({ messages: [user], tools: [WEATHER, TIME], tool_choice: { type: 'function', function: { name: 'get_time' } } });
+    expect(named.promptText).toContain('"name": "get_time"');
+    expect(named.promptText).not.toContain('get_weather');
+    const required = chat({ messages: [user], tools: [WEATHER, TIME], tool_choice: 'required' });
+    expect(required.promptText).toContain('"name": "get_time"');
+    expect(required.promptText).toContain('"name": "get_weather"');
   });
 });
 

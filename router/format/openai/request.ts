@@ -52,8 +52,16 @@ export interface OpenAiRequest {
   forcedTools?: boolean;
   /** Chat's tool_choice, read and checked (completions: none). */
   toolChoice?: ToolChoice;
-  /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none. */
+  /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none (and for a forced tool_choice). */
   parsing?: ChatParsing | null;
+  /**
+   * A forced tool_choice's parsers (the reasoning parser, and the tool-call parser the model's
+   * native call format is read with before the JSON array the constraint asks for:
+   * forced-tools.ts); null: none configured.
+   */
+  forcedParsing?: ChatParsing | null;
+  /** `parallel_tool_calls` (default true): false keeps the first call only (vLLM maybe_filter_parallel_tool_calls). */
+  parallelToolCalls?: boolean;
   // --- Fan-out (fanout.ts): n > 1 and lists of prompts. Optional: absent on a one-choice request.
   /** Choices per prompt (`n`), 1 by default. */
   n?: number;
@@ -226,6 +234,17 @@ function continueFinal(rendered: string, content: string): string {
   return rendered.slice(0, at + text.length);
 }
 
+/**
+ * The tools the chat template renders: none for tool_choice "none", the named one alone for a
+ * named choice (SGLang serving_chat.py _process_messages: `item.function.name ==
+ * request.tool_choice.function.name`), else all.
+ */
+function templateTools(tools: JsonObject[] | null, choice: ToolChoice): JsonObject[] | null {
+  if (tools === null || choice.mode === 'none') return null;
+  if (choice.mode !== 'named') return tools;
+  return tools.filter((t) => isObject(t.function) && t.function.name === choice.name);
+}
+
 export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup, parsers: OutputParsers | null = null): OpenAiRequest {
   if (!isObject(raw)) throw bad('the body must be a JSON object');
   const body = raw;
@@ -276,7 +295,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     try {
       promptText = tok.applyChatTemplate(msgs, {
         addGenerationPrompt: addGen,
-        tools: toolChoice.mode === 'none' ? null : tools,
+        tools: templateTools(tools, toolChoice),
         extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
       });
       if (cont) promptText = continueFinal(promptText, contentString(last.content));
@@ -370,8 +389,11 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     echo,
     skipSpecialTokens: bool(body, 'skip_special_tokens', true),
     spacesBetweenSpecialTokens: bool(body, 'spaces_between_special_tokens', true),
-    // A forced tool_choice's answer is a JSON array of calls (forced-tools.ts), not the model's own call format.
+    // A forced tool_choice's answer is read by forced-tools.ts: the model's own call format
+    // through the configured parser, else the JSON array of calls its constraint asks for.
     parsing: forcedTools ? null : parsing,
+    forcedParsing: forcedTools ? parsing : null,
+    parallelToolCalls: kind === 'chat' ? bool(body, 'parallel_tool_calls', true) : undefined,
     n,
     prompts: items,
     promptLogprobs,
