@@ -23,9 +23,9 @@ export interface OutputParsers {
 
 /**
  * `--reasoning-field`: `both` (the default), `reasoning_content` (SGLang's and DeepSeek's name,
- * which SGLang's and LangChain's clients read) or `reasoning` (vLLM's since it renamed the field,
- * which @openai/agents' chat model reads). vLLM sent both while `reasoning_content` was deprecated
- * (docs/features/reasoning_outputs.md), which is what `both` does: every client finds its field.
+ * which SGLang's and LangChain's clients read) or `reasoning` (the name vLLM renamed it to, vLLM
+ * docs/features/reasoning_outputs.md, which @openai/agents' chat model reads). `both` writes the
+ * two, so every client finds its field (docs/openai.md lists which client reads which).
  */
 export const REASONING_FIELDS = ['both', 'reasoning_content', 'reasoning'] as const;
 export type ReasoningField = (typeof REASONING_FIELDS)[number];
