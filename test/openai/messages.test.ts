@@ -76,6 +76,14 @@ describe('the assistant turn an agent client sends back', () => {
     expect(r.promptText).toBe('user:false,false;assistant:false,false;');
   });
 
+  it("a thought sent back as `reasoning` (@openai/agents) is the template's reasoning_content, as vLLM copies it", () => {
+    const turn = (thought: Record<string, string>) => chat({ tools: [WEATHER], messages: [user, { role: 'assistant', content: null, tool_calls: [call('{"city": "Paris"}')], ...thought }, result] }).promptText;
+    const sglangName = turn({ reasoning_content: 'It asks about Paris.' });
+    expect(sglangName).toContain('<|im_start|>assistant\n<think>\nIt asks about Paris.\n</think>\n\n<tool_call>');
+    expect(turn({ reasoning: 'It asks about Paris.' })).toBe(sglangName);
+    expect(turn({ reasoning: 'It asks about Paris.', reasoning_content: 'It asks about Paris.' })).toBe(sglangName);
+  });
+
   it('/tokenize renders the same turn the same way (its count is the prompt the worker sees)', () => {
     const body = { tools: [WEATHER], messages: [user, { role: 'assistant', content: null, tool_calls: [call('{"city": "Paris"}')] }, result] };
     const served = { name: 'm', tokenizer: qwen, defaults: {} };

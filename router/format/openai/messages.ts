@@ -78,6 +78,9 @@ export function chatMessages(v: unknown): ChatMessage[] {
       if (k === 'role' || k === 'content' || x === null || x === undefined) continue;
       out[k] = k === 'tool_calls' && role === 'assistant' && Array.isArray(x) ? toolCalls(x) : x;
     }
+    // A thought sent back under vLLM's name (@openai/agents does) reaches templates that read
+    // reasoning_content (Qwen3's), as vLLM's chat_utils.py _parse_chat_message_content copies it.
+    if (role === 'assistant' && typeof out.reasoning === 'string' && out.reasoning_content === undefined) out.reasoning_content = out.reasoning;
     return out;
   });
 }
