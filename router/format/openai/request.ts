@@ -48,7 +48,7 @@ export interface OpenAiRequest {
   spacesBetweenSpecialTokens: boolean;
   /** The decoding constraint the worker enforces (constraints.ts); null: none. */
   constraint?: TokenConstraint | null;
-  /** The constraint is tool_choice's ("required" or named): the answer is a JSON array of calls. */
+  /** The constraint is tool_choice's ("required" or named): the answer holds calls (forced-tools.ts). */
   forcedTools?: boolean;
   /** Chat's tool_choice, read and checked (completions: none). */
   toolChoice?: ToolChoice;
