@@ -55,7 +55,8 @@ const HELP = `usage: baton router [options]
                                (docs/openai.md)
   --reasoning-parser NAME      separate <think> reasoning: qwen3, qwen3-thinking, deepseek-r1,
                                or vLLM's names (docs/openai.md)
-  --reasoning-field F          reasoning_content (default; SGLang) or reasoning (vLLM)
+  --reasoning-field F          the reasoning's field in message and delta: both (default),
+                               reasoning_content (SGLang) or reasoning (vLLM)
   --responses-store-max-responses N
                                responses /v1/responses keeps for previous_response_id and
                                item_reference (default 10000; 0 = none kept)

@@ -86,7 +86,7 @@ export interface RouterConfig {
   toolCallParser: string | null;
   /** The OpenAI front's reasoning parser (SGLang's or vLLM's name, docs/openai.md); null: none. */
   reasoningParser: string | null;
-  /** The chat answer's reasoning field: `reasoning_content` (SGLang) or `reasoning` (vLLM). */
+  /** The chat answer's reasoning fields: `both` (default), `reasoning_content` (SGLang) or `reasoning` (vLLM). */
   reasoningField: string;
   /** Most responses the Responses front keeps for `previous_response_id` and `item_reference` (docs/openai.md); 0: none. */
   responsesStoreMaxResponses: number;
@@ -187,7 +187,7 @@ export const DEFAULTS: RouterConfig = {
   tokenizers: [],
   toolCallParser: null,
   reasoningParser: null,
-  reasoningField: 'reasoning_content',
+  reasoningField: 'both',
   responsesStoreMaxResponses: 10_000,
   responsesStoreMaxBytes: 128 * 1024 * 1024,
   responsesStoreTtlMs: 3_600_000,
@@ -317,7 +317,7 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
   if (typeof value !== 'string' || value === '') throw bad('must be a string');
   if (key === 'policy' && !(POLICY_NAMES as readonly string[]).includes(value)) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
   if (key === 'gcScavenge' && !(GC_SCAVENGE_MODES as readonly string[]).includes(value)) throw bad(`must be one of ${GC_SCAVENGE_MODES.join(', ')}`);
-  if (key === 'reasoningField' && value !== 'reasoning_content' && value !== 'reasoning') throw bad('must be one of reasoning_content, reasoning');
+  if (key === 'reasoningField' && value !== 'both' && value !== 'reasoning_content' && value !== 'reasoning') throw bad('must be one of both, reasoning_content, reasoning');
   if (key === 'serviceDiscoveryMode' && value !== 'pods' && value !== 'endpointslices') throw bad('must be pods or endpointslices');
   return value;
 }

@@ -97,11 +97,38 @@ function range(start: number, stop?: number, step = 1): number[] {
 
 const JINJA_GLOBALS: Readonly<Record<string, unknown>> = { false: false, true: true, none: null, False: false, True: true, None: null, range };
 
-/** A template's own refusal (its raise_exception), told apart from engine errors. */
-class Raised extends Error {}
+/**
+ * How a template takes a message's content (SGLang parser/jinja_template_utils.py
+ * detect_jinja_template_content_format, after vLLM's): 'openai' when it iterates the content
+ * (`for part in message['content']`, also over `msg` or `m`) or names a media type, else
+ * 'string'. SGLang reads jinja2's AST; the source's text says the same for these loops.
+ */
+export function contentFormat(source: string): 'string' | 'openai' {
+  if (/image|audio|video|vision/.test(source)) return 'openai';
+  return /\bfor\s+[\w,\s]+?\s+in\s+(?:message|msg|m)\s*(?:\.\s*content\b|\[\s*['"]content['"]\s*\])/.test(source) ? 'openai' : 'string';
+}
+
+interface TextPart {
+  type: string;
+  text: string;
+}
+
+/**
+ * Messages whose content is a list of text parts, as SGLang's process_content_for_template_format
+ * and normalize_tool_content hand them over: a 'string' template gets the parts' text joined with
+ * spaces; an 'openai' one the parts, except a tool message's, which is joined too.
+ */
+function forTemplate(messages: ChatMessage[], format: 'string' | 'openai'): ChatMessage[] {
+  if (!messages.some((m) => Array.isArray(m.content))) return messages;
+  return messages.map((m) => {
+    if (!Array.isArray(m.content) || (format === 'openai' && m.role !== 'tool')) return m;
+    return { ...m, content: (m.content as TextPart[]).map((p) => p.text).join(' ') };
+  });
+}
 
 export class ChatTemplates {
   private readonly compiled = new Map<string, Template>();
+  private readonly formats = new Map<string, 'string' | 'openai'>();
   private base: Environment | null = null;
 
   constructor(
@@ -152,7 +179,7 @@ export class ChatTemplates {
       ...JINJA_GLOBALS,
       ...this.specialTokens,
       raise_exception: (message: unknown) => {
-        throw new Raised(String(message));
+        throw new Error(String(message));
       },
       strftime_now: (format: unknown) => strftime(this.now(), String(format)),
     };
@@ -162,13 +189,16 @@ export class ChatTemplates {
   }
 
   render(messages: ChatMessage[], opts: ChatTemplateOptions = {}): string {
-    const template = this.compile(this.pick(opts.tools));
+    const source = this.pick(opts.tools);
+    const template = this.compile(source);
+    let format = this.formats.get(source);
+    if (format === undefined) this.formats.set(source, (format = contentFormat(source)));
     // Template.render's own globals cannot be replaced (its environment refuses a second
     // declaration), so the environment is built here: the shared variables above, then the
     // caller's kwargs, then the fixed variables (which win over kwargs of the same name).
     const vars: Record<string, unknown> = {
       ...(opts.extra ?? {}),
-      messages,
+      messages: forTemplate(messages, format),
       tools: opts.tools ?? null,
       add_generation_prompt: opts.addGenerationPrompt ?? false,
     };
@@ -177,8 +207,9 @@ export class ChatTemplates {
       for (const [key, value] of Object.entries(vars)) env.set(key, value);
       return String(new this.j.Interpreter(env).run(template.parsed).value);
     } catch (err) {
-      if (err instanceof Raised) throw new TemplateError(err.message);
-      throw new TemplateError(`the chat template failed: ${(err as Error).message}`);
+      // The template's own refusal (raise_exception) or the engine's words; the front prefixes
+      // what failed (request.ts), so the message says it once.
+      throw new TemplateError((err as Error).message);
     }
   }
 }

@@ -14,7 +14,7 @@ import { OpenAiSession } from '../../router/format/openai/session.ts';
 import { OPENAI_ERRORS } from '../../router/format/openai/index.ts';
 import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
 import type { OpenAiRequest } from '../../router/format/openai/request.ts';
-import { ChatParser, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/format/openai/parsers/index.ts';
+import { ChatParser, resolveParsers, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/format/openai/parsers/index.ts';
 import type { AttemptHost } from '../../router/format/types.ts';
 import { FakeRes } from './fake-res.ts';
 
@@ -236,8 +236,41 @@ describe('the chat parsers over text cut anywhere', () => {
   });
 });
 
+describe('parallel_tool_calls false', () => {
+  it('keeps the first call of any script, cut and framed anyhow, streamed and not (vLLM maybe_filter_parallel_tool_calls)', () => {
+    fc.assert(
+      fc.property(scripted, fc.array(fc.nat(400), { maxLength: 3 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 4 }), fc.boolean(), (s, cuts, sizes, stream) => {
+        const ids = [...tok.encode(render(s), { addSpecialTokens: false }), EOS];
+        const one = serve(ids, cuts, sizes, stream, { ...PARSING, parallelToolCalls: false });
+        expect(one.calls).toEqual(s.calls.slice(0, 1).map((c) => ({ name: c.name, arguments: pyDumps(c.args) })));
+        expect(one.finish).toBe(s.calls.length > 0 ? 'tool_calls' : 'stop');
+        expect(one.reasoning).toBe(s.think === null ? '' : `\n${s.think}\n`);
+        for (const c of one.chunks as { delta?: { tool_calls?: { index: number }[] } }[]) for (const t of c.delta?.tool_calls ?? []) expect(t.index).toBe(0);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
 describe('the reasoning field', () => {
-  it('is reasoning_content by default and reasoning with --reasoning-field reasoning, streamed and not', () => {
+  it('is under reasoning_content and reasoning alike with --reasoning-field both (the default), streamed and not', () => {
+    const ids = [...tok.encode('<think>\nHmm.\n</think>\n\nHello.', { addSpecialTokens: false }), EOS];
+    for (const stream of [true, false]) {
+      for (const [cuts, sizes] of [[[3], [2]], [[], [1]], [[5, 7], [3]]] as const) {
+        const chunks = serve(ids, [...cuts], [...sizes], stream, { ...PARSING, reasoningField: 'both' }).chunks as { delta?: Record<string, unknown>; message?: Record<string, unknown> }[];
+        let both = '';
+        for (const c of chunks) {
+          const m = c.delta ?? c.message!;
+          expect(m.reasoning).toEqual(m.reasoning_content);
+          if (typeof m.reasoning === 'string') both += m.reasoning;
+        }
+        expect(both).toBe('\nHmm.\n');
+      }
+    }
+    expect(resolveParsers(null, 'qwen3').reasoningField).toBe('both');
+  });
+
+  it('is reasoning_content with --reasoning-field reasoning_content and reasoning with --reasoning-field reasoning, streamed and not', () => {
     const ids = [...tok.encode('<think>\nHmm.\n</think>\n\nHello.', { addSpecialTokens: false }), EOS];
     for (const stream of [true, false]) {
       const sglang = JSON.stringify(serve(ids, [3], [2], stream).chunks);

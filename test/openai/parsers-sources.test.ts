@@ -192,7 +192,7 @@ describe('which requests are parsed (SGLang serving_chat.py)', () => {
   it('an unknown parser name fails the start, naming the accepted ones (SGLang and vLLM names alike)', () => {
     expect(() => configFromArgv(['--tool-call-parser', 'nope'], {})).toThrow(/--tool-call-parser|tool-call-parser must be one of qwen25, qwen, hermes, llama3, .*qwen3_coder/);
     expect(() => configFromArgv(['--reasoning-parser', 'nope'], {})).toThrow(/reasoning-parser must be one of qwen3, .*deepseek-r1/);
-    expect(() => configFromArgv(['--reasoning-field', 'thoughts'], {})).toThrow(/reasoning-field must be one of reasoning_content, reasoning/);
+    expect(() => configFromArgv(['--reasoning-field', 'thoughts'], {})).toThrow(/reasoning-field must be one of both, reasoning_content, reasoning/);
     expect(configFromArgv(['--tool-call-parser', 'hermes', '--reasoning-parser', 'deepseek_r1'], {})).toMatchObject({ toolCallParser: 'hermes', reasoningParser: 'deepseek_r1' });
   });
 });

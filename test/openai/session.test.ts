@@ -134,6 +134,19 @@ describe("a text-only chunk's fixed frame", () => {
       { numRuns: RUNS },
     );
   });
+
+  it('carries the text under each of its keys, in order (the thought under reasoning_content and reasoning)', () => {
+    const keySets = [['content'], ['reasoning_content'], ['reasoning'], ['reasoning_content', 'reasoning']];
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.nat(9), fc.constantFrom(...keySets), fc.boolean(), (text, id, index, keys, usage) => {
+        const head = { id, object: 'chat.completion.chunk', created: 1, model: 'm' };
+        const object: Record<string, unknown> = { ...head, choices: [{ index, delta: Object.fromEntries(keys.map((k) => [k, text])), logprobs: null, finish_reason: null, stop_reason: null }] };
+        if (usage) object.usage = null;
+        expect(new TextChunk(head, 'chat', usage, index, keys).json(text)).toBe(JSON.stringify(object));
+      }),
+      { numRuns: RUNS },
+    );
+  });
 });
 
 describe("stop_reason on a stop token, as vLLM's (v1 check_stop)", () => {

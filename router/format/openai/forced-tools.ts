@@ -1,9 +1,12 @@
-// The answer to a "required" or named tool_choice: the worker's grammar (constraints.ts
-// toolChoiceSchema) makes it a JSON array of `{name, parameters}` objects, which becomes the
-// message's tool_calls, as SGLang's serving_chat.py _process_tool_calls reads it for those
-// choices (orjson.loads of the whole text; arguments json.dumps(parameters, ensure_ascii=False);
-// ids `call_<24 hex>`). Text that is no such array (a worker without a grammar backend, a
-// truncated answer) stays content, as SGLang leaves it when the parse fails.
+// The answer to a "required" or named tool_choice, as SGLang's serving_chat.py
+// _process_tool_calls and _process_tool_call_stream read it for those choices: the reasoning
+// parser first; then the model's own call format through the configured --tool-call-parser (what
+// SGLang's structural-tag constraint makes a model write; the session runs the parsers); else the
+// JSON array of `{name, parameters}` objects the JSON-schema constraint makes it write
+// (constraints.ts toolChoiceSchema), read here: orjson.loads of the whole text, arguments
+// json.dumps(parameters, ensure_ascii=False), ids `call_<24 hex>`. Text that is neither (a worker
+// without a grammar backend, a truncated answer) stays content, as SGLang leaves it when its
+// parse fails.
 import { randomBytes } from 'node:crypto';
 import { isObject } from '../json.ts';
 
@@ -17,7 +20,8 @@ export interface ForcedCall {
 
 export function forcedToolCalls(text: string): ForcedCall[] | null {
   // A worker with a reasoning parser lets the model think before the grammar applies (SGLang's
-  // ReasonerGrammarBackend, vLLM's reasoning_ended): the array follows the thought.
+  // ReasonerGrammarBackend, vLLM's reasoning_ended): the array follows the thought, which the
+  // router's --reasoning-parser has taken out already when it is configured.
   const thought = text.lastIndexOf(THINK_END);
   let data: unknown;
   try {

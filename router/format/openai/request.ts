@@ -4,12 +4,13 @@
 // usage). Field names and defaults follow OpenAI's API and vLLM's OpenAI server (the extensions
 // top_k, min_tokens, stop_token_ids, ignore_eos, skip_special_tokens, include_stop_str_in_output,
 // chat_template_kwargs: vllm/entrypoints/openai/protocol.py). Unknown fields are ignored.
-import type { ChatMessage, Tokenizer } from '../../tokenizer/index.ts';
+import type { Tokenizer } from '../../tokenizer/index.ts';
 import { TemplateError } from '../../tokenizer/index.ts';
 import { isObject } from '../json.ts';
 import type { JsonObject, TokenConstraint, TokenSampling } from '../types.ts';
 import { readConstraint, readToolChoice, type ToolChoice } from './constraints.ts';
 import { chatParsing, ParsingInputError, type ChatParsing, type OutputParsers } from './parsers/index.ts';
+import { chatMessages, contentString } from './messages.ts';
 
 export type OpenAiKind = 'completion' | 'chat';
 
@@ -47,12 +48,20 @@ export interface OpenAiRequest {
   spacesBetweenSpecialTokens: boolean;
   /** The decoding constraint the worker enforces (constraints.ts); null: none. */
   constraint?: TokenConstraint | null;
-  /** The constraint is tool_choice's ("required" or named): the answer is a JSON array of calls. */
+  /** The constraint is tool_choice's ("required" or named): the answer holds calls (forced-tools.ts). */
   forcedTools?: boolean;
   /** Chat's tool_choice, read and checked (completions: none). */
   toolChoice?: ToolChoice;
-  /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none. */
+  /** Chat: what the router's output parsers separate (tool calls, reasoning); null: none (and for a forced tool_choice). */
   parsing?: ChatParsing | null;
+  /**
+   * A forced tool_choice's parsers (the reasoning parser, and the tool-call parser the model's
+   * native call format is read with before the JSON array the constraint asks for:
+   * forced-tools.ts); null: none configured.
+   */
+  forcedParsing?: ChatParsing | null;
+  /** `parallel_tool_calls` (default true): false keeps the first call only (vLLM maybe_filter_parallel_tool_calls). */
+  parallelToolCalls?: boolean;
   // --- Fan-out (fanout.ts): n > 1 and lists of prompts. Optional: absent on a one-choice request.
   /** Choices per prompt (`n`), 1 by default. */
   n?: number;
@@ -168,27 +177,6 @@ function stops(body: JsonObject): string[] {
   return (list as string[]).filter((s) => s.length > 0);
 }
 
-/** Text of a message's content: a string, or a list of text parts (other parts are refused). */
-function contentText(c: unknown, i: number): string | null {
-  if (c === undefined || c === null || typeof c === 'string') return (c as string | null | undefined) ?? null;
-  if (!Array.isArray(c)) throw bad(`messages[${i}].content must be a string or a list of content parts`, 'messages');
-  return c.map((p, j) => {
-    if (!isObject(p) || typeof p.type !== 'string') throw bad(`messages[${i}].content[${j}] is not a content part`, 'messages');
-    if (p.type !== 'text' || typeof p.text !== 'string') throw bad(`messages[${i}].content[${j}]: content of type '${p.type}' is not supported (text only)`, 'messages');
-    return p.text;
-  }).join('');
-}
-
-function messages(body: JsonObject): ChatMessage[] {
-  const v = body.messages;
-  if (v === undefined || v === null) throw bad('messages: Field required', 'messages');
-  if (!Array.isArray(v) || v.length === 0) throw bad('messages must be a non-empty list', 'messages');
-  return v.map((m, i) => {
-    if (!isObject(m) || typeof m.role !== 'string') throw bad(`messages[${i}] must be an object with a string role`, 'messages');
-    return { ...m, role: m.role, content: contentText(m.content, i) } as ChatMessage;
-  });
-}
-
 /**
  * The prompts of a completion, as vLLM's CompletionRequest.prompt takes them: one string, one
  * list of token ids, or a list of either (a batch, served as one logical request each:
@@ -246,6 +234,17 @@ function continueFinal(rendered: string, content: string): string {
   return rendered.slice(0, at + text.length);
 }
 
+/**
+ * The tools the chat template renders: none for tool_choice "none", the named one alone for a
+ * named choice (SGLang serving_chat.py _process_messages: `item.function.name ==
+ * request.tool_choice.function.name`), else all.
+ */
+function templateTools(tools: JsonObject[] | null, choice: ToolChoice): JsonObject[] | null {
+  if (tools === null || choice.mode === 'none') return null;
+  if (choice.mode !== 'named') return tools;
+  return tools.filter((t) => isObject(t.function) && t.function.name === choice.name);
+}
+
 export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup, parsers: OutputParsers | null = null): OpenAiRequest {
   if (!isObject(raw)) throw bad('the body must be a JSON object');
   const body = raw;
@@ -279,7 +278,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     // OpenAI's and vLLM's default for completions.
     maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
   } else {
-    const msgs = messages(body);
+    const msgs = chatMessages(body.messages);
     ({ tools, choice: toolChoice } = readToolChoice(body));
     const kwargs = body.chat_template_kwargs;
     if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
@@ -296,10 +295,10 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     try {
       promptText = tok.applyChatTemplate(msgs, {
         addGenerationPrompt: addGen,
-        tools: toolChoice.mode === 'none' ? null : tools,
+        tools: templateTools(tools, toolChoice),
         extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
       });
-      if (cont) promptText = continueFinal(promptText, typeof last.content === 'string' ? last.content : '');
+      if (cont) promptText = continueFinal(promptText, contentString(last.content));
     } catch (err) {
       if (err instanceof TemplateError) throw bad(`the chat template failed: ${err.message}`, 'messages');
       throw err;
@@ -322,7 +321,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     maxTokens = int(body, budgetParam, 0);
     // vLLM chat_completion_full_generator / stream generator: with `echo`, the last message's
     // content leads each choice when its role is the answer's role.
-    if (bool(body, 'echo', false) && last.role === role && typeof last.content === 'string') chatEcho = last.content;
+    if (bool(body, 'echo', false) && last.role === role) chatEcho = contentString(last.content);
   }
   // vLLM CompletionRequest.to_sampling_params: prompt_logprobs, else `logprobs` with `echo`.
   const promptLogprobsField = int(body, 'prompt_logprobs', 0, 20);
@@ -390,8 +389,11 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     echo,
     skipSpecialTokens: bool(body, 'skip_special_tokens', true),
     spacesBetweenSpecialTokens: bool(body, 'spaces_between_special_tokens', true),
-    // A forced tool_choice's answer is a JSON array of calls (forced-tools.ts), not the model's own call format.
+    // A forced tool_choice's answer is read by forced-tools.ts: the model's own call format
+    // through the configured parser, else the JSON array of calls its constraint asks for.
     parsing: forcedTools ? null : parsing,
+    forcedParsing: forcedTools ? parsing : null,
+    parallelToolCalls: kind === 'chat' ? bool(body, 'parallel_tool_calls', true) : undefined,
     n,
     prompts: items,
     promptLogprobs,

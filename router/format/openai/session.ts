@@ -14,7 +14,7 @@ import { JsonFrameAttempt } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
 import { forcedToolCalls, type ForcedCall } from './forced-tools.ts';
-import { ChatParser, type ParseOut } from './parsers/index.ts';
+import { ChatParser, reasoningKeys, type ChatParsing, type ParseOut } from './parsers/index.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
   return { error: { message, type, param, code: status } };
@@ -31,7 +31,8 @@ const REGEX_TAIL = 256;
 const matchedStop = (end: Ended): string | number | null => (end.reason !== 'stop' ? null : end.matched !== undefined ? end.matched : end.stopReason);
 
 interface Ended {
-  reason: 'stop' | 'length' | 'abort' | 'tool_calls';
+  /** The worker's (or Baton's stop string's) finish; "tool_calls" is decided when rendering (finishReason). */
+  reason: 'stop' | 'length' | 'abort';
   /** vLLM's `stop_reason`: the matched stop string or stop token id (null: EOS or length). */
   stopReason: string | number | null;
   /**
@@ -45,20 +46,28 @@ interface Ended {
  * The JSON of a streamed chunk that carries text only (no role, logprobs or finish): exactly
  * JSON.stringify of the object flushChunk builds otherwise, written as a fixed prefix and suffix
  * around the text, since it is every chunk of a plain stream (test/openai/session.test.ts holds
- * the two equal).
+ * the two equal). A chat delta may carry the text under several keys (the reasoning under both
+ * `reasoning_content` and `reasoning`): the text is serialized once.
  */
 export class TextChunk {
   private readonly prefix: string;
   private readonly suffix: string;
+  /** `,"key":` before each further copy of the text. */
+  private readonly more: readonly string[];
 
-  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean, index = 0, field = 'content') {
+  constructor(head: JsonObject, kind: OpenAiRequest['kind'], includeUsage: boolean, index = 0, fields: readonly string[] = ['content']) {
     const h = JSON.stringify(head);
-    this.prefix = `${h.slice(0, -1)},"choices":[{"index":${index},${kind === 'chat' ? `"delta":{"${field}":` : '"text":'}`;
+    this.prefix = `${h.slice(0, -1)},"choices":[{"index":${index},${kind === 'chat' ? `"delta":{"${fields[0]}":` : '"text":'}`;
+    this.more = kind === 'chat' ? fields.slice(1).map((f) => `,"${f}":`) : [];
     this.suffix = `${kind === 'chat' ? '}' : ''},"logprobs":null,"finish_reason":null,"stop_reason":null}]${includeUsage ? ',"usage":null' : ''}}`;
   }
 
   json(text: string): string {
-    return this.prefix + JSON.stringify(text) + this.suffix;
+    const t = JSON.stringify(text);
+    if (this.more.length === 0) return this.prefix + t + this.suffix;
+    let out = this.prefix + t;
+    for (const m of this.more) out += m + t;
+    return out + this.suffix;
   }
 }
 
@@ -169,6 +178,12 @@ interface LogprobRow {
   top: { id: number; logprob: number }[];
 }
 
+/** A message's tool call. */
+const toolCallJson = (t: { id: string; name: string; arguments: string }): JsonObject => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } });
+
+/** A forced answer's calls in one delta (each call's first and only delta). */
+const forcedDeltas = (calls: ForcedCall[]): JsonObject[] => calls.map((t, index) => ({ index, id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+
 export class OpenAiSession implements FormatSession {
   ids: number[] = [];
   cachedTokens: number | null = null;
@@ -193,8 +208,12 @@ export class OpenAiSession implements FormatSession {
   private readonly pieces: string[] = [];
   private roleSent = false;
   private textChunk: TextChunk | null = null;
+  /** What the chat output parsers separate (the request's, or a forced tool_choice's); null: nothing. */
+  private readonly parsing: ChatParsing | null;
   /** The chat output parsers (tool calls, reasoning), when the router has them and the request asks. */
   private readonly parser: ChatParser | null;
+  /** A forced tool_choice's content, held until the end decides whether it is a call array (forced-tools.ts). */
+  private forcedText = '';
   private reasoningChunk: TextChunk | null = null;
   /** The first chunk is out (it carries the role, the echo, the prompt's ids). */
   private echoed = false;
@@ -209,7 +228,7 @@ export class OpenAiSession implements FormatSession {
   private regexTail = '';
   /** The last output token (the one a stop finish ended on). */
   private lastId: number | null = null;
-  /** A forced tool_choice's calls, read from the whole answer at its end (forced-tools.ts). */
+  /** A forced tool_choice's calls read from its JSON array at the end (forced-tools.ts). */
   private toolCalls: ForcedCall[] | null = null;
   readonly created: number;
   readonly responseId: string;
@@ -229,7 +248,8 @@ export class OpenAiSession implements FormatSession {
     this.index = req.index ?? 0;
     this.tokenIds = req.returnTokenIds ? [] : null;
     this.stopRegex = req.stopRegex ?? null;
-    this.parser = req.kind === 'chat' && req.parsing ? new ChatParser(req.parsing, !sink.streaming) : null;
+    this.parsing = req.kind !== 'chat' ? null : req.forcedTools ? (req.forcedParsing ?? null) : (req.parsing ?? null);
+    this.parser = this.parsing ? new ChatParser(this.parsing, !sink.streaming) : null;
   }
 
   get budget(): number | null {
@@ -293,8 +313,9 @@ export class OpenAiSession implements FormatSession {
       }
       if (this.stopRegex !== null && this.regexStop(piece)) return true;
     }
-    // A forced tool_choice's answer is read whole at the end: nothing streams before it.
-    if (flush && this.sink.streaming && !this.req.forcedTools && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0 || (this.tokenIds !== null && this.tokenIds.length > 0))) this.flushChunk(null);
+    // A forced tool_choice's answer without parsers is read whole at the end: nothing streams
+    // before it (with parsers, the thought streams and the content is held: flushParsed).
+    if (flush && this.sink.streaming && (!this.req.forcedTools || this.parser !== null) && (this.pendingText.length > 0 || this.pendingLogprobs.length > 0 || (this.tokenIds !== null && this.tokenIds.length > 0))) this.flushChunk(null);
     return false;
   }
 
@@ -480,14 +501,14 @@ export class OpenAiSession implements FormatSession {
         delta.role = this.req.role ?? 'assistant';
         this.roleSent = true;
       }
-      if (this.toolCalls) delta.tool_calls = this.toolCalls.map((t, index) => ({ index, id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+      if (this.toolCalls) delta.tool_calls = forcedDeltas(this.toolCalls);
       else if (text.length > 0 || end === null) delta.content = text;
       c.delta = delta;
     } else {
       c.text = text;
     }
     c.logprobs = this.logprobsOf(rows, first && this.req.kind === 'completion' && this.req.echo);
-    c.finish_reason = end ? end.reason : null;
+    c.finish_reason = end ? this.finishReason(end) : null;
     c.stop_reason = end ? end.stopReason : null;
     if (end) c.matched_stop = matchedStop(end);
     if (this.tokenIds !== null) {
@@ -518,19 +539,20 @@ export class OpenAiSession implements FormatSession {
       o.content = content + o.content;
       if (calls.length > 0) o.calls = [...calls, ...o.calls];
     }
+    if (this.req.forcedTools) this.holdForced(o, end !== null);
     const req = this.req;
     const rows = this.pendingLogprobs;
     const first = !this.echoed;
     const lead = first ? this.leading() : '';
     if (end === null && o.empty && rows.length === 0 && lead.length === 0) return;
-    const field = req.parsing!.reasoningField;
+    const keys = reasoningKeys(this.parsing!.reasoningField);
     if (end === null && rows.length === 0 && !first && this.roleSent && o.calls.length === 0 && (o.reasoning.length === 0) !== (o.content.length === 0) && this.tokenIds === null && req.continuousUsage !== true) {
       // Text of one kind only, most chunks of a stream: a fixed frame around the text.
       if (o.content.length > 0) {
         this.textChunk ??= new TextChunk(this.head(), 'chat', req.includeUsage, this.index);
         this.sink.writeJson(this.textChunk.json(o.content));
       } else {
-        this.reasoningChunk ??= new TextChunk(this.head(), 'chat', req.includeUsage, this.index, field);
+        this.reasoningChunk ??= new TextChunk(this.head(), 'chat', req.includeUsage, this.index, keys);
         this.sink.writeJson(this.reasoningChunk.json(o.reasoning));
       }
       return;
@@ -541,10 +563,11 @@ export class OpenAiSession implements FormatSession {
       delta.role = req.role ?? 'assistant';
       this.roleSent = true;
     }
-    if (o.reasoning.length > 0) delta[field] = o.reasoning;
+    if (o.reasoning.length > 0) for (const k of keys) delta[k] = o.reasoning;
     // A chat echo leads the content unparsed: it is the client's own text, not the model's.
     if (lead.length > 0 || o.content.length > 0) delta.content = lead + o.content;
-    if (o.calls.length > 0) {
+    if (this.toolCalls !== null) delta.tool_calls = forcedDeltas(this.toolCalls);
+    else if (o.calls.length > 0) {
       // vLLM's DeltaToolCall (exclude_none): id, type and name on a call's first delta only.
       delta.tool_calls = o.calls.map((d): JsonObject => (d.name !== null ? { index: d.index, id: d.id, type: 'function', function: { name: d.name, arguments: d.arguments } } : { index: d.index, function: { arguments: d.arguments } }));
     }
@@ -564,9 +587,36 @@ export class OpenAiSession implements FormatSession {
     this.writeUsageAndChunk(chunk);
   }
 
+  /**
+   * A forced tool_choice's content, held (nothing of it streams): at the end it is the JSON
+   * array's calls, or, when the model answered in its own call format (the parser's calls) or
+   * wrote no array, content again.
+   */
+  private holdForced(o: ParseOut, last: boolean): void {
+    this.forcedText += o.content;
+    o.content = '';
+    if (!last) return;
+    if (!this.parser!.called) this.toolCalls = this.forcedCalls(this.forcedText);
+    // Beside calls in the model's own format, only text that is more than the blank lines around
+    // them (the non-streamed answer strips it: ChatParser.parseWhole).
+    if (this.toolCalls === null && (!this.parser!.called || /\S/.test(this.forcedText))) o.content = this.forcedText;
+    this.forcedText = '';
+  }
+
+  /** A forced answer's JSON array of calls (forced-tools.ts), the first only with parallel_tool_calls false. */
+  private forcedCalls(text: string): ForcedCall[] | null {
+    const calls = forcedToolCalls(text);
+    return calls !== null && this.req.parallelToolCalls === false ? calls.slice(0, 1) : calls;
+  }
+
+  /** Whether the answer holds tool calls (the parsers', or a forced JSON array's). */
+  private get called(): boolean {
+    return this.toolCalls !== null || (this.parser !== null && this.parser.called);
+  }
+
   /** SGLang's and vLLM's finish_reason "tool_calls": a call was made and the model stopped. */
   private finishReason(end: Ended): string {
-    return end.reason === 'stop' && this.parser !== null && this.parser.called ? 'tool_calls' : end.reason;
+    return end.reason === 'stop' && this.called ? 'tool_calls' : end.reason;
   }
 
   /** One streamed chunk with the pending text and logprobs (and the finish, when given). */
@@ -609,12 +659,10 @@ export class OpenAiSession implements FormatSession {
 
   private finishWith(end: Ended): void {
     if (this.ended) return;
-    if (this.req.forcedTools && this.req.kind === 'chat') {
-      this.toolCalls = forcedToolCalls(this.pendingText);
-      if (this.toolCalls) {
-        this.pendingText = '';
-        if (end.reason === 'stop') end = { reason: 'tool_calls', stopReason: null };
-      }
+    if (this.req.forcedTools && this.req.kind === 'chat' && this.parser === null) {
+      // No parsers: the whole answer is the array, or content.
+      this.toolCalls = this.forcedCalls(this.pendingText);
+      if (this.toolCalls) this.pendingText = '';
     }
     this.ended = end;
     const sink = this.sink;
@@ -636,26 +684,35 @@ export class OpenAiSession implements FormatSession {
     const text = lead + this.pendingText;
     this.pendingText = '';
     const choice: JsonObject = { index: this.index };
-    let reason: string = end.reason;
     if (req.kind === 'chat' && this.toolCalls) {
-      choice.message = { role: 'assistant', content: null, tool_calls: this.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } })) };
+      choice.message = { role: 'assistant', content: null, tool_calls: this.toolCalls.map(toolCallJson) };
     } else if (this.parser !== null) {
       // SGLang's _build_chat_response: reasoning split first, then the tool calls. A chat echo
       // leads the content unparsed: it is the client's own text, not the model's.
       const m = this.parser.parseWhole(text.slice(lead.length));
-      const message: JsonObject = { role: req.role ?? 'assistant', content: lead.length > 0 ? lead + (m.content ?? '') : m.content };
-      if (req.parsing!.reasoning !== null) message[req.parsing!.reasoningField] = m.reasoning;
-      if (m.toolCalls.length > 0) {
-        message.tool_calls = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
-        if (end.reason === 'stop') reason = 'tool_calls';
+      let calls: { id: string; name: string; arguments: string }[] = m.toolCalls;
+      let content = m.content;
+      if (req.forcedTools && calls.length === 0) {
+        // Not in the model's own call format: the JSON array the forced choice's constraint asks for.
+        this.toolCalls = this.forcedCalls(content ?? '');
+        if (this.toolCalls !== null) {
+          calls = this.toolCalls;
+          content = null;
+        }
       }
+      const message: JsonObject = { role: req.role ?? 'assistant', content: lead.length > 0 ? lead + (content ?? '') : content };
+      if (this.parsing!.reasoning !== null) for (const k of reasoningKeys(this.parsing!.reasoningField)) message[k] = m.reasoning;
+      if (calls.length > 0) message.tool_calls = calls.map(toolCallJson);
       choice.message = message;
     } else if (req.kind === 'chat') choice.message = { role: req.role ?? 'assistant', content: text };
     else choice.text = text;
     choice.logprobs = this.logprobsOf(rows, req.kind === 'completion' && req.echo);
-    choice.finish_reason = reason;
+    choice.finish_reason = this.finishReason(end);
     choice.stop_reason = end.stopReason;
-    choice.matched_stop = matchedStop(end);
+    // SGLang's non-streaming _process_tool_calls sets finish_reason["matched"] = None where it
+    // turns a stop into "tool_calls"; its stream keeps the matched token (_generate_chat_stream:
+    // finish_reason_data.get("matched")), as flushChunk does.
+    choice.matched_stop = choice.finish_reason === 'tool_calls' ? null : matchedStop(end);
     const promptLps = this.promptLogprobsJson();
     if (req.kind === 'completion' && promptLps !== null) choice.prompt_logprobs = promptLps;
     if (this.tokenIds !== null) {

@@ -12,7 +12,8 @@ import type { ServerResponse } from 'node:http';
 import type { FrontContext } from '../fronts.ts';
 import { readBody } from '../../http/body.ts';
 import { isObject } from '../json.ts';
-import { TemplateError, type ChatMessage, type Tokenizer } from '../../tokenizer/index.ts';
+import { TemplateError, type Tokenizer } from '../../tokenizer/index.ts';
+import { chatMessages, contentString } from './messages.ts';
 import { OpenAiError, type ServedModel } from './request.ts';
 import { writeOpenAiError } from './index.ts';
 
@@ -31,14 +32,14 @@ export function tokenizeBody(raw: unknown, lookup: (model: string | undefined) =
   const { name, tokenizer: tok } = lookup((raw.model as string | null | undefined) ?? undefined);
   let tokens: number[];
   if (raw.messages !== undefined && raw.messages !== null) {
-    if (!Array.isArray(raw.messages) || raw.messages.length === 0 || !raw.messages.every((m) => isObject(m) && typeof m.role === 'string')) throw bad('messages must be a non-empty list of messages with a string role', 'messages');
     const cont = flag(raw, 'continue_final_message', false);
     const addGen = flag(raw, 'add_generation_prompt', true);
     // vLLM TokenizeChatRequest.check_generation_prompt, in its words.
     if (cont && addGen && raw.add_generation_prompt === true) throw bad('Cannot set both `continue_final_message` and `add_generation_prompt` to True.');
     const kwargs = raw.chat_template_kwargs;
     if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
-    const msgs = raw.messages as ChatMessage[];
+    // The messages as the chat front renders them, so the count is the prompt the worker sees.
+    const msgs = chatMessages(raw.messages);
     let text: string;
     try {
       text = tok.applyChatTemplate(msgs, { addGenerationPrompt: addGen && !cont, tools: Array.isArray(raw.tools) ? raw.tools : null, extra: (kwargs as Record<string, unknown> | undefined) ?? undefined });
@@ -48,7 +49,7 @@ export function tokenizeBody(raw: unknown, lookup: (model: string | undefined) =
     }
     if (cont) {
       const last = msgs[msgs.length - 1]!;
-      const content = typeof last.content === 'string' ? last.content.trim() : '';
+      const content = contentString(last.content).trim();
       const at = content.length > 0 ? text.lastIndexOf(content) : -1;
       if (at >= 0) text = text.slice(0, at + content.length);
     }

@@ -17,17 +17,30 @@ export { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type T
 export interface OutputParsers {
   tool: ToolFormat | null;
   reasoning: ReasoningFormat | null;
-  /** The answer's reasoning field: `reasoning_content` (SGLang, DeepSeek) or `reasoning` (vLLM ≥ 0.11). */
+  /** The answer's reasoning fields (`--reasoning-field`): reasoningKeys. */
   reasoningField: ReasoningField;
 }
 
-export const REASONING_FIELDS = ['reasoning_content', 'reasoning'] as const;
+/**
+ * `--reasoning-field`: `both` (the default), `reasoning_content` (SGLang's and DeepSeek's name,
+ * which SGLang's and LangChain's clients read) or `reasoning` (the name vLLM renamed it to, vLLM
+ * docs/features/reasoning_outputs.md, which @openai/agents' chat model reads). `both` writes the
+ * two, so every client finds its field (docs/openai.md lists which client reads which).
+ */
+export const REASONING_FIELDS = ['both', 'reasoning_content', 'reasoning'] as const;
 export type ReasoningField = (typeof REASONING_FIELDS)[number];
+
+const BOTH = ['reasoning_content', 'reasoning'] as const;
+
+/** The keys a message or delta carries the reasoning under, in the order they are written. */
+export function reasoningKeys(field: ReasoningField): readonly string[] {
+  return field === 'both' ? BOTH : [field];
+}
 
 export class ParserNameError extends Error {}
 
 /** The formats of the configured names ('' = none); an unknown name names the accepted ones. */
-export function resolveParsers(toolCallParser: string | null, reasoningParser: string | null, reasoningField: ReasoningField = 'reasoning_content'): OutputParsers {
+export function resolveParsers(toolCallParser: string | null, reasoningParser: string | null, reasoningField: ReasoningField = 'both'): OutputParsers {
   const tool = toolCallParser === null || toolCallParser === '' ? null : TOOL_PARSER_NAMES[toolCallParser];
   if (tool === undefined) throw new ParserNameError(`unknown --tool-call-parser '${toolCallParser}': one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
   const reasoning = reasoningParser === null || reasoningParser === '' ? null : REASONING_PARSER_NAMES[reasoningParser];
@@ -47,6 +60,13 @@ export interface ChatParsing {
   /** SGLang's `stream_reasoning` (default true): false sends a thought whole when it ends. */
   streamReasoning: boolean;
   reasoningField: ReasoningField;
+  /**
+   * `parallel_tool_calls` (default true). false keeps the first call (index 0) and drops the
+   * deltas of later ones, streamed and not: vLLM serve/utils/tool_calls_utils.py
+   * maybe_filter_parallel_tool_calls. (SGLang relies on its grammar's maxItems for forced calls.)
+   * Absent: true.
+   */
+  parallelToolCalls?: boolean;
 }
 
 /** A chat body's parser fields that are not what the sources accept. */
@@ -93,8 +113,9 @@ export function chatParsing(body: Record<string, unknown>, parsers: OutputParser
   const thinking = kwargs.enable_thinking === false || kwargs.thinking === false ? false : true;
   const reasoning = parsers.reasoning !== null && optBool(body, 'separate_reasoning', true) && thinking ? parsers.reasoning : null;
   const streamReasoning = optBool(body, 'stream_reasoning', true);
+  const parallelToolCalls = optBool(body, 'parallel_tool_calls', true);
   if (tool === null && reasoning === null) return null;
-  return { tool, reasoning, streamReasoning, reasoningField: parsers.reasoningField };
+  return { tool, reasoning, streamReasoning, reasoningField: parsers.reasoningField, parallelToolCalls };
 }
 
 export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean, schemas: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map()): ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean } {
@@ -131,10 +152,19 @@ export class ChatParser {
   private readonly tools: (ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean }) | null;
   /** Whether any tool call was streamed (finish_reason becomes "tool_calls"). */
   called = false;
+  /** parallel_tool_calls false: only the first call's deltas pass. */
+  private readonly firstCallOnly: boolean;
 
   constructor(p: ChatParsing, unary: boolean, ids: CallIds = callId) {
     this.reasoning = p.reasoning === null ? null : new ReasoningParser(p.reasoning, p.streamReasoning);
     this.tools = p.tool === null ? null : toolParser(p.tool.format, p.tool.names, ids, unary, p.tool.schemas);
+    this.firstCallOnly = p.parallelToolCalls === false;
+  }
+
+  /** The calls of one push, after parallel_tool_calls (vLLM: deltas of index 0 only). */
+  private noteCalls(out: ParseOut): void {
+    if (this.firstCallOnly && out.calls.some((d) => d.index !== 0)) out.calls = out.calls.filter((d) => d.index === 0);
+    if (out.calls.length > 0) this.called = true;
   }
 
   /** Takes the next text; the answer's deltas are in `out` (cleared by the next call). */
@@ -144,7 +174,7 @@ export class ChatParser {
     const content = this.reasoning === null ? text : this.reasoning.push(text, out);
     if (this.tools === null) out.content += content;
     else if (content.length > 0) this.tools.push(content, out);
-    if (out.calls.length > 0) this.called = true;
+    if (out.calls.length > 0) this.noteCalls(out);
     return out;
   }
 
@@ -158,7 +188,7 @@ export class ChatParser {
       if (content.length > 0) this.tools.push(content, out);
       this.tools.finish(out);
     }
-    if (out.calls.length > 0) this.called = true;
+    if (out.calls.length > 0) this.noteCalls(out);
     return out;
   }
 
