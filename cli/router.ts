@@ -80,8 +80,9 @@ const HELP = `usage: baton router [options]
   --replicas N|auto            N router processes on the one port (node:cluster on Node 20;
                                SO_REUSEPORT processes on Node >= 22.12), supervised and
                                restarted by a primary; GET /replicas lists them; auto: one per
-                               core (os.availableParallelism(), at most 64). SIGHUP to the
-                               primary replaces them one at a time, re-reading --config
+                               core it may use (CPU affinity, capped by the cgroup's CPU
+                               limit; at most 64). SIGHUP to the primary replaces them one at
+                               a time, re-reading --config
                                (default 1; docs/replicas.md)
   --replica-admin-port-base P  replica i also serves its own /metrics, /events, /traces, ...
                                on 127.0.0.1:P+i (default 0: any free port)
