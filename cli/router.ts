@@ -12,7 +12,8 @@ const HELP = `usage: baton router [options]
   --worker URL                 an SGLang worker (repeatable)
   --migration-limit N          migrations per request (default 3; 0 = off)
   --migration-max-seq-len N    stop migrating when prompt + replayed tokens exceed N
-  --policy NAME                least_inflight (default), round_robin, power_of_two, cache_aware
+  --policy NAME                cache_aware (default, as in the SGLang gateway), least_inflight,
+                               round_robin, power_of_two (docs/routing.md)
   --cache-threshold F          cache_aware: a cached prefix above F of the prompt picks its
                                worker (default 0.3; docs/routing.md)
   --balance-abs-threshold N    cache_aware: load is imbalanced when max - min > N (default 64)

@@ -148,7 +148,9 @@ export const DEFAULTS: RouterConfig = {
   workers: [],
   migrationLimit: 3,
   migrationMaxSeqLen: null,
-  policy: 'least_inflight',
+  // The SGLang model gateway's default (sgl-model-gateway/src/main.rs, CliArgs.policy:
+  // default_value = "cache_aware"): requests that share a prefix meet where it is cached.
+  policy: 'cache_aware',
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
   balanceRelThreshold: 1.5,
