@@ -12,7 +12,8 @@ const HELP = `usage: baton router [options]
   --worker URL                 an SGLang worker (repeatable)
   --migration-limit N          migrations per request (default 3; 0 = off)
   --migration-max-seq-len N    stop migrating when prompt + replayed tokens exceed N
-  --policy NAME                least_inflight (default), round_robin, power_of_two, cache_aware
+  --policy NAME                cache_aware (default, as in the SGLang gateway), least_inflight,
+                               round_robin, power_of_two (docs/routing.md)
   --cache-threshold F          cache_aware: a cached prefix above F of the prompt picks its
                                worker (default 0.3; docs/routing.md)
   --balance-abs-threshold N    cache_aware: load is imbalanced when max - min > N (default 64)
@@ -88,8 +89,9 @@ const HELP = `usage: baton router [options]
   --replicas N|auto            N router processes on the one port (node:cluster on Node 20;
                                SO_REUSEPORT processes on Node >= 22.12), supervised and
                                restarted by a primary; GET /replicas lists them; auto: one per
-                               core (os.availableParallelism(), at most 64). SIGHUP to the
-                               primary replaces them one at a time, re-reading --config
+                               core it may use (CPU affinity, capped by the cgroup's CPU
+                               limit; at most 64). SIGHUP to the primary replaces them one at
+                               a time, re-reading --config
                                (default 1; docs/replicas.md)
   --replica-admin-port-base P  replica i also serves its own /metrics, /events, /traces, ...
                                on 127.0.0.1:P+i (default 0: any free port)

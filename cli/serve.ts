@@ -22,7 +22,7 @@ const HELP = `usage: baton serve [options]
                          simulated cluster only)
   --no-traffic           do not run it
   --migration-limit N    migrations per request (default 3; 0 = off)
-  --policy NAME          routing policy (default least_inflight)
+  --policy NAME          routing policy (default cache_aware)
   --token-interval-ms T  simulated workers' time between tokens (default 20)
   --sim-format F         the simulated workers' wire format:
                            sglang  SGLang workers (the default)

@@ -2,7 +2,6 @@
 // simulated cluster or the given workers, and traffic) with the router as N replicas on one port
 // (router/replicas/, under a primary in host/replicas-process.ts), and the dashboard served by a
 // hub following that primary (host/hub/): a host of one router is the one-replica case.
-import { availableParallelism } from 'node:os';
 import type { EventListener } from '../router/api.ts';
 import { clusterConfig, RENDERER_DIST, resolveAppOptions, routerConfig, trafficFormats, type AppDeps, type AppOptions } from './app.ts';
 import type { HostActions, RequestOutput } from './contract.ts';
@@ -12,6 +11,7 @@ import type { ReplicasLike } from './replicas-process.ts';
 import { SimControl, type SimClusterLike } from './sim-control.ts';
 import { TrafficGenerator } from './traffic.ts';
 import type { ReplicaEntry } from '../router/replicas/identity.ts';
+import { autoReplicas } from '../router/replicas/cores.ts';
 
 export interface ReplicatedAppDeps {
   startCluster: AppDeps['startCluster'];
@@ -46,7 +46,7 @@ export interface ReplicatedAppHandle {
 
 /** The count of --replicas (or BATON_REPLICAS, replicas: in a config file): 1 to 64 or auto, as router/config.ts reads it. */
 export function parseReplicas(value: string | number, what = '--replicas'): number {
-  if (value === 'auto') return Math.min(64, availableParallelism());
+  if (value === 'auto') return autoReplicas(64);
   const n = typeof value === 'number' ? value : value.trim() === '' ? NaN : Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 64) throw new RangeError(`${what} must be an integer from 1 to 64, got '${value}'`);
   return n;

@@ -2,10 +2,10 @@
 // command-line flags, in rising precedence. Every value is checked once here, with an error that
 // names where the bad value came from.
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES } from './pool/policies/index.ts';
+import { autoReplicas } from './replicas/cores.ts';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
 
 export interface RouterConfig {
@@ -127,7 +127,7 @@ export interface RouterConfig {
   drainMarginMs: number;
   /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
   shutdownGraceMs: number;
-  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router; `auto` (given as a string): one per core. */
+  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router; `auto` (given as a string): one per core it may use (router/replicas/cores.ts). */
   replicas: number;
   /** Replica i also listens on 127.0.0.1:(base + i) for its own /metrics, /events, ...; 0: any free port. */
   replicaAdminPortBase: number;
@@ -154,7 +154,9 @@ export const DEFAULTS: RouterConfig = {
   workers: [],
   migrationLimit: 3,
   migrationMaxSeqLen: null,
-  policy: 'least_inflight',
+  // The SGLang model gateway's default (sgl-model-gateway/src/main.rs, CliArgs.policy:
+  // default_value = "cache_aware"): requests that share a prefix meet where it is cached.
+  policy: 'cache_aware',
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
   balanceRelThreshold: 1.5,
@@ -247,7 +249,7 @@ const NULLABLE_KEYS: ReadonlySet<string> = new Set([
   'reasoningParser',
 ]);
 
-function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
+function coerce(key: Key, value: unknown, where: string, env: NodeJS.ProcessEnv): RouterConfig[Key] {
   const d = DEFAULTS[key];
   const bad = (what: string) => new ConfigError(`${where}: ${NAMES[key].flag} ${what}, got ${JSON.stringify(value)}`);
   if (typeof d === 'boolean') {
@@ -301,9 +303,9 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
     if (value === 'false' || value === '0') return false;
     throw bad('must be true or false');
   }
-  // One replica per core the process may use (cgroup and affinity limits count: libuv's
-  // uv_available_parallelism), within the same bound as a number.
-  if (key === 'replicas' && value === 'auto') return Math.min(MAX_REPLICAS, availableParallelism());
+  // One replica per core the process may use (its affinity mask and its cgroup's CPU quota:
+  // router/replicas/cores.ts), within the same bound as a number.
+  if (key === 'replicas' && value === 'auto') return autoReplicas(MAX_REPLICAS, env);
   if (typeof d === 'number') {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
     if (key === 'replicas' && (!Number.isInteger(n) || n < 1 || n > MAX_REPLICAS)) throw bad(`must be from 1 to ${MAX_REPLICAS}, or auto`);
@@ -325,8 +327,9 @@ function coerce(key: Key, value: unknown, where: string): RouterConfig[Key] {
 /** Build a config from layers; `flags` are already typed values keyed like RouterConfig. */
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
   const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [], prefill: [], decode: [], prefillSelector: [], decodeSelector: [] };
+  const env = opts.env ?? {};
   const set = (k: Key, v: unknown, where: string) => {
-    (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where);
+    (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where, env);
   };
   if (opts.file) {
     let doc: unknown;
@@ -345,7 +348,6 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
       }
     }
   }
-  const env = opts.env ?? {};
   for (const k of Object.keys(NAMES) as Key[]) {
     const v = env[NAMES[k].env];
     if (v !== undefined) set(k, v, `environment ${NAMES[k].env}`);

@@ -95,6 +95,11 @@ export class PrefixTree {
     return this.slots.size * this.pageSize;
   }
 
+  /** Page slots the arrays hold room for, used or not (a cleared tree keeps them for reuse). */
+  get allocatedSlots(): number {
+    return this.key.length;
+  }
+
   /**
    * Tokens of the longest prefix of `k`'s sequence this tree holds (a multiple of the page size).
    * Reads only: routing asks every candidate, and only the chosen one's pages become recent.

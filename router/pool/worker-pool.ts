@@ -114,10 +114,11 @@ export class WorkerPool {
     return (this.prefillPolicyOf ??= this.makePolicy ? this.makePolicy() : this.policy);
   }
 
-  /** A worker's cache is gone or unknown: both sides forget it. */
-  private forgetCache(w: Worker): void {
-    this.policy.forget?.(w);
-    if (this.prefillPolicyOf !== null && this.prefillPolicyOf !== this.policy) this.prefillPolicyOf.forget?.(w);
+  /** A worker's cache is gone or unknown: both sides forget it. `removed`: it left the pool, both sides drop it. */
+  private forgetCache(w: Worker, removed = false): void {
+    const tell = (p: Policy) => (removed && p.remove ? p.remove(w) : p.forget?.(w));
+    tell(this.policy);
+    if (this.prefillPolicyOf !== null && this.prefillPolicyOf !== this.policy) tell(this.prefillPolicyOf);
   }
 
   list(): Worker[] {
@@ -171,7 +172,7 @@ export class WorkerPool {
     this.workers.delete(id);
     this.defaultsCache.clear();
     this.tokenedFailures.forget(id);
-    this.forgetCache(w);
+    this.forgetCache(w, true);
     // In-flight attempts keep their connections until they end; close() waits for them.
     void w.close().catch(() => undefined);
     this.onRemove(id, w.info());

@@ -1,11 +1,12 @@
 // `baton serve`'s options for replicas: --replicas N, or replicas: in the --config file (the flag
 // wins), refused when out of bounds or beside --router (a hub runs no router of its own).
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../cli/args.ts';
 import { appOptionsFromArgv, run } from '../../cli/serve.ts';
+import { loadConfig } from '../../router/config.ts';
 
 describe('baton serve --replicas', () => {
   it('takes the count from the flag, else the config file, else 1', () => {
@@ -19,8 +20,8 @@ describe('baton serve --replicas', () => {
     expect(fromFile.router).not.toHaveProperty('replicas');
     expect(fromFile.router).toMatchObject({ migrationLimit: 5 });
     expect(appOptionsFromArgv(['--config', file, '--replicas', '1']).replicas).toBe(1);
-    // auto: one per core, as baton router reads it.
-    expect(appOptionsFromArgv(['--replicas', 'auto']).replicas).toBe(Math.min(64, availableParallelism()));
+    // auto: one per core the process may use, as baton router reads it.
+    expect(appOptionsFromArgv(['--replicas', 'auto']).replicas).toBe(loadConfig({ flags: { replicas: 'auto' }, env: process.env }).replicas);
   });
 
   it('refuses a count out of bounds, and --replicas beside --router', async () => {

@@ -36,7 +36,9 @@ let stack: Stack;
 const sentIds: string[] = [];
 
 beforeAll(async () => {
-  stack = await startStack(3, 3, { benchMs: 300 });
+  // least_inflight: the refusing-worker case sends six identical prompts at once and needs some
+  // of them to reach worker 0; cache_aware (the default) sends them all where the first went.
+  stack = await startStack(3, 3, { benchMs: 300, policy: 'least_inflight' });
 });
 afterAll(async () => {
   await stack?.close();

@@ -168,13 +168,16 @@ describe('replica settings', () => {
   });
 
   it('auto: one per core the process may use, at most 64, from a flag, the environment or the file', () => {
-    const auto = Math.min(64, availableParallelism());
-    expect(loadConfig({ flags: { replicas: 'auto' } }).replicas).toBe(auto);
-    expect(loadConfig({ env: { BATON_REPLICAS: 'auto' } }).replicas).toBe(auto);
+    // No cgroup files under this root: no CPU limit, one per core of the affinity mask (a limit:
+    // test/router/cores.test.ts).
     const dir = mkdtempSync(join(tmpdir(), 'baton-replicas-'));
+    const env = { BATON_CGROUP_ROOT: dir };
+    const auto = Math.min(64, availableParallelism());
     try {
+      expect(loadConfig({ flags: { replicas: 'auto' }, env }).replicas).toBe(auto);
+      expect(loadConfig({ env: { ...env, BATON_REPLICAS: 'auto' } }).replicas).toBe(auto);
       writeFileSync(join(dir, 'r.yaml'), 'replicas: auto\n');
-      expect(loadConfig({ file: join(dir, 'r.yaml') }).replicas).toBe(auto);
+      expect(loadConfig({ file: join(dir, 'r.yaml'), env }).replicas).toBe(auto);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -55,6 +55,22 @@ export class CacheAware implements Policy {
     this.trees.get(w.id)?.clear();
   }
 
+  /**
+   * The worker left the pool: its tree goes with it, as the gateway's
+   * `CacheAwarePolicy::remove_worker` removes the worker's tenant from its tree. Clearing would
+   * not do: a cleared tree keeps its arrays (up to 8 MiB at the default bound) and its entry here.
+   */
+  remove(w: Worker): void {
+    this.trees.delete(w.id);
+  }
+
+  /** The workers this policy holds a tree for, and the page slots those trees have allocated. */
+  footprint(): { workers: string[]; slots: number } {
+    let slots = 0;
+    for (const t of this.trees.values()) slots += t.allocatedSlots;
+    return { workers: [...this.trees.keys()], slots };
+  }
+
   /** Tokens of `w`'s tree (the dashboard). */
   treeTokens(w: Worker): number {
     return this.trees.get(w.id)?.tokens ?? 0;

@@ -23,6 +23,11 @@ export interface Policy {
   readonly usesReportedLoad?: boolean;
   /** `candidates` is never empty. */
   select(candidates: readonly Worker[], placement?: Placement | null): Worker;
-  /** The worker's cache is gone or unknown (flushed, restarted, removed): forget what was sent to it. */
+  /** The worker's cache is gone or unknown (flushed, dead, restarted): forget what was sent to it. */
   forget?(w: Worker): void;
+  /**
+   * The worker left the pool: drop everything held for it. Its id never comes back (a re-added
+   * URL, a replaced pod, gets a new one), so whatever is kept for it past this is kept for good.
+   */
+  remove?(w: Worker): void;
 }
