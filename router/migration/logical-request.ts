@@ -18,7 +18,7 @@ import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
 import { finishesBy, type Drainer } from './drain.ts';
-import { PD_PEER_GRACE_MS, PrefillLeg, ROOMS, attributeLeg, blamesDecodePeer, bootstrapHost, deadlineFailure, prefillFailure, withBootstrap } from './pd.ts';
+import { PD_PEER_GRACE_MS, PrefillLeg, ROOMS, attributeLeg, blamesDecodePeer, bootstrapHost, deadlineFailure, judgeWaiting, prefillFailure, withBootstrap } from './pd.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -433,10 +433,11 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
       if (BLAMES_WORKER[failure.kind]) await this.judgeBlame(a, failure);
-      if (failure.kind === 'prefill_failed' && a.pd !== null) {
-        // The prefill leg's fault: that server is benched and left out of this request's pairs;
-        // the decode worker is neither benched nor excluded.
-        this.ctx.pool.blame(a.pd.worker, a.pd.failure?.kind === 'connect', 'prefill_failed', 0);
+      if (a.pd !== null && a.failedLeg === 'prefill') {
+        // The prefill leg's: that server is left out of this request's pairs, and benched when it
+        // failed (a slow leg moved by a timeout is not); the decode worker is neither benched nor
+        // excluded.
+        if (failure.kind === 'prefill_failed') this.ctx.pool.blame(a.pd.worker, a.pd.failure?.kind === 'connect', 'prefill_failed', 0);
         this.prefillExclude.add(a.pd.worker.id);
       } else this.exclude.add(worker.id);
       if (failure.kind === 'drain') this.drained++;
@@ -569,14 +570,36 @@ export class LogicalRequest implements ProgressSource {
     this.sendAbort(a); // the stranded decode attempt: freed at the decode worker now
   }
 
-  /** The P/D first-token deadline passed (docs/pd.md). */
+  /**
+   * The P/D first-token deadline passed (docs/pd.md). A decode waiting after its prefill leg
+   * answered moves on, blaming nobody. A prefill leg still unanswered is judged by evidence about
+   * its server, never by the wait alone (pd.ts judgeWaiting): a faulty server's leg failed (a new
+   * pair); a server working through its queue keeps the attempt, judged again a deadline later.
+   */
   onPdDeadline(a: AttemptState): void {
     a.pdTimer = null;
-    if (a.pd === null || a.call.ended || a.firstFrameAt !== null) return;
-    const f = deadlineFailure(a.pd, this.ctx.settings.pdFirstTokenTimeoutMs ?? 0);
-    a.failedLeg = f.kind === 'prefill_failed' ? 'prefill' : 'decode';
-    a.failed(f);
-    this.sendAbort(a);
+    const leg = a.pd;
+    if (leg === null || a.call.ended || a.firstFrameAt !== null) return;
+    const ms = this.ctx.settings.pdFirstTokenTimeoutMs ?? 0;
+    if (leg.state === 'done') {
+      a.failedLeg = 'decode';
+      a.failed(deadlineFailure(leg, ms));
+      this.sendAbort(a);
+      return;
+    }
+    if (leg.state !== 'waiting') return; // its failure is onPrefillEnd's
+    void this.ctx.pool.waitingEvidence(leg.worker).then((evidence) => {
+      // The attempt may have moved on while the server was read (its token came, a leg failed).
+      if (a.call.ended || a.firstFrameAt !== null || leg.state !== 'waiting' || a.pdTimer !== null) return;
+      const verdict = judgeWaiting(evidence);
+      if (!verdict.blame) {
+        a.pdTimer = setTimeout(onPdDeadline, ms, this, a);
+        return;
+      }
+      a.failedLeg = 'prefill';
+      a.failed(deadlineFailure(leg, ms, verdict));
+      this.sendAbort(a);
+    });
   }
 
   private startAttempt(worker: Worker, placement: Placement, prefill: Worker | null = null): AttemptState {

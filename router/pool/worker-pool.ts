@@ -6,7 +6,8 @@ import type { CircuitOptions } from './circuit-breaker.ts';
 import type { Placement, Policy } from './policies/policy.ts';
 import { readLoad } from './load.ts';
 import { checkHealth } from './probe.ts';
-import { TokenedFailures, probeHealth } from './evidence.ts';
+import { TokenedFailures, probeHealth, probeLoad } from './evidence.ts';
+import type { WaitingEvidence } from '../migration/pd.ts';
 import { judge, type Verdict } from '../migration/failure.ts';
 import type { ErrorKind } from '../trace/row.ts';
 import type { FormatName, ProbeResult } from '../format/types.ts';
@@ -375,6 +376,19 @@ export class WorkerPool {
     const probe = await probeHealth(w.url, Math.min(this.opts.healthTimeoutMs, 2000));
     // The streams of a dying worker may break while the probe runs.
     return judge({ probe, corroboration: this.tokenedFailures.since(w.id, attemptStartedAt) });
+  }
+
+  /**
+   * What tells a prefill server working through a queue from a faulty one, for a P/D leg still
+   * waiting at its deadline (migration/pd.ts judgeWaiting): the router's own health checks, else
+   * a health probe and a load report read now, each on a connection of its own and bounded by the
+   * health timeout, as the health checks are.
+   */
+  async waitingEvidence(w: Worker): Promise<WaitingEvidence> {
+    if (w.dead || !w.healthy) return { outOfService: w.dead ? 'dead' : 'unhealthy', probe: null, load: null };
+    const t = this.opts.healthTimeoutMs;
+    const [probe, load] = await Promise.all([probeHealth(w.url, t), probeLoad(w.url, t)]);
+    return { outOfService: null, probe, load };
   }
 
   credit(w: Worker): void {

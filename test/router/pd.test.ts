@@ -2,7 +2,7 @@
 // attributed to, and the gateway's `--prefill URL PORT` syntax.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { RoomIssuer, attributeLeg, deadlineFailure, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
+import { RoomIssuer, attributeLeg, deadlineFailure, judgeWaiting, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
 import { configFromArgv, foldPrefillPorts } from '../../cli/router.ts';
 import type { Failure } from '../../router/migration/failure.ts';
 
@@ -72,9 +72,41 @@ describe('attributeLeg', () => {
     expect(attributeLeg(abort, leg('done'), false)).toEqual({ failure: abort, leg: 'decode' });
   });
 
-  it('the P/D deadline blames the prefill leg unless it had answered', () => {
-    expect(deadlineFailure(leg('waiting'), 500).kind).toBe('prefill_failed');
+  it('the P/D deadline fails the prefill leg unless it had answered, with the evidence read', () => {
+    const verdict = judgeWaiting({ outOfService: null, probe: { ok: false, refused: false, detail: 'GET /health failed: timeout' }, load: null });
+    const f = deadlineFailure(leg('waiting'), 500, verdict);
+    expect(f.kind).toBe('prefill_failed');
+    expect(f.evidence).toContain('its health check failed (GET /health failed: timeout)');
     expect(deadlineFailure(leg('done'), 500).kind).toBe('first_token_timeout');
+  });
+
+  it("the router's own first-token timeout while the prefill leg waits moves the attempt, attributed to the prefill leg, blaming nobody", () => {
+    const slow: Failure = { kind: 'first_token_timeout', message: 'no first token from worker within 120000 ms (queue + prefill)', status: 504, evidence: 'first-token deadline: nothing for 120000 ms since the request was sent' };
+    const r = attributeLeg(slow, leg('waiting'), false);
+    expect(r.leg).toBe('prefill');
+    expect(r.failure.kind).toBe('first_token_timeout'); // not prefill_failed: the loop benches nobody
+    expect(r.failure.evidence).toContain('not shown faulty');
+    expect(attributeLeg(slow, leg('done'), false)).toEqual({ failure: slow, leg: 'decode' });
+  });
+});
+
+describe('judgeWaiting: a prefill leg unanswered at the P/D deadline is its server\'s fault only on evidence', () => {
+  const ok = { ok: true, refused: false, detail: 'GET /health answered 200' };
+  const answered = { answered: true, detail: 'GET /get_load answered 200' };
+  it('a server that answers its health check and its load report is working through a queue', () => {
+    const v = judgeWaiting({ outOfService: null, probe: ok, load: answered });
+    expect(v.blame).toBe(false);
+    expect(v.evidence).toContain('a queue, not a fault');
+  });
+  it('its health checks taking it out, a failed probe, or no load report from its scheduler are evidence', () => {
+    expect(judgeWaiting({ outOfService: 'unhealthy', probe: null, load: null })).toMatchObject({ blame: true, dead: false });
+    expect(judgeWaiting({ outOfService: null, probe: { ok: false, refused: true, detail: 'GET /health failed: ECONNREFUSED' }, load: answered })).toMatchObject({ blame: true, dead: true });
+    expect(judgeWaiting({ outOfService: null, probe: { ok: false, refused: false, detail: 'GET /health answered 503' }, load: answered })).toMatchObject({ blame: true, dead: false });
+    // SGLang's /health without SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION answers from the HTTP
+    // process alone; a stuck scheduler still answers no load report.
+    const v = judgeWaiting({ outOfService: null, probe: ok, load: { answered: false, detail: 'GET /get_load failed: TimeoutError' } });
+    expect(v).toMatchObject({ blame: true, dead: false });
+    expect(v.evidence).toContain('no load report');
   });
 });
 
