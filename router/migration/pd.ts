@@ -69,10 +69,17 @@ export function withBootstrap(body: string | Buffer, host: string, port: number 
   return typeof body === 'string' ? out : Buffer.from(out);
 }
 
-/** The host a decode worker reaches a prefill server's bootstrap server on: its URL's (the gateway's `bootstrap_host`). */
+/**
+ * The host a decode worker reaches a prefill server's bootstrap server on: its URL's host, an
+ * IPv6 address in brackets. The gateway sends `url::Url::host_str()` of the prefill's URL
+ * (sgl-model-gateway core/worker_builder.rs `build`: `bootstrap_host`), which keeps an IPv6
+ * host's brackets, and mini_lb sends `maybe_wrap_ipv6_address(urlparse(url).hostname)`
+ * (disaggregation/mini_lb.py); SGLang's decode builds `f"{bootstrap_host}:{bootstrap_port}"`
+ * (decode.py, before `NetworkAddress`), so a bare IPv6 host is no address there. The WHATWG
+ * hostname keeps the brackets too.
+ */
 export function bootstrapHost(w: Worker): string {
-  const h = new URL(w.url).hostname;
-  return h.startsWith('[') ? h.slice(1, -1) : h;
+  return new URL(w.url).hostname;
 }
 
 // --- The prefill leg --------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // attributed to, and the gateway's `--prefill URL PORT` syntax.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { RoomIssuer, attributeLeg, deadlineFailure, judgeWaiting, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
+import { RoomIssuer, attributeLeg, bootstrapHost, deadlineFailure, judgeWaiting, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
+import type { Worker } from '../../router/pool/worker.ts';
 import { configFromArgv, foldPrefillPorts } from '../../cli/router.ts';
 import type { Failure } from '../../router/migration/failure.ts';
 
@@ -50,6 +51,20 @@ describe('withBootstrap', () => {
       // JSON has no -0 (fast-check's jsonValue does): the body's own round trip is the reference.
       expect(out).toEqual({ ...(JSON.parse(JSON.stringify(obj)) as object), bootstrap_host: 'h', bootstrap_port: 1, bootstrap_room: Number(room) });
     }), { numRuns: 200 });
+  });
+});
+
+describe('bootstrapHost', () => {
+  // What mini_lb sends: maybe_wrap_ipv6_address(urllib.parse.urlparse(url).hostname), and the
+  // gateway's Url::host_str(): an IPv6 host in brackets, any other host as it is.
+  const host = (url: string) => bootstrapHost({ url } as Worker);
+  it('an IPv6 host keeps its brackets (SGLang builds f"{host}:{port}"); a name or an IPv4 address is bare', () => {
+    expect(host('http://[::1]:30000')).toBe('[::1]');
+    expect(host('http://[fd00:10:244::7]:30000')).toBe('[fd00:10:244::7]');
+    expect(host('http://10.0.0.7:30000')).toBe('10.0.0.7');
+    expect(host('http://prefill-0.prefill.svc:30000')).toBe('prefill-0.prefill.svc');
+    const body = JSON.parse(withBootstrap('{"input_ids":[1]}', host('http://[::1]:30000'), 8998, 7n) as string) as Record<string, unknown>;
+    expect(`${String(body.bootstrap_host)}:${String(body.bootstrap_port)}`).toBe('[::1]:8998');
   });
 });
 
