@@ -277,6 +277,7 @@ export class LogicalRequest implements ProgressSource {
     } catch (err) {
       // A bug must still end the request once: the client gets an error, the row is written.
       this.current?.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'internal error', status: 500 } });
+      if (this.current?.pd) this.endPrefillLeg(this.current, this.current.pd);
       const lastFailure: Failure = { kind: 'protocol', message: `internal error: ${(err as Error).message}`, status: 500 };
       this.failSink(500, lastFailure.message, 'internal_error');
       end = { outcome: 'failed', finishReason: null, lastFailure, exhausted: false };
@@ -532,13 +533,17 @@ export class LogicalRequest implements ProgressSource {
     else this.sink.fail(status, message, type);
   }
 
-  /** The attempt ended: its prefill leg ends too (aborted at the prefill server if it still waits). */
+  /**
+   * The attempt ended: its prefill leg ends too (aborted at the prefill server if it still waits),
+   * and its room is no longer in flight (pd.ts RoomIssuer keeps it a while longer).
+   */
   private endPrefillLeg(a: AttemptState, leg: PrefillLeg): void {
     if (a.pdTimer !== null) clearTimeout(a.pdTimer);
     a.pdTimer = null;
     const waiting = leg.state === 'waiting';
     leg.stop();
     if (waiting) this.sendAbort(a, leg.worker);
+    ROOMS.release(leg.room);
   }
 
   /**
@@ -625,7 +630,12 @@ export class LogicalRequest implements ProgressSource {
     if (prefill !== null) {
       // The same body to both legs, with a room no attempt used before (pd.ts ROOMS).
       const room = ROOMS.issue();
-      body = withBootstrap(body, bootstrapHost(prefill), prefill.bootstrapPort, room);
+      try {
+        body = withBootstrap(body, bootstrapHost(prefill), prefill.bootstrapPort, room);
+      } catch (err) {
+        ROOMS.release(room);
+        throw err;
+      }
       a.pd = new PrefillLeg(prefill, this.format.generatePath, body, room, onPrefillEnd.bind(null, this, a));
     }
     // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.

@@ -15,36 +15,70 @@ import { classifyTransportFact, type Failure, type Verdict } from './failure.ts'
 // --- Rooms ------------------------------------------------------------------------------------
 
 const ROOM_MASK = 0x7fff_ffff_ffff_ffffn;
-/** Rooms this router issued that it still remembers (insertion order: the oldest go first). */
-const ROOMS_KEPT = 1 << 20;
+/**
+ * Rooms kept after their attempt ended: the router has let go (closed both legs, sent
+ * `/abort_request`), but a worker holds the room until the abort reaches its scheduler.
+ */
+const RECENT_KEPT = 4096;
 
 /**
- * Fresh bootstrap rooms. A room seen twice crashes both SGLang schedulers (sglang #40125), so a
- * room is never reused: random 63-bit as the gateway draws them (pd_types.rs `generate_room_id`:
- * `rand::random::<u64>() & i64::MAX`, matching Python's `random.randint(0, 2**63 - 1)`), which
- * keeps rooms of several router replicas apart (two of a million rooms collide with odds ~1e-7),
- * plus this router's own check against the rooms it issued.
+ * Fresh bootstrap rooms. A room active twice crashes both SGLang schedulers (sglang #40125), so
+ * no two live attempts share one: random 63-bit as the gateway draws them (pd_types.rs
+ * `generate_room_id`: `rand::random::<u64>() & i64::MAX`, matching Python's
+ * `random.randint(0, 2**63 - 1)`), which keeps rooms of several router replicas apart (two of a
+ * million rooms collide with odds ~1e-7), plus this router's own check: a draw that is the room of
+ * an attempt in flight, or of one of the last RECENT_KEPT that ended, is drawn again. What it
+ * keeps is bounded by the attempts in flight plus that ring, not by the rooms ever issued.
  */
 export class RoomIssuer {
-  private readonly issued = new Set<bigint>();
+  /** Rooms of attempts in flight (issued, not yet released). */
+  private readonly live = new Set<bigint>();
+  /** Rooms released lately: `ring` in release order, `recent` to look them up. */
+  private readonly recent = new Set<bigint>();
+  private readonly ring: (bigint | undefined)[];
+  private next = 0;
   private readonly buf = Buffer.alloc(8);
-  /** Draws that hit a room already issued (redrawn): for tests and metrics. */
+  /** Draws that hit a room in flight or lately released (redrawn): for tests and metrics. */
   redraws = 0;
 
-  constructor(private readonly random: (buf: Buffer) => void = (b) => void randomFillSync(b)) {}
+  constructor(
+    private readonly random: (buf: Buffer) => void = (b) => void randomFillSync(b),
+    recentKept = RECENT_KEPT,
+  ) {
+    this.ring = new Array<bigint | undefined>(recentKept);
+  }
 
   issue(): bigint {
     for (;;) {
       this.random(this.buf);
       const room = this.buf.readBigUInt64BE(0) & ROOM_MASK;
-      if (this.issued.has(room)) {
+      if (this.live.has(room) || this.recent.has(room)) {
         this.redraws++;
         continue;
       }
-      this.issued.add(room);
-      if (this.issued.size > ROOMS_KEPT) this.issued.delete(this.issued.values().next().value as bigint);
+      this.live.add(room);
       return room;
     }
+  }
+
+  /** The attempt that held `room` ended: it joins the ring of lately released rooms. */
+  release(room: bigint): void {
+    if (!this.live.delete(room) || this.ring.length === 0) return;
+    const old = this.ring[this.next];
+    if (old !== undefined) this.recent.delete(old);
+    this.ring[this.next] = room;
+    this.recent.add(room);
+    this.next = (this.next + 1) % this.ring.length;
+  }
+
+  /** Rooms of attempts in flight. */
+  get inFlight(): number {
+    return this.live.size;
+  }
+
+  /** Rooms held for the check: those in flight plus the ring. */
+  get remembered(): number {
+    return this.live.size + this.recent.size;
   }
 }
 

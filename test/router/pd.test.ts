@@ -31,6 +31,55 @@ describe('rooms', () => {
   });
 });
 
+describe('rooms: the law', () => {
+  // No two live attempts share a room (a room active twice crashes SGLang's schedulers, sglang
+  // #40125), nor does a new attempt get one of the last `kept` rooms released (a worker may hold
+  // it until the abort reaches it); and the issuer holds only those, however many it issued.
+  // The random source is adversarial: it repeats a small pool of values, with a fresh value
+  // every few draws so that an issue always ends.
+  const op = fc.oneof(fc.constant({ kind: 'issue' as const }), fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }));
+  it('an issued room is never one in flight nor one of the last `kept` released, and what the issuer holds is bounded by them', () => {
+    fc.assert(fc.property(
+      fc.array(fc.bigInt({ min: 0n, max: 15n }), { minLength: 1, maxLength: 6 }),
+      fc.integer({ min: 2, max: 5 }),
+      fc.integer({ min: 0, max: 6 }),
+      fc.array(op, { maxLength: 300 }),
+      (pool, freshEvery, kept, ops) => {
+        let draws = 0;
+        let fresh = 1n << 40n;
+        const rooms = new RoomIssuer((b) => void b.writeBigUInt64BE(++draws % freshEvery === 0 ? fresh++ : pool[draws % pool.length]!), kept);
+        const live: bigint[] = [];
+        const released: bigint[] = [];
+        for (const o of ops) {
+          if (o.kind === 'issue') {
+            const r = rooms.issue();
+            expect(r >= 0n && r < 1n << 63n).toBe(true);
+            expect(live).not.toContain(r);
+            expect(kept === 0 ? [] : released.slice(-kept)).not.toContain(r);
+            live.push(r);
+          } else if (live.length > 0) {
+            const [r] = live.splice(o.pick % live.length, 1);
+            rooms.release(r!);
+            released.push(r!);
+          }
+          expect(rooms.remembered).toBeLessThanOrEqual(live.length + kept);
+        }
+      },
+    ), { numRuns: 500 });
+  });
+
+  it('200,000 attempts, ten thousand in flight at a time: the issuer holds those and its ring of 4096, not every room it issued', () => {
+    const rooms = new RoomIssuer();
+    const inFlight = new Array<bigint>(10_000);
+    for (let k = 0; k < 200_000; k++) {
+      const slot = k % inFlight.length;
+      if (k >= inFlight.length) rooms.release(inFlight[slot]!);
+      inFlight[slot] = rooms.issue();
+    }
+    expect(rooms.remembered).toBe(10_000 + 4096);
+  });
+});
+
 describe('withBootstrap', () => {
   it('appends the three fields as the last keys, the room exact beyond 2^53', () => {
     const room = 9_007_199_254_740_993n; // 2^53 + 1
