@@ -98,13 +98,19 @@ export class WorkerPool {
     private readonly onChange: (w: Worker) => void,
     /** `last`: the worker as it was when removed (its discovery tag says why it went). */
     private readonly onRemove: (id: string, last: WorkerInfo) => void,
+    /** P/D: the prefill side's policy (`--prefill-policy`); null: another instance of `policy`'s factory. */
+    prefillPolicy: (() => Policy) | null = null,
   ) {
-    // A factory gives the prefill side a policy of its own (P/D, docs/pd.md), as the gateway keeps
-    // a prefill and a decode policy: one round-robin counter over both picks would pair the same
-    // two workers every time, and one cache_aware tree would mix the two sides' prefixes.
+    // The prefill side has a policy of its own (P/D, docs/pd.md), as the gateway keeps a prefill
+    // and a decode policy: one round-robin counter over both picks would pair the same two
+    // workers every time, and one cache_aware tree would mix the two sides' prefixes.
     this.policy = typeof policy === 'function' ? policy() : policy;
-    this.makePolicy = typeof policy === 'function' ? policy : null;
+    this.makePolicy = prefillPolicy ?? (typeof policy === 'function' ? policy : null);
+    this.pdSides = prefillPolicy !== null;
   }
+
+  /** Given a prefill side's policy (P/D): its reading of the workers' load counts too. */
+  private readonly pdSides: boolean;
 
   private readonly policy: Policy;
   private readonly makePolicy: (() => Policy) | null;
@@ -401,7 +407,7 @@ export class WorkerPool {
     this.sparesOn = this.opts.spareConnections > 0;
     this.wakeSpares();
     const loadMs = this.opts.loadIntervalMs ?? 0;
-    if ((this.policy.usesReportedLoad || this.opts.spreadContinuations) && loadMs > 0 && !this.loadTimer) {
+    if ((this.policy.usesReportedLoad || (this.pdSides && this.prefillPolicy.usesReportedLoad) || this.opts.spreadContinuations) && loadMs > 0 && !this.loadTimer) {
       this.loadTimer = setInterval(() => void this.readLoads(), loadMs);
       this.loadTimer.unref();
     }

@@ -4,7 +4,10 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { RoomIssuer, attributeLeg, bootstrapHost, deadlineFailure, judgeWaiting, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
 import type { Worker } from '../../router/pool/worker.ts';
-import { configFromArgv, foldPrefillPorts } from '../../cli/router.ts';
+import { configFromArgv, decodePolicyWarning, foldPrefillPorts } from '../../cli/router.ts';
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Failure } from '../../router/migration/failure.ts';
 
 describe('rooms', () => {
@@ -187,6 +190,51 @@ describe('command line', () => {
   it('--prefill without --pd-disaggregation is a usage error that says so', () => {
     expect(() => configFromArgv(['--prefill', 'http://a:1'], {})).toThrow(/need --pd-disaggregation/);
     expect(() => configFromArgv(['--pd-disaggregation', '--prefill', 'http://a:1 x'], {})).toThrow(/URL BOOTSTRAP_PORT/);
+  });
+});
+
+describe('a policy per side (--prefill-policy, --decode-policy)', () => {
+  const pd = ['--pd-disaggregation', '--prefill', 'http://a:1', '--decode', 'http://c:3'];
+  const sides = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const c = configFromArgv([...pd, ...argv], env)!;
+    return [c.prefillPolicy, c.decodePolicy];
+  };
+
+  it('without --policy: cache_aware for prefill, least_inflight for decode (an SGLang decode server keeps no radix cache)', () => {
+    expect(sides([])).toEqual(['cache_aware', 'least_inflight']);
+  });
+
+  it("--policy given, no side's own: both sides follow it, the gateway's rule; a side's own wins", () => {
+    expect(sides(['--policy', 'round_robin'])).toEqual(['round_robin', 'round_robin']);
+    expect(sides(['--policy', 'cache_aware'])).toEqual(['cache_aware', 'cache_aware']);
+    expect(sides(['--policy', 'round_robin', '--decode-policy', 'power_of_two'])).toEqual(['round_robin', 'power_of_two']);
+    expect(sides(['--prefill-policy', 'power_of_two'])).toEqual(['power_of_two', 'least_inflight']);
+    // --policy given in the environment is given too.
+    expect(sides([], { BATON_POLICY: 'round_robin' })).toEqual(['round_robin', 'round_robin']);
+  });
+
+  it('from the environment and the config file, as every setting', () => {
+    expect(sides([], { BATON_PREFILL_POLICY: 'round_robin', BATON_DECODE_POLICY: 'power_of_two' })).toEqual(['round_robin', 'power_of_two']);
+    const dir = mkdtempSync(join(tmpdir(), 'baton-pd-policy-'));
+    try {
+      const file = join(dir, 'router.yaml');
+      writeFileSync(file, 'prefill_policy: power_of_two\ndecode_policy: round_robin\n');
+      expect(sides(['--config', file])).toEqual(['power_of_two', 'round_robin']);
+      // Flags over the file.
+      expect(sides(['--config', file, '--decode-policy', 'cache_aware'])).toEqual(['power_of_two', 'cache_aware']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a bad name, or a side\'s policy without --pd-disaggregation, is a usage error that says so', () => {
+    expect(() => sides(['--decode-policy', 'random'])).toThrow(/decode-policy must be one of least_inflight, round_robin, power_of_two, cache_aware, got "random"/);
+    expect(() => configFromArgv(['--prefill-policy', 'round_robin'], {})).toThrow(/--prefill-policy and --decode-policy need --pd-disaggregation/);
+  });
+
+  it('warns when the decode side is placed by prefix', () => {
+    expect(decodePolicyWarning(configFromArgv([...pd], {})!)).toBeNull();
+    expect(decodePolicyWarning(configFromArgv([...pd, '--policy', 'cache_aware'], {})!)).toMatch(/SGLang decode servers keep no radix cache/);
   });
 });
 

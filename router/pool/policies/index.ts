@@ -23,3 +23,22 @@ export function createPolicy(name: string, cacheAware: CacheAwareOptions = CACHE
     default: throw new Error(`unknown policy '${name}' (expected one of ${POLICY_NAMES.join(', ')})`);
   }
 }
+
+/**
+ * The policies of a P/D router's two sides. A side's own setting wins (the gateway's
+ * `--prefill-policy`, `--decode-policy`: sgl-model-gateway src/main.rs). Without one, a side
+ * follows `--policy` when it was given, as the gateway's sides do (config/types.rs
+ * `RoutingMode::get_prefill_policy` / `get_decode_policy`: "Falls back to the main policy").
+ * With neither, the prefill side is `cache_aware` (the prompt is computed there, and its radix
+ * cache holds the prefixes) and the decode side `least_inflight`: an SGLang decode server has no
+ * radix cache unless started with --disaggregation-decode-enable-radix-cache (server_args.py
+ * `_handle_pd_disaggregation`: "KV cache is forced as chunk cache for decode server"), so a shared
+ * prefix says nothing about where to decode, and a prefix tree would send every request with one
+ * system prompt to one decode server.
+ */
+export function pdPolicies(o: { policy: string; prefillPolicy: string | null; decodePolicy: string | null }, policyGiven: boolean): { prefill: string; decode: string } {
+  return {
+    prefill: o.prefillPolicy ?? (policyGiven ? o.policy : 'cache_aware'),
+    decode: o.decodePolicy ?? (policyGiven ? o.policy : 'least_inflight'),
+  };
+}
