@@ -392,10 +392,19 @@ export class WorkerPool {
    */
   async waitingEvidence(w: Worker): Promise<WaitingEvidence> {
     if (w.dead || !w.healthy) return { outOfService: w.dead ? 'dead' : 'unhealthy', probe: null, load: null };
-    const t = this.opts.healthTimeoutMs;
-    const [probe, load] = await Promise.all([probeHealth(w.url, t), probeLoad(w.url, t)]);
-    return { outOfService: null, probe, load };
+    // The legs queued on one server pass their deadlines together: one reading serves them all.
+    let reading = this.waitingReads.get(w.id);
+    if (reading === undefined) {
+      const t = this.opts.healthTimeoutMs;
+      reading = Promise.all([probeHealth(w.url, t), probeLoad(w.url, t)]).then(([probe, load]) => ({ outOfService: null, probe, load }));
+      this.waitingReads.set(w.id, reading);
+      void reading.finally(() => this.waitingReads.delete(w.id));
+    }
+    return reading;
   }
+
+  /** waitingEvidence readings under way, by worker. */
+  private readonly waitingReads = new Map<string, Promise<WaitingEvidence>>();
 
   credit(w: Worker): void {
     const before = w.circuit.state();
