@@ -104,8 +104,14 @@ const HELP = `usage: baton router [options]
                                servers (repeatable; bootstrap port: the pod's
                                sglang.ai/bootstrap-port annotation)
   --decode-selector K=V        ... and these decode servers (repeatable)
-  --pd-first-token-timeout-ms T  a P/D attempt without a first token after T ms moves to a
-                               new pair, blaming the prefill leg if it had not answered
+  --prefill-policy NAME        P/D: the prefill servers' policy (default: --policy when given,
+                               else cache_aware; docs/pd.md)
+  --decode-policy NAME         P/D: the decode servers' policy (default: --policy when given and
+                               not cache_aware, else least_inflight: SGLang decode servers keep
+                               no radix cache)
+  --pd-first-token-timeout-ms T  a P/D attempt without a first token after T ms: moved to a new
+                               pair if its prefill leg answered, else its prefill server is
+                               checked (health, load report) and blamed only if it fails
                                (default 30000; 0 = off)
   --config FILE                YAML file of the same settings (snake_case keys)
 
@@ -170,6 +176,8 @@ const OPTIONS = {
   prefill: { type: 'string', multiple: true },
   decode: { type: 'string', multiple: true },
   'pd-first-token-timeout-ms': { type: 'string' },
+  'prefill-policy': { type: 'string' },
+  'decode-policy': { type: 'string' },
   'prefill-selector': { type: 'string', multiple: true },
   'decode-selector': { type: 'string', multiple: true },
 } as const;
@@ -254,6 +262,8 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
         prefill: v.prefill,
         decode: v.decode,
         pdFirstTokenTimeoutMs: v['pd-first-token-timeout-ms'],
+        prefillPolicy: v['prefill-policy'],
+        decodePolicy: v['decode-policy'],
         prefillSelector: v['prefill-selector'],
         decodeSelector: v['decode-selector'],
       },
@@ -262,6 +272,21 @@ export function configFromArgv(argv: string[], env: NodeJS.ProcessEnv = process.
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
+}
+
+/**
+ * P/D with the decode side placed by prefix (`--decode-policy cache_aware`): SGLang decode
+ * servers keep no radix cache by default, so every request with one system prompt would go to
+ * one of them. Right where the decode servers were started with their radix cache on.
+ */
+export function decodePolicyWarning(config: RouterConfig): string | null {
+  if (!config.pdDisaggregation || config.decodePolicy !== 'cache_aware') return null;
+  return 'warning: the decode side is placed by prefix (cache_aware), but SGLang decode servers keep no radix cache unless started with --disaggregation-decode-enable-radix-cache, so requests that share a prompt prefix crowd onto one decode server unless they were started with it; --decode-policy least_inflight places decode by load (docs/pd.md)';
+}
+
+/** The policy the start line names: P/D has one per side. */
+function policyLine(config: RouterConfig): string {
+  return config.pdDisaggregation ? `prefill policy ${config.prefillPolicy}, decode policy ${config.decodePolicy}` : `policy ${config.policy}`;
 }
 
 /**
@@ -292,11 +317,13 @@ export async function run(argv: string[]): Promise<void> {
     if (e.message?.startsWith('invalid worker URL') || e.message?.startsWith('worker URL')) throw new UsageError(e.message);
     throw err;
   }
-  if (config.workers.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers');
+  if (config.workers.length + config.prefill.length + config.decode.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers');
+  const pdWarning = decodePolicyWarning(config);
+  if (pdWarning) console.error(pdWarning);
   // Before the `listening on` line, which scripts and tests wait for: whoever reads that line has this one too.
   const open = openSurface(config);
   if (open) console.log(open);
-  console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  console.log(`baton router listening on ${router.url} (${config.workers.length} workers, migration limit ${config.migrationLimit}, ${policyLine(config)})`);
   const tracing = describeTracing(config);
   if (tracing) console.log(`tracing: ${tracing}`);
   const stop = async () => {
@@ -334,10 +361,12 @@ async function runReplicas(config: RouterConfig, reloadConfig: () => RouterConfi
     if (err instanceof ReplicaStartError && err.usage) throw new UsageError(err.message);
     throw err;
   }
-  if (config.workers.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (to each replica\'s own url in GET /replicas)');
+  if (config.workers.length + config.prefill.length + config.decode.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (to each replica\'s own url in GET /replicas)');
+  const pdWarning = decodePolicyWarning(config);
+  if (pdWarning) console.error(pdWarning);
   const open = openSurface(config);
   if (open) console.log(open);
-  console.log(`baton router listening on ${primary.url} (${config.replicas} replicas by ${primary.mode === 'cluster' ? 'node:cluster' : 'SO_REUSEPORT'}, ${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
+  console.log(`baton router listening on ${primary.url} (${config.replicas} replicas by ${primary.mode === 'cluster' ? 'node:cluster' : 'SO_REUSEPORT'}, ${config.workers.length} workers, migration limit ${config.migrationLimit}, ${policyLine(config)})`);
   for (const r of primary.list()) console.log(`  replica ${r.index}: id ${r.id}, pid ${r.pid}, ${r.url}`);
   let stopping = false;
   const stop = (signal: string, graceMs: number) => {

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
-import { POLICY_NAMES } from './pool/policies/index.ts';
+import { POLICY_NAMES, pdPolicies } from './pool/policies/index.ts';
 import { autoReplicas } from './replicas/cores.ts';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
 
@@ -142,6 +142,13 @@ export interface RouterConfig {
    * pair, blaming the prefill leg when it had not answered (SGLang's own wait is 300 s). 0 = off.
    */
   pdFirstTokenTimeoutMs: number;
+  /**
+   * P/D: the prefill side's policy (the gateway's `--prefill-policy`); null: `policy` when it was
+   * given, else cache_aware (pool/policies/index.ts pdPolicies).
+   */
+  prefillPolicy: string | null;
+  /** P/D: the decode side's policy (`--decode-policy`); null: `policy` when it was given, else least_inflight. */
+  decodePolicy: string | null;
   /** P/D with Kubernetes discovery: pods with these labels are prefill servers (the gateway's `--prefill-selector`). */
   prefillSelector: string[];
   /** ... and these decode servers (`--decode-selector`); a pod matching both is a prefill server, as in the gateway. */
@@ -213,6 +220,8 @@ export const DEFAULTS: RouterConfig = {
   prefill: [],
   decode: [],
   pdFirstTokenTimeoutMs: 30_000,
+  prefillPolicy: null,
+  decodePolicy: null,
   prefillSelector: [],
   decodeSelector: [],
 };
@@ -247,6 +256,8 @@ const NULLABLE_KEYS: ReadonlySet<string> = new Set([
   'workerFile',
   'toolCallParser',
   'reasoningParser',
+  'prefillPolicy',
+  'decodePolicy',
 ]);
 
 function coerce(key: Key, value: unknown, where: string, env: NodeJS.ProcessEnv): RouterConfig[Key] {
@@ -283,6 +294,7 @@ function coerce(key: Key, value: unknown, where: string, env: NodeJS.ProcessEnv)
     if (value === null || value === '' || value === undefined) return null;
     if (key === 'toolCallParser' && !Object.hasOwn(TOOL_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}`);
     if (key === 'reasoningParser' && !Object.hasOwn(REASONING_PARSER_NAMES, String(value))) throw bad(`must be one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}`);
+    if ((key === 'prefillPolicy' || key === 'decodePolicy') && !(POLICY_NAMES as readonly string[]).includes(String(value))) throw bad(`must be one of ${POLICY_NAMES.join(', ')}`);
     if (key === 'migrationMaxSeqLen') {
       const n = Number(value);
       if (!Number.isInteger(n) || n <= 0) throw bad('must be a positive integer');
@@ -328,8 +340,10 @@ function coerce(key: Key, value: unknown, where: string, env: NodeJS.ProcessEnv)
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<Key, unknown>> } = {}): RouterConfig {
   const cfg: RouterConfig = { ...DEFAULTS, workers: [], tokenizers: [], selector: [], prefill: [], decode: [], prefillSelector: [], decodeSelector: [] };
   const env = opts.env ?? {};
+  const given = new Set<Key>();
   const set = (k: Key, v: unknown, where: string) => {
     (cfg as unknown as Record<string, unknown>)[k] = coerce(k, v, where, env);
+    given.add(k);
   };
   if (opts.file) {
     let doc: unknown;
@@ -356,6 +370,12 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
     if (v !== undefined) set(k as Key, v, 'command line');
   }
   if (!cfg.pdDisaggregation && (cfg.prefill.length > 0 || cfg.decode.length > 0)) throw new ConfigError('--prefill and --decode need --pd-disaggregation');
+  if (!cfg.pdDisaggregation && (cfg.prefillPolicy !== null || cfg.decodePolicy !== null)) throw new ConfigError('--prefill-policy and --decode-policy need --pd-disaggregation');
+  if (cfg.pdDisaggregation) {
+    const sides = pdPolicies(cfg, given.has('policy'));
+    cfg.prefillPolicy = sides.prefill;
+    cfg.decodePolicy = sides.decode;
+  }
   if (cfg.serviceDiscovery) {
     const pdSelectors = cfg.pdDisaggregation && cfg.prefillSelector.length + cfg.decodeSelector.length > 0;
     if (cfg.serviceDiscoveryMode === 'pods' && cfg.selector.length === 0 && !pdSelectors) throw new ConfigError('service-discovery: pods mode needs --selector key=value (which pods are workers)');

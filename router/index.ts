@@ -11,7 +11,7 @@ import { RouterMetrics } from './metrics.ts';
 import { Telemetry } from './telemetry.ts';
 import { tracingSettings } from './otel/settings.ts';
 import { WorkerPool, normalizeWorkerUrl } from './pool/worker-pool.ts';
-import { createPolicy } from './pool/policies/index.ts';
+import { createPolicy, pdPolicies } from './pool/policies/index.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
 import { closeListener, createEdgeServer, listenEdge, stopAccepting } from './http/server.ts';
@@ -58,6 +58,10 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   const identity = (telemetry.replica = adoptIdentity(opts.replica)); // the rids carry it
   // The OpenTelemetry SDK is loaded only when export is on.
   if (otel) telemetry.tracing = (await import('./otel/tracing.ts')).createTracing(otel);
+  const cacheAware = { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize };
+  // P/D: the decode side's policy picks an attempt's worker (a decode server, or an aggregated
+  // worker beside the pairs), the prefill side's its prefill leg (docs/pd.md, "Which pair").
+  const sides = config.pdDisaggregation ? pdPolicies(config, partial.policy !== undefined) : null;
   const pool = new WorkerPool(
     {
       circuit: { failureThreshold: config.circuitFailureThreshold, openMs: config.circuitOpenMs, successThreshold: config.circuitSuccessThreshold },
@@ -71,9 +75,10 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
       continuationPlacement: config.continuationPlacement,
       spreadContinuations: opts.replica !== undefined, // docs/replicas.md "Herding"
     },
-    () => createPolicy(config.policy, { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize }),
+    () => createPolicy(sides?.decode ?? config.policy, cacheAware),
     (w) => telemetry.workerChanged(w.info()),
     (id, last) => telemetry.workerRemoved(id, last),
+    sides ? () => createPolicy(sides.prefill, cacheAware) : null,
   );
   // Said once, as soon as the probes show it: text-mode workers and no tokenizer migrate nothing.
   const warnTextOnly = textOnlyWarner(() => pool.list(), !models.empty, (line) => console.error(line));

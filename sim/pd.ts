@@ -67,7 +67,7 @@ export function bootstrapOf(raw: Record<string, unknown>, item: number, ownHost:
   const room = pick(raw.bootstrap_room);
   if (room === undefined || room === null) throw new RequestError('Disaggregated request received without bootstrap room id');
   if (!isRoom(room)) throw new RequestError(`bootstrap_room must be a non-negative integer, got ${JSON.stringify(room)}`);
-  const host = pick(raw.bootstrap_host) ?? ownHost;
+  const host = pick(raw.bootstrap_host) ?? (ownHost.includes(':') ? `[${ownHost}]` : ownHost);
   if (typeof host !== 'string' || host === '') throw new RequestError(`bootstrap_host must be a string, got ${JSON.stringify(host)}`);
   const port = pick(raw.bootstrap_port) ?? SGLANG_BOOTSTRAP_PORT;
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw new RequestError(`bootstrap_port must be a port number, got ${JSON.stringify(port)}`);
@@ -334,8 +334,22 @@ export interface KvPull {
  * (SGLANG_DISAGGREGATION_WAITING_TIMEOUT). A prefill that dies (its connection refused or cut)
  * fails the room as SGLang's heartbeat does ("Failed to get kvcache from prefill instance, it
  * might be dead"); one that never sends times out "in KVPoll.WaitingForInput".
+ *
+ * The address is written as SGLang's decode writes it: `bootstrap_addr = f"{bootstrap_host}:
+ * {bootstrap_port}"` (decode.py DecodePreallocQueue, before `NetworkAddress`), then
+ * `f"http://{bootstrap_addr}/route?..."` (common/conn.py CommonKVReceiver), so an IPv6 host must
+ * come in brackets, as the gateway and mini_lb send it; a bare one is no address, and the room
+ * fails at once as the receiver fails it ("Could not fetch prefill parallel info from
+ * bootstrap_addr: ...", mooncake/conn.py MooncakeKVReceiver).
  */
 export function pullKv(b: Bootstrap, rid: string, timeoutMs: number): KvPull {
+  const addr = `${b.host}:${b.port}`;
+  let url: URL;
+  try {
+    url = new URL(`http://${addr}/_sim/kv/${b.room}`);
+  } catch {
+    return { result: Promise.resolve({ ok: false, reason: `Could not fetch prefill parallel info from bootstrap_addr: ${addr}` }), cancel: () => undefined };
+  }
   let settle!: (r: PullResult) => void;
   const result = new Promise<PullResult>((resolve) => (settle = resolve));
   let done = false;
@@ -348,7 +362,7 @@ export function pullKv(b: Bootstrap, rid: string, timeoutMs: number): KvPull {
   const started = performance.now();
   const dead = 'Failed to get kvcache from prefill instance, it might be dead';
   const body = JSON.stringify({ rid });
-  const req = httpRequest({ host: b.host, port: b.port, path: `/_sim/kv/${b.room}`, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+  const req = httpRequest(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
     let text = '';
     res.setEncoding('utf8');
     res.on('data', (c: string) => (text += c));

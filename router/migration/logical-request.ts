@@ -18,7 +18,7 @@ import type { InboundTrace, Telemetry, ProgressSource } from '../telemetry.ts';
 import type { AttemptOutcome, RequestOutcome } from '../trace/row.ts';
 import type { RequestOutput } from '../trace/outputs.ts';
 import { finishesBy, type Drainer } from './drain.ts';
-import { PD_PEER_GRACE_MS, PrefillLeg, ROOMS, attributeLeg, blamesDecodePeer, bootstrapHost, deadlineFailure, prefillFailure, withBootstrap } from './pd.ts';
+import { PD_PEER_GRACE_MS, PrefillLeg, ROOMS, attributeLeg, blamesDecodePeer, bootstrapHost, deadlineFailure, judgeWaiting, prefillFailure, withBootstrap } from './pd.ts';
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const FINISHED: AttemptResult = { kind: 'finished' };
@@ -277,6 +277,7 @@ export class LogicalRequest implements ProgressSource {
     } catch (err) {
       // A bug must still end the request once: the client gets an error, the row is written.
       this.current?.call.abort({ kind: 'failed', failure: { kind: 'protocol', message: 'internal error', status: 500 } });
+      if (this.current?.pd) this.endPrefillLeg(this.current, this.current.pd);
       const lastFailure: Failure = { kind: 'protocol', message: `internal error: ${(err as Error).message}`, status: 500 };
       this.failSink(500, lastFailure.message, 'internal_error');
       end = { outcome: 'failed', finishReason: null, lastFailure, exhausted: false };
@@ -433,10 +434,11 @@ export class LogicalRequest implements ProgressSource {
         break;
       }
       if (BLAMES_WORKER[failure.kind]) await this.judgeBlame(a, failure);
-      if (failure.kind === 'prefill_failed' && a.pd !== null) {
-        // The prefill leg's fault: that server is benched and left out of this request's pairs;
-        // the decode worker is neither benched nor excluded.
-        this.ctx.pool.blame(a.pd.worker, a.pd.failure?.kind === 'connect', 'prefill_failed', 0);
+      if (a.pd !== null && a.failedLeg === 'prefill') {
+        // The prefill leg's: that server is left out of this request's pairs, and benched when it
+        // failed (a slow leg moved by a timeout is not); the decode worker is neither benched nor
+        // excluded.
+        if (failure.kind === 'prefill_failed') this.ctx.pool.blame(a.pd.worker, a.pd.failure?.kind === 'connect', 'prefill_failed', 0);
         this.prefillExclude.add(a.pd.worker.id);
       } else this.exclude.add(worker.id);
       if (failure.kind === 'drain') this.drained++;
@@ -531,13 +533,17 @@ export class LogicalRequest implements ProgressSource {
     else this.sink.fail(status, message, type);
   }
 
-  /** The attempt ended: its prefill leg ends too (aborted at the prefill server if it still waits). */
+  /**
+   * The attempt ended: its prefill leg ends too (aborted at the prefill server if it still waits),
+   * and its room is no longer in flight (pd.ts RoomIssuer keeps it a while longer).
+   */
   private endPrefillLeg(a: AttemptState, leg: PrefillLeg): void {
     if (a.pdTimer !== null) clearTimeout(a.pdTimer);
     a.pdTimer = null;
     const waiting = leg.state === 'waiting';
     leg.stop();
     if (waiting) this.sendAbort(a, leg.worker);
+    ROOMS.release(leg.room);
   }
 
   /**
@@ -569,14 +575,36 @@ export class LogicalRequest implements ProgressSource {
     this.sendAbort(a); // the stranded decode attempt: freed at the decode worker now
   }
 
-  /** The P/D first-token deadline passed (docs/pd.md). */
+  /**
+   * The P/D first-token deadline passed (docs/pd.md). A decode waiting after its prefill leg
+   * answered moves on, blaming nobody. A prefill leg still unanswered is judged by evidence about
+   * its server, never by the wait alone (pd.ts judgeWaiting): a faulty server's leg failed (a new
+   * pair); a server working through its queue keeps the attempt, judged again a deadline later.
+   */
   onPdDeadline(a: AttemptState): void {
     a.pdTimer = null;
-    if (a.pd === null || a.call.ended || a.firstFrameAt !== null) return;
-    const f = deadlineFailure(a.pd, this.ctx.settings.pdFirstTokenTimeoutMs ?? 0);
-    a.failedLeg = f.kind === 'prefill_failed' ? 'prefill' : 'decode';
-    a.failed(f);
-    this.sendAbort(a);
+    const leg = a.pd;
+    if (leg === null || a.call.ended || a.firstFrameAt !== null) return;
+    const ms = this.ctx.settings.pdFirstTokenTimeoutMs ?? 0;
+    if (leg.state === 'done') {
+      a.failedLeg = 'decode';
+      a.failed(deadlineFailure(leg, ms));
+      this.sendAbort(a);
+      return;
+    }
+    if (leg.state !== 'waiting') return; // its failure is onPrefillEnd's
+    void this.ctx.pool.waitingEvidence(leg.worker).then((evidence) => {
+      // The attempt may have moved on while the server was read (its token came, a leg failed).
+      if (a.call.ended || a.firstFrameAt !== null || leg.state !== 'waiting' || a.pdTimer !== null) return;
+      const verdict = judgeWaiting(evidence);
+      if (!verdict.blame) {
+        a.pdTimer = setTimeout(onPdDeadline, ms, this, a);
+        return;
+      }
+      a.failedLeg = 'prefill';
+      a.failed(deadlineFailure(leg, ms, verdict));
+      this.sendAbort(a);
+    });
   }
 
   private startAttempt(worker: Worker, placement: Placement, prefill: Worker | null = null): AttemptState {
@@ -602,7 +630,12 @@ export class LogicalRequest implements ProgressSource {
     if (prefill !== null) {
       // The same body to both legs, with a room no attempt used before (pd.ts ROOMS).
       const room = ROOMS.issue();
-      body = withBootstrap(body, bootstrapHost(prefill), prefill.bootstrapPort, room);
+      try {
+        body = withBootstrap(body, bootstrapHost(prefill), prefill.bootstrapPort, room);
+      } catch (err) {
+        ROOMS.release(room);
+        throw err;
+      }
       a.pd = new PrefillLeg(prefill, this.format.generatePath, body, room, onPrefillEnd.bind(null, this, a));
     }
     // Attempt 0's frames may go to a streaming client untouched; a continuation's are rebased.

@@ -10,41 +10,75 @@ import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import { StallWatch } from '../upstream/stall-watch.ts';
 import type { Worker } from '../pool/worker.ts';
 import type { JsonObject } from '../format/types.ts';
-import { classifyTransportFact, type Failure } from './failure.ts';
+import { classifyTransportFact, type Failure, type Verdict } from './failure.ts';
 
 // --- Rooms ------------------------------------------------------------------------------------
 
 const ROOM_MASK = 0x7fff_ffff_ffff_ffffn;
-/** Rooms this router issued that it still remembers (insertion order: the oldest go first). */
-const ROOMS_KEPT = 1 << 20;
+/**
+ * Rooms kept after their attempt ended: the router has let go (closed both legs, sent
+ * `/abort_request`), but a worker holds the room until the abort reaches its scheduler.
+ */
+const RECENT_KEPT = 4096;
 
 /**
- * Fresh bootstrap rooms. A room seen twice crashes both SGLang schedulers (sglang #40125), so a
- * room is never reused: random 63-bit as the gateway draws them (pd_types.rs `generate_room_id`:
- * `rand::random::<u64>() & i64::MAX`, matching Python's `random.randint(0, 2**63 - 1)`), which
- * keeps rooms of several router replicas apart (two of a million rooms collide with odds ~1e-7),
- * plus this router's own check against the rooms it issued.
+ * Fresh bootstrap rooms. A room active twice crashes both SGLang schedulers (sglang #40125), so
+ * no two live attempts share one: random 63-bit as the gateway draws them (pd_types.rs
+ * `generate_room_id`: `rand::random::<u64>() & i64::MAX`, matching Python's
+ * `random.randint(0, 2**63 - 1)`), which keeps rooms of several router replicas apart (two of a
+ * million rooms collide with odds ~1e-7), plus this router's own check: a draw that is the room of
+ * an attempt in flight, or of one of the last RECENT_KEPT that ended, is drawn again. What it
+ * keeps is bounded by the attempts in flight plus that ring, not by the rooms ever issued.
  */
 export class RoomIssuer {
-  private readonly issued = new Set<bigint>();
+  /** Rooms of attempts in flight (issued, not yet released). */
+  private readonly live = new Set<bigint>();
+  /** Rooms released lately: `ring` in release order, `recent` to look them up. */
+  private readonly recent = new Set<bigint>();
+  private readonly ring: (bigint | undefined)[];
+  private next = 0;
   private readonly buf = Buffer.alloc(8);
-  /** Draws that hit a room already issued (redrawn): for tests and metrics. */
+  /** Draws that hit a room in flight or lately released (redrawn): for tests and metrics. */
   redraws = 0;
 
-  constructor(private readonly random: (buf: Buffer) => void = (b) => void randomFillSync(b)) {}
+  constructor(
+    private readonly random: (buf: Buffer) => void = (b) => void randomFillSync(b),
+    recentKept = RECENT_KEPT,
+  ) {
+    this.ring = new Array<bigint | undefined>(recentKept);
+  }
 
   issue(): bigint {
     for (;;) {
       this.random(this.buf);
       const room = this.buf.readBigUInt64BE(0) & ROOM_MASK;
-      if (this.issued.has(room)) {
+      if (this.live.has(room) || this.recent.has(room)) {
         this.redraws++;
         continue;
       }
-      this.issued.add(room);
-      if (this.issued.size > ROOMS_KEPT) this.issued.delete(this.issued.values().next().value as bigint);
+      this.live.add(room);
       return room;
     }
+  }
+
+  /** The attempt that held `room` ended: it joins the ring of lately released rooms. */
+  release(room: bigint): void {
+    if (!this.live.delete(room) || this.ring.length === 0) return;
+    const old = this.ring[this.next];
+    if (old !== undefined) this.recent.delete(old);
+    this.ring[this.next] = room;
+    this.recent.add(room);
+    this.next = (this.next + 1) % this.ring.length;
+  }
+
+  /** Rooms of attempts in flight. */
+  get inFlight(): number {
+    return this.live.size;
+  }
+
+  /** Rooms held for the check: those in flight plus the ring. */
+  get remembered(): number {
+    return this.live.size + this.recent.size;
   }
 }
 
@@ -69,10 +103,17 @@ export function withBootstrap(body: string | Buffer, host: string, port: number 
   return typeof body === 'string' ? out : Buffer.from(out);
 }
 
-/** The host a decode worker reaches a prefill server's bootstrap server on: its URL's (the gateway's `bootstrap_host`). */
+/**
+ * The host a decode worker reaches a prefill server's bootstrap server on: its URL's host, an
+ * IPv6 address in brackets. The gateway sends `url::Url::host_str()` of the prefill's URL
+ * (sgl-model-gateway core/worker_builder.rs `build`: `bootstrap_host`), which keeps an IPv6
+ * host's brackets, and mini_lb sends `maybe_wrap_ipv6_address(urlparse(url).hostname)`
+ * (disaggregation/mini_lb.py); SGLang's decode builds `f"{bootstrap_host}:{bootstrap_port}"`
+ * (decode.py, before `NetworkAddress`), so a bare IPv6 host is no address there. The WHATWG
+ * hostname keeps the brackets too.
+ */
 export function bootstrapHost(w: Worker): string {
-  const h = new URL(w.url).hostname;
-  return h.startsWith('[') ? h.slice(1, -1) : h;
+  return new URL(w.url).hostname;
 }
 
 // --- The prefill leg --------------------------------------------------------------------------
@@ -172,14 +213,17 @@ export class PrefillLeg {
  * The failure of a P/D attempt, attributed to a leg. `decodeFailure`: how the decode leg ended
  * (null: it has not failed, the prefill leg's own failure or the deadline ended the attempt).
  * Before the decode's first token, a decode that reports an in-band abort (SGLang's "Decode
- * transfer failed ...", status 500: decode.py) or hangs while the prefill leg has not answered is
- * waiting on the prefill server: the prefill leg failed. Anything the decode leg's own transport
- * shows (refused, reset, a 5xx head) is the decode worker's.
+ * transfer failed ...", status 500: decode.py) while the prefill leg has not answered is waiting
+ * on the prefill server, which failed it: the prefill leg failed. One that only waits past the
+ * first-token timeout is waiting on the prefill leg too, which is slow, not shown faulty: the
+ * attempt moves, attributed to the prefill leg, nobody blamed. Anything the decode leg's own
+ * transport shows (refused, reset, a 5xx head) is the decode worker's.
  */
 export function attributeLeg(decodeFailure: Failure, leg: PrefillLeg, decodeHadFrame: boolean): { failure: Failure; leg: 'prefill' | 'decode' } {
   if (decodeFailure.kind === 'prefill_failed') return { failure: decodeFailure, leg: 'prefill' };
-  if (!decodeHadFrame && leg.state !== 'done' && (decodeFailure.kind === 'engine_abort' || decodeFailure.kind === 'first_token_timeout')) {
-    const why = leg.state === 'failed' ? `the prefill leg had failed (${leg.failure?.evidence ?? leg.failure?.kind ?? 'ended'})` : 'the prefill leg had not answered';
+  if (decodeHadFrame || leg.state === 'done') return { failure: decodeFailure, leg: 'decode' };
+  const why = leg.state === 'failed' ? `the prefill leg had failed (${leg.failure?.evidence ?? leg.failure?.kind ?? 'ended'})` : 'the prefill leg had not answered';
+  if (decodeFailure.kind === 'engine_abort') {
     return {
       failure: {
         kind: 'prefill_failed',
@@ -189,6 +233,9 @@ export function attributeLeg(decodeFailure: Failure, leg: PrefillLeg, decodeHadF
       },
       leg: 'prefill',
     };
+  }
+  if (decodeFailure.kind === 'first_token_timeout') {
+    return { failure: { ...decodeFailure, evidence: `${decodeFailure.evidence ?? decodeFailure.kind} while ${why}: slow, not shown faulty` }, leg: 'prefill' };
   }
   return { failure: decodeFailure, leg: 'decode' };
 }
@@ -226,8 +273,41 @@ export function prefillFailure(leg: PrefillLeg): Failure {
   };
 }
 
-/** The P/D first-token deadline passed with no first token from the decode leg. */
-export function deadlineFailure(leg: PrefillLeg, ms: number): Failure {
+/**
+ * What the router reads about a prefill server whose leg passed the P/D first-token deadline
+ * unanswered (WorkerPool.waitingEvidence), to tell a queue from a fault.
+ */
+export interface WaitingEvidence {
+  /** The router's own health checks have taken the server out (dead, unhealthy); null: in service. */
+  outOfService: string | null;
+  /** `GET /health` on a connection of its own, bounded by the health timeout (null: not probed). */
+  probe: { ok: boolean; refused: boolean; detail: string } | null;
+  /** `GET /get_load` on a connection of its own, bounded alike: its scheduler's answer (null: not probed). */
+  load: { answered: boolean; detail: string } | null;
+}
+
+/**
+ * Whether a prefill leg still unanswered at the deadline is its server's fault. The wait alone is
+ * not: a prefill waits behind the prompts queued before it on its server (SGLang's scheduler runs
+ * one prefill batch at a time), or in its bootstrap queue for a decode short of KV memory
+ * (decode.py DecodePreallocQueue), and the gateway has no such deadline at all. Evidence is the
+ * server's health (the router's health checks, or a probe now) and its scheduler's load report;
+ * a server that answers both is working through a queue.
+ */
+export function judgeWaiting(e: WaitingEvidence): Verdict {
+  if (e.outOfService !== null) return { blame: true, dead: false, evidence: `the router's health checks have it ${e.outOfService}` };
+  if (e.probe !== null && !e.probe.ok) return { blame: true, dead: e.probe.refused, evidence: `its health check failed (${e.probe.detail})` };
+  if (e.load !== null && !e.load.answered) return { blame: true, dead: false, evidence: `its scheduler answered no load report (${e.load.detail})` };
+  const read = [e.probe?.detail, e.load?.detail].filter((x) => x !== undefined).join(', ');
+  return { blame: false, dead: false, evidence: `it answers its health check and its load report${read ? ` (${read})` : ''}: a queue, not a fault` };
+}
+
+/**
+ * The P/D first-token deadline passed with no first token from the decode leg: when the prefill
+ * leg had answered, the decode leg's (moved, not blamed); when it had not, the prefill leg's, only
+ * on evidence against its server (`verdict`, judgeWaiting).
+ */
+export function deadlineFailure(leg: PrefillLeg, ms: number, verdict: Verdict | null = null): Failure {
   if (leg.state === 'done') {
     return { kind: 'first_token_timeout', message: `no first token from the decode leg within ${ms} ms after the prefill leg answered`, status: 504, evidence: `P/D first-token deadline (${ms} ms): the prefill leg had answered` };
   }
@@ -235,6 +315,6 @@ export function deadlineFailure(leg: PrefillLeg, ms: number): Failure {
     kind: 'prefill_failed',
     message: `no KV transfer from prefill ${leg.worker.url} (room ${leg.room}) within ${ms} ms`,
     status: 504,
-    evidence: `P/D first-token deadline (${ms} ms): the prefill leg ${leg.state === 'failed' ? 'had failed' : 'had not answered'}`,
+    evidence: `P/D first-token deadline (${ms} ms): the prefill leg ${leg.state === 'failed' ? 'had failed' : 'had not answered'}${verdict ? `, and ${verdict.evidence}` : ''}`,
   };
 }

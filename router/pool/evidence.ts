@@ -53,3 +53,25 @@ export async function probeHealth(url: string, timeoutMs: number): Promise<NonNu
     void client.destroy().catch(() => undefined);
   }
 }
+
+/**
+ * SGLang's load report, `GET /get_load`, on a connection of its own: whether the server's
+ * scheduler answers it now. The report comes from the scheduler itself (http_server.py
+ * `get_load` → TokenizerManager.get_load, a request the scheduler answers between batches), so
+ * a server busy with a queue answers it and one whose scheduler is stuck does not, even when its
+ * HTTP process still answers `/health` (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false). Any
+ * HTTP answer counts as answered: a server without the endpoint (a 404) tells nothing.
+ */
+export async function probeLoad(url: string, timeoutMs: number): Promise<{ answered: boolean; detail: string }> {
+  const client = new Client(url, { connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, pipelining: 0 });
+  try {
+    const res = await client.request({ path: '/get_load', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
+    await res.body.dump();
+    return { answered: true, detail: `GET /get_load answered ${res.statusCode}` };
+  } catch (err) {
+    const e = err as { code?: string; name?: string; message?: string };
+    return { answered: false, detail: `GET /get_load failed: ${e.code ?? e.name ?? 'Error'}${e.message ? ` ${e.message}` : ''}` };
+  } finally {
+    void client.destroy().catch(() => undefined);
+  }
+}

@@ -6,7 +6,8 @@ import type { CircuitOptions } from './circuit-breaker.ts';
 import type { Placement, Policy } from './policies/policy.ts';
 import { readLoad } from './load.ts';
 import { checkHealth } from './probe.ts';
-import { TokenedFailures, probeHealth } from './evidence.ts';
+import { TokenedFailures, probeHealth, probeLoad } from './evidence.ts';
+import type { WaitingEvidence } from '../migration/pd.ts';
 import { judge, type Verdict } from '../migration/failure.ts';
 import type { ErrorKind } from '../trace/row.ts';
 import type { FormatName, ProbeResult } from '../format/types.ts';
@@ -97,13 +98,19 @@ export class WorkerPool {
     private readonly onChange: (w: Worker) => void,
     /** `last`: the worker as it was when removed (its discovery tag says why it went). */
     private readonly onRemove: (id: string, last: WorkerInfo) => void,
+    /** P/D: the prefill side's policy (`--prefill-policy`); null: another instance of `policy`'s factory. */
+    prefillPolicy: (() => Policy) | null = null,
   ) {
-    // A factory gives the prefill side a policy of its own (P/D, docs/pd.md), as the gateway keeps
-    // a prefill and a decode policy: one round-robin counter over both picks would pair the same
-    // two workers every time, and one cache_aware tree would mix the two sides' prefixes.
+    // The prefill side has a policy of its own (P/D, docs/pd.md), as the gateway keeps a prefill
+    // and a decode policy: one round-robin counter over both picks would pair the same two
+    // workers every time, and one cache_aware tree would mix the two sides' prefixes.
     this.policy = typeof policy === 'function' ? policy() : policy;
-    this.makePolicy = typeof policy === 'function' ? policy : null;
+    this.makePolicy = prefillPolicy ?? (typeof policy === 'function' ? policy : null);
+    this.pdSides = prefillPolicy !== null;
   }
+
+  /** Given a prefill side's policy (P/D): its reading of the workers' load counts too. */
+  private readonly pdSides: boolean;
 
   private readonly policy: Policy;
   private readonly makePolicy: (() => Policy) | null;
@@ -378,6 +385,28 @@ export class WorkerPool {
     return judge({ probe, corroboration: this.tokenedFailures.since(w.id, attemptStartedAt) });
   }
 
+  /**
+   * What tells a prefill server working through a queue from a faulty one, for a P/D leg still
+   * waiting at its deadline (migration/pd.ts judgeWaiting): the router's own health checks, else
+   * a health probe and a load report read now, each on a connection of its own and bounded by the
+   * health timeout, as the health checks are.
+   */
+  async waitingEvidence(w: Worker): Promise<WaitingEvidence> {
+    if (w.dead || !w.healthy) return { outOfService: w.dead ? 'dead' : 'unhealthy', probe: null, load: null };
+    // The legs queued on one server pass their deadlines together: one reading serves them all.
+    let reading = this.waitingReads.get(w.id);
+    if (reading === undefined) {
+      const t = this.opts.healthTimeoutMs;
+      reading = Promise.all([probeHealth(w.url, t), probeLoad(w.url, t)]).then(([probe, load]) => ({ outOfService: null, probe, load }));
+      this.waitingReads.set(w.id, reading);
+      void reading.finally(() => this.waitingReads.delete(w.id));
+    }
+    return reading;
+  }
+
+  /** waitingEvidence readings under way, by worker. */
+  private readonly waitingReads = new Map<string, Promise<WaitingEvidence>>();
+
   credit(w: Worker): void {
     const before = w.circuit.state();
     w.circuit.recordSuccess();
@@ -388,7 +417,7 @@ export class WorkerPool {
     this.sparesOn = this.opts.spareConnections > 0;
     this.wakeSpares();
     const loadMs = this.opts.loadIntervalMs ?? 0;
-    if ((this.policy.usesReportedLoad || this.opts.spreadContinuations) && loadMs > 0 && !this.loadTimer) {
+    if ((this.policy.usesReportedLoad || (this.pdSides && this.prefillPolicy.usesReportedLoad) || this.opts.spreadContinuations) && loadMs > 0 && !this.loadTimer) {
       this.loadTimer = setInterval(() => void this.readLoads(), loadMs);
       this.loadTimer.unref();
     }

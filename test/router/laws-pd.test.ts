@@ -12,6 +12,7 @@ import { foldText } from './harness/fold-text.ts';
 import { runModel, type DecodeParams } from '../../sim/model.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import type { AttemptRow } from '../../router/trace/row.ts';
+import { ROOMS } from '../../router/migration/pd.ts';
 
 const RUNS = Number(process.env.LAW_RUNS ?? 200);
 const params = (): fc.Parameters<unknown> => ({ numRuns: RUNS, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED) } : {}) });
@@ -95,6 +96,9 @@ describe('P/D law: equivalence over both legs', () => {
     );
     // No worker saw a room twice (a room sent again crashes SGLang's schedulers, sglang #40125).
     for (const w of workers) expect(w.stats().pd?.duplicateRooms ?? []).toEqual([]);
+    // Every attempt, whichever way it ended, gave its room back: the issuer holds its ring only.
+    expect(ROOMS.inFlight).toBe(0);
+    expect(ROOMS.remembered).toBeLessThanOrEqual(4096);
   }, 240_000); // ~26 s for 200 cases on an idle machine; the shared CI boxes run several files at once
 });
 

@@ -2,8 +2,12 @@
 // attributed to, and the gateway's `--prefill URL PORT` syntax.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { RoomIssuer, attributeLeg, deadlineFailure, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
-import { configFromArgv, foldPrefillPorts } from '../../cli/router.ts';
+import { RoomIssuer, attributeLeg, bootstrapHost, deadlineFailure, judgeWaiting, withBootstrap, type PrefillLeg } from '../../router/migration/pd.ts';
+import type { Worker } from '../../router/pool/worker.ts';
+import { configFromArgv, decodePolicyWarning, foldPrefillPorts } from '../../cli/router.ts';
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Failure } from '../../router/migration/failure.ts';
 
 describe('rooms', () => {
@@ -30,6 +34,55 @@ describe('rooms', () => {
   });
 });
 
+describe('rooms: the law', () => {
+  // No two live attempts share a room (a room active twice crashes SGLang's schedulers, sglang
+  // #40125), nor does a new attempt get one of the last `kept` rooms released (a worker may hold
+  // it until the abort reaches it); and the issuer holds only those, however many it issued.
+  // The random source is adversarial: it repeats a small pool of values, with a fresh value
+  // every few draws so that an issue always ends.
+  const op = fc.oneof(fc.constant({ kind: 'issue' as const }), fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }));
+  it('an issued room is never one in flight nor one of the last `kept` released, and what the issuer holds is bounded by them', () => {
+    fc.assert(fc.property(
+      fc.array(fc.bigInt({ min: 0n, max: 15n }), { minLength: 1, maxLength: 6 }),
+      fc.integer({ min: 2, max: 5 }),
+      fc.integer({ min: 0, max: 6 }),
+      fc.array(op, { maxLength: 300 }),
+      (pool, freshEvery, kept, ops) => {
+        let draws = 0;
+        let fresh = 1n << 40n;
+        const rooms = new RoomIssuer((b) => void b.writeBigUInt64BE(++draws % freshEvery === 0 ? fresh++ : pool[draws % pool.length]!), kept);
+        const live: bigint[] = [];
+        const released: bigint[] = [];
+        for (const o of ops) {
+          if (o.kind === 'issue') {
+            const r = rooms.issue();
+            expect(r >= 0n && r < 1n << 63n).toBe(true);
+            expect(live).not.toContain(r);
+            expect(kept === 0 ? [] : released.slice(-kept)).not.toContain(r);
+            live.push(r);
+          } else if (live.length > 0) {
+            const [r] = live.splice(o.pick % live.length, 1);
+            rooms.release(r!);
+            released.push(r!);
+          }
+          expect(rooms.remembered).toBeLessThanOrEqual(live.length + kept);
+        }
+      },
+    ), { numRuns: 500 });
+  });
+
+  it('200,000 attempts, ten thousand in flight at a time: the issuer holds those and its ring of 4096, not every room it issued', () => {
+    const rooms = new RoomIssuer();
+    const inFlight = new Array<bigint>(10_000);
+    for (let k = 0; k < 200_000; k++) {
+      const slot = k % inFlight.length;
+      if (k >= inFlight.length) rooms.release(inFlight[slot]!);
+      inFlight[slot] = rooms.issue();
+    }
+    expect(rooms.remembered).toBe(10_000 + 4096);
+  });
+});
+
 describe('withBootstrap', () => {
   it('appends the three fields as the last keys, the room exact beyond 2^53', () => {
     const room = 9_007_199_254_740_993n; // 2^53 + 1
@@ -53,6 +106,20 @@ describe('withBootstrap', () => {
   });
 });
 
+describe('bootstrapHost', () => {
+  // What mini_lb sends: maybe_wrap_ipv6_address(urllib.parse.urlparse(url).hostname), and the
+  // gateway's Url::host_str(): an IPv6 host in brackets, any other host as it is.
+  const host = (url: string) => bootstrapHost({ url } as Worker);
+  it('an IPv6 host keeps its brackets (SGLang builds f"{host}:{port}"); a name or an IPv4 address is bare', () => {
+    expect(host('http://[::1]:30000')).toBe('[::1]');
+    expect(host('http://[fd00:10:244::7]:30000')).toBe('[fd00:10:244::7]');
+    expect(host('http://10.0.0.7:30000')).toBe('10.0.0.7');
+    expect(host('http://prefill-0.prefill.svc:30000')).toBe('prefill-0.prefill.svc');
+    const body = JSON.parse(withBootstrap('{"input_ids":[1]}', host('http://[::1]:30000'), 8998, 7n) as string) as Record<string, unknown>;
+    expect(`${String(body.bootstrap_host)}:${String(body.bootstrap_port)}`).toBe('[::1]:8998');
+  });
+});
+
 describe('attributeLeg', () => {
   const leg = (state: PrefillLeg['state'], failure: Failure | null = null) => ({ state, failure, worker: { url: 'http://p:1' }, room: 42n }) as unknown as PrefillLeg;
   const abort: Failure = { kind: 'engine_abort', message: 'Decode transfer failed for request rank=0 ...', status: 500, evidence: 'abort finish with status_code 500' };
@@ -72,9 +139,41 @@ describe('attributeLeg', () => {
     expect(attributeLeg(abort, leg('done'), false)).toEqual({ failure: abort, leg: 'decode' });
   });
 
-  it('the P/D deadline blames the prefill leg unless it had answered', () => {
-    expect(deadlineFailure(leg('waiting'), 500).kind).toBe('prefill_failed');
+  it('the P/D deadline fails the prefill leg unless it had answered, with the evidence read', () => {
+    const verdict = judgeWaiting({ outOfService: null, probe: { ok: false, refused: false, detail: 'GET /health failed: timeout' }, load: null });
+    const f = deadlineFailure(leg('waiting'), 500, verdict);
+    expect(f.kind).toBe('prefill_failed');
+    expect(f.evidence).toContain('its health check failed (GET /health failed: timeout)');
     expect(deadlineFailure(leg('done'), 500).kind).toBe('first_token_timeout');
+  });
+
+  it("the router's own first-token timeout while the prefill leg waits moves the attempt, attributed to the prefill leg, blaming nobody", () => {
+    const slow: Failure = { kind: 'first_token_timeout', message: 'no first token from worker within 120000 ms (queue + prefill)', status: 504, evidence: 'first-token deadline: nothing for 120000 ms since the request was sent' };
+    const r = attributeLeg(slow, leg('waiting'), false);
+    expect(r.leg).toBe('prefill');
+    expect(r.failure.kind).toBe('first_token_timeout'); // not prefill_failed: the loop benches nobody
+    expect(r.failure.evidence).toContain('not shown faulty');
+    expect(attributeLeg(slow, leg('done'), false)).toEqual({ failure: slow, leg: 'decode' });
+  });
+});
+
+describe('judgeWaiting: a prefill leg unanswered at the P/D deadline is its server\'s fault only on evidence', () => {
+  const ok = { ok: true, refused: false, detail: 'GET /health answered 200' };
+  const answered = { answered: true, detail: 'GET /get_load answered 200' };
+  it('a server that answers its health check and its load report is working through a queue', () => {
+    const v = judgeWaiting({ outOfService: null, probe: ok, load: answered });
+    expect(v.blame).toBe(false);
+    expect(v.evidence).toContain('a queue, not a fault');
+  });
+  it('its health checks taking it out, a failed probe, or no load report from its scheduler are evidence', () => {
+    expect(judgeWaiting({ outOfService: 'unhealthy', probe: null, load: null })).toMatchObject({ blame: true, dead: false });
+    expect(judgeWaiting({ outOfService: null, probe: { ok: false, refused: true, detail: 'GET /health failed: ECONNREFUSED' }, load: answered })).toMatchObject({ blame: true, dead: true });
+    expect(judgeWaiting({ outOfService: null, probe: { ok: false, refused: false, detail: 'GET /health answered 503' }, load: answered })).toMatchObject({ blame: true, dead: false });
+    // SGLang's /health without SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION answers from the HTTP
+    // process alone; a stuck scheduler still answers no load report.
+    const v = judgeWaiting({ outOfService: null, probe: ok, load: { answered: false, detail: 'GET /get_load failed: TimeoutError' } });
+    expect(v).toMatchObject({ blame: true, dead: false });
+    expect(v.evidence).toContain('no load report');
   });
 });
 
@@ -91,6 +190,53 @@ describe('command line', () => {
   it('--prefill without --pd-disaggregation is a usage error that says so', () => {
     expect(() => configFromArgv(['--prefill', 'http://a:1'], {})).toThrow(/need --pd-disaggregation/);
     expect(() => configFromArgv(['--pd-disaggregation', '--prefill', 'http://a:1 x'], {})).toThrow(/URL BOOTSTRAP_PORT/);
+  });
+});
+
+describe('a policy per side (--prefill-policy, --decode-policy)', () => {
+  const pd = ['--pd-disaggregation', '--prefill', 'http://a:1', '--decode', 'http://c:3'];
+  const sides = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const c = configFromArgv([...pd, ...argv], env)!;
+    return [c.prefillPolicy, c.decodePolicy];
+  };
+
+  it('without --policy: cache_aware for prefill, least_inflight for decode (an SGLang decode server keeps no radix cache)', () => {
+    expect(sides([])).toEqual(['cache_aware', 'least_inflight']);
+  });
+
+  it("--policy given, no side's own: both sides follow it, the gateway's rule, but cache_aware is the prefill side's; a side's own wins", () => {
+    expect(sides(['--policy', 'round_robin'])).toEqual(['round_robin', 'round_robin']);
+    expect(sides(['--policy', 'cache_aware'])).toEqual(['cache_aware', 'least_inflight']);
+    expect(sides(['--policy', 'cache_aware', '--decode-policy', 'cache_aware'])).toEqual(['cache_aware', 'cache_aware']);
+    expect(sides(['--policy', 'round_robin', '--decode-policy', 'power_of_two'])).toEqual(['round_robin', 'power_of_two']);
+    expect(sides(['--prefill-policy', 'power_of_two'])).toEqual(['power_of_two', 'least_inflight']);
+    // --policy given in the environment is given too.
+    expect(sides([], { BATON_POLICY: 'round_robin' })).toEqual(['round_robin', 'round_robin']);
+  });
+
+  it('from the environment and the config file, as every setting', () => {
+    expect(sides([], { BATON_PREFILL_POLICY: 'round_robin', BATON_DECODE_POLICY: 'power_of_two' })).toEqual(['round_robin', 'power_of_two']);
+    const dir = mkdtempSync(join(tmpdir(), 'baton-pd-policy-'));
+    try {
+      const file = join(dir, 'router.yaml');
+      writeFileSync(file, 'prefill_policy: power_of_two\ndecode_policy: round_robin\n');
+      expect(sides(['--config', file])).toEqual(['power_of_two', 'round_robin']);
+      // Flags over the file.
+      expect(sides(['--config', file, '--decode-policy', 'cache_aware'])).toEqual(['power_of_two', 'cache_aware']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a bad name, or a side\'s policy without --pd-disaggregation, is a usage error that says so', () => {
+    expect(() => sides(['--decode-policy', 'random'])).toThrow(/decode-policy must be one of least_inflight, round_robin, power_of_two, cache_aware, got "random"/);
+    expect(() => configFromArgv(['--prefill-policy', 'round_robin'], {})).toThrow(/--prefill-policy and --decode-policy need --pd-disaggregation/);
+  });
+
+  it('warns when the decode side is placed by prefix', () => {
+    expect(decodePolicyWarning(configFromArgv([...pd], {})!)).toBeNull();
+    expect(decodePolicyWarning(configFromArgv([...pd, '--policy', 'cache_aware'], {})!)).toBeNull();
+    expect(decodePolicyWarning(configFromArgv([...pd, '--decode-policy', 'cache_aware'], {})!)).toMatch(/SGLang decode servers keep no radix cache/);
   });
 });
 

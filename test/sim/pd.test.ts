@@ -224,6 +224,18 @@ describe('sim P/D roles', () => {
     }
   });
 
+  it('a bare IPv6 bootstrap_host is no address (SGLang writes f"{host}:{port}"): the decode aborts at once, "Could not fetch prefill parallel info"', async () => {
+    const r = room();
+    const port = P(PREFILL).bootstrapPort!;
+    const text = JSON.stringify({ input_ids: [61, 62], stream: true, sampling_params: { max_new_tokens: 4 }, bootstrap_host: '::1', bootstrap_port: port, bootstrap_room: '@ROOM@' }).replace('"@ROOM@"', r);
+    const t0 = performance.now();
+    const dec = await openStream(`${P(DECODE).url}/generate`, text);
+    expect(performance.now() - t0).toBeLessThan(WAIT_MS - 300);
+    const fr = meta(dec.chunks.at(-1)!).finish_reason as Record<string, unknown>;
+    expect(fr).toMatchObject({ type: 'abort', status_code: 500 });
+    expect(fr.message).toContain(`KVTransferError(bootstrap_room=${r}): Could not fetch prefill parallel info from bootstrap_addr: ::1:${port}`);
+  });
+
   it('a prefill whose decode never comes fails its bootstrap with a 500 after its bounded wait', async () => {
     const r = room();
     const text = body({ input_ids: [51, 52], sampling_params: { max_new_tokens: 4 } }, r, P(PREFILL).bootstrapPort!);
