@@ -318,7 +318,7 @@ async function runReplicas(config: RouterConfig, reloadConfig: () => RouterConfi
     if (err instanceof ReplicaStartError && err.usage) throw new UsageError(err.message);
     throw err;
   }
-  if (config.workers.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (to each replica\'s own url in GET /replicas)');
+  if (config.workers.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (on the shared port: every replica takes it)');
   const open = openSurface(config);
   if (open) console.log(open);
   console.log(`baton router listening on ${primary.url} (${config.replicas} replicas by ${primary.mode === 'cluster' ? 'node:cluster' : 'SO_REUSEPORT'}, ${config.workers.length} workers, migration limit ${config.migrationLimit}, policy ${config.policy})`);
