@@ -10,11 +10,14 @@
 //
 // The request path pays one copy of the page keys into the batch buffer: no allocation, no
 // message. Batches go at most every FLUSH_MS (or sooner when full), so the IPC's cost follows
-// time, not requests; a batch holds at most MAX_PAGES pages, a longer sequence is cut to its
-// first MAX_PAGES (still a prefix), and when MAX_UNSENT batches are still waiting to be written
-// to the channel the next is dropped and counted: a replica never queues without bound for a
-// peer that cannot keep up. The picture stays what it is, approximate: a lost batch costs a
-// cache miss, never a wrong answer.
+// time, not requests. Bounds: a sequence is shared up to its first MAX_SEQUENCE_PAGES pages (still
+// a prefix: a longer prompt's match is at least that much), a batch holds at most MAX_PAGES, and
+// when MAX_UNSENT batches still wait to be written to the channel the next is dropped and
+// counted. A receiving replica inserts at most SLICE_PAGES pages per turn of its event loop (a
+// tree insert costs what the sender's own did), so another replica's burst never stalls its
+// streams for long, and holds at most MAX_INBOX batches, dropping (and counting) past that: a
+// replica never queues without bound for a peer it cannot keep up with. The picture stays what it
+// is, approximate: a lost batch costs a cache miss, never a wrong answer.
 import { PageKeys } from './prefix-tree.ts';
 import type { Worker } from './worker.ts';
 import type { WorkerPool } from './worker-pool.ts';
@@ -35,7 +38,7 @@ export interface PrefixBatch {
   keys: Float64Array<ArrayBuffer>;
 }
 
-/** Pages of prefixes a replica shared: handed to IPC, dropped (the channel backed up), received from others. */
+/** Pages of prefixes a replica shared: handed to IPC; dropped (its channel backed up, or it fell behind the others'); received from the others and learned. */
 export interface PrefixShareCounts {
   sent: number;
   dropped: number;
@@ -43,8 +46,21 @@ export interface PrefixShareCounts {
 }
 
 const FLUSH_MS = 10;
+const MAX_SEQUENCE_PAGES = 4096;
 const MAX_PAGES = 65_536;
 const MAX_UNSENT = 4;
+const SLICE_PAGES = 2048;
+const MAX_INBOX = 8;
+
+/** A received batch being learned, a slice at a time. */
+interface Inbound {
+  batch: PrefixBatch;
+  /** Its URLs' workers in this pool, resolved when its learning starts. */
+  workers: (Worker | null)[] | null;
+  /** The next entry (index into entries) and where its keys start. */
+  entry: number;
+  at: number;
+}
 
 export class PrefixShare {
   readonly counts: PrefixShareCounts = { sent: 0, dropped: 0, received: 0 };
@@ -55,6 +71,8 @@ export class PrefixShare {
   private urlIndex = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private unsent = 0;
+  private readonly inbox: Inbound[] = [];
+  private learning: NodeJS.Immediate | null = null;
   /** The keys of one received sequence, as a tree's insert reads them. */
   private readonly view = new PageKeys();
 
@@ -66,7 +84,7 @@ export class PrefixShare {
 
   /** The pool's prefix sink: `k`'s pages were sent to `w`. */
   readonly note: PrefixSink = (w, k) => {
-    const pages = Math.min(k.pages, MAX_PAGES);
+    const pages = Math.min(k.pages, MAX_SEQUENCE_PAGES);
     if (pages === 0) return;
     if (this.used + pages > MAX_PAGES) this.flush();
     if (this.used + pages > this.keys.length) {
@@ -109,33 +127,58 @@ export class PrefixShare {
     this.counts.sent += pages;
   }
 
-  /** Another replica's batch (relayed by the primary): each sequence goes into this replica's tree of its worker. */
+  /**
+   * Another replica's batch (relayed by the primary): each sequence goes into this replica's tree
+   * of its worker, at most SLICE_PAGES pages now and the rest on the next turns.
+   */
   receive(batch: unknown): void {
     if (!isBatch(batch)) return;
-    const { urls, entries, keys } = batch;
-    const workers = urls.map((u) => this.pool.byUrl(u) ?? null);
-    const view = this.view;
-    let at = 0;
-    for (let i = 0; i + 2 < entries.length; i += 3) {
-      const w = workers[entries[i]!] ?? null;
-      const pageSize = entries[i + 1]!;
-      const pages = entries[i + 2]!;
-      if (at + pages > keys.length || pageSize < 1) return;
-      if (w !== null) {
-        view.keys = keys.subarray(at, at + pages);
-        view.pages = pages;
-        view.pageSize = pageSize;
-        view.tokens = pages * pageSize;
-        this.pool.learnPrefix(w, view);
-      }
-      at += pages;
-      this.counts.received += pages;
+    if (this.inbox.length >= MAX_INBOX) {
+      this.counts.dropped += batch.keys.length;
+      return;
     }
+    this.inbox.push({ batch, workers: null, entry: 0, at: 0 });
+    if (this.learning === null) this.learnSome();
+  }
+
+  private learnSome(): void {
+    this.learning = null;
+    const view = this.view;
+    let budget = SLICE_PAGES;
+    while (this.inbox.length > 0 && budget > 0) {
+      const job = this.inbox[0]!;
+      const { urls, entries, keys } = job.batch;
+      job.workers ??= urls.map((u) => this.pool.byUrl(u) ?? null);
+      for (; job.entry + 2 < entries.length && budget > 0; job.entry += 3) {
+        const w = job.workers[entries[job.entry]!] ?? null;
+        const pageSize = entries[job.entry + 1]!;
+        const pages = entries[job.entry + 2]!;
+        if (job.at + pages > keys.length || pageSize < 1) {
+          job.entry = entries.length; // malformed: the rest of it is not read
+          break;
+        }
+        if (w !== null) {
+          view.keys = keys.subarray(job.at, job.at + pages);
+          view.pages = pages;
+          view.pageSize = pageSize;
+          view.tokens = pages * pageSize;
+          this.pool.learnPrefix(w, view);
+        }
+        job.at += pages;
+        budget -= pages;
+        this.counts.received += pages;
+      }
+      if (job.entry + 2 >= entries.length) this.inbox.shift();
+    }
+    if (this.inbox.length > 0) this.learning = setImmediate(() => this.learnSome());
   }
 
   close(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+    if (this.learning !== null) clearImmediate(this.learning);
+    this.learning = null;
+    this.inbox.length = 0;
   }
 }
 

@@ -171,6 +171,30 @@ describe('prefixes shared between replicas', () => {
     );
   });
 
+  it("learns a large batch a slice at a time, and drops what it cannot keep up with", async () => {
+    const a = replica('a', [1, 1, 1], 1_000_000);
+    const b = replica('b', [1, 1, 1], 1_000_000);
+    // Three 5000-token prompts: each is shared as its first 4096 pages.
+    const long = (c: number) => Array.from({ length: 5000 }, (_, i) => 3 + ((c * 7919 + i * 104_729) % 29_000));
+    for (let c = 0; c < 3; c++) a.policy.select([a.workers[c]!], { prompt: long(c), replayed: null, prefix: null, reason: null });
+    a.share.flush();
+    expect(a.share.counts.sent).toBe(3 * 4096);
+    b.share.receive(a.batches[0]);
+    // One sequence per turn here (a slice is 2048 pages, a sequence is learned whole).
+    expect(b.share.counts.received).toBe(4096);
+    await new Promise((r) => setImmediate(r));
+    expect(b.share.counts.received).toBe(8192);
+    await new Promise((r) => setImmediate(r));
+    expect(b.share.counts.received).toBe(3 * 4096);
+    for (let c = 0; c < 3; c++) expect(b.policy.tree(b.workers[c]!).match(keysOf(long(c), 1))).toBe(4096);
+    // Ten such batches at once: eight wait their turn, two are dropped and counted.
+    for (let i = 0; i < 10; i++) b.share.receive(a.batches[0]);
+    expect(b.share.counts.dropped).toBe(2 * 3 * 4096);
+    while (b.share.counts.received < 3 * 4096 + 8 * 3 * 4096) await new Promise((r) => setImmediate(r));
+    a.share.close();
+    b.share.close();
+  });
+
   it('drops what a backed-up channel has not taken, and counts it', () => {
     const workers = [{ id: 'a0', url: 'http://w0', pageSize: 1, maxTotalTokens: null, load: () => 0 }] as unknown as Worker[];
     const held: (() => void)[] = [];
