@@ -33,8 +33,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function replicas(): Promise<Entry[]> {
-  const res = await call(router.url, 'GET', '/replicas');
+/** The primary's list, through the shared port or (while a replica restarts) a live replica's own url. */
+async function replicas(url = router.url): Promise<Entry[]> {
+  const res = await call(url, 'GET', '/replicas');
   expect(res.status).toBe(200);
   return (JSON.parse(res.body) as { replicas: Entry[] }).replicas;
 }
@@ -172,8 +173,10 @@ describe('worker writes on the shared port reach every replica', () => {
     const victim = list[1]!;
     process.kill(victim.pid, 'SIGKILL');
     let back: Entry | undefined;
+    // Through the survivor's own url: with SO_REUSEPORT a connection to the shared port that the
+    // kernel had queued on the killed process's socket is reset.
     await waitUntil(async () => {
-      back = (await replicas()).find((r) => r.index === victim.index);
+      back = (await replicas(list[0]!.url)).find((r) => r.index === victim.index);
       return back?.state === 'up' && back.epoch === victim.epoch + 1;
     }, 60_000, 'the killed replica back');
     const workers = await workersOf(back!.url);
