@@ -361,7 +361,7 @@ async function runReplicas(config: RouterConfig, reloadConfig: () => RouterConfi
     if (err instanceof ReplicaStartError && err.usage) throw new UsageError(err.message);
     throw err;
   }
-  if (config.workers.length + config.prefill.length + config.decode.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (to each replica\'s own url in GET /replicas)');
+  if (config.workers.length + config.prefill.length + config.decode.length === 0 && config.workerFile === null) console.error('warning: no --worker given; add workers with POST /workers (on the shared port: every replica takes it)');
   const pdWarning = decodePolicyWarning(config);
   if (pdWarning) console.error(pdWarning);
   const open = openSurface(config);

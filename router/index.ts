@@ -18,6 +18,8 @@ import { closeListener, createEdgeServer, listenEdge, stopAccepting } from './ht
 import { addReplicaRoutes, adoptIdentity, type ReplicaLink } from './replicas/identity.ts';
 import { RequestPath } from './http/request-path.ts';
 import { addRouterRoutes } from './http/admin-api.ts';
+import { applyWrite, type ReplicaWrites } from './http/worker-writes.ts';
+import { PrefixShare } from './pool/prefix-share.ts';
 import { endEventStreams } from './http/events-endpoint.ts';
 import { FRONTS, ServedModels, UNROUTED } from './format/fronts.ts';
 import type { LoopContext } from './migration/logical-request.ts';
@@ -85,7 +87,12 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   pool.afterCheck = warnTextOnly;
   const drainer = new Drainer(pool, { marginMs: config.drainMarginMs });
   const reconciler = new Reconciler(pool, drainer, (s) => telemetry.discoveryState(s));
-  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status() });
+  // Replicas share cache_aware's prefixes and the worker writes made on the shared port (docs/replicas.md).
+  const link = opts.replica;
+  const share = link ? new PrefixShare(pool, (b, written) => link.sharePrefixes(b, written)) : null;
+  if (share) pool.sharePrefixes(share.note);
+  const replicas: ReplicaWrites | null = link ? { shared: (req) => req.socket.localPort === port, fanOut: (op) => link.write(op) } : null;
+  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status(), prefixShare: share ? () => share.counts : undefined });
   const stalls = new StallWatch(config.interTokenTimeoutMs, config.firstTokenTimeoutMs);
   const loop: LoopContext = {
     settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen, pdFirstTokenTimeoutMs: config.pdFirstTokenTimeoutMs },
@@ -96,13 +103,12 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   };
   const routes = new Routes();
   const path = new RequestPath({ maxConcurrentRequests: config.maxConcurrentRequests, maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: config.bodyTimeoutMs, clientWriteTimeoutMs: config.clientWriteTimeoutMs }, loop);
-  const link = opts.replica;
   const replica = { id: identity.id, peers: link ? async () => (await link.list()).replicas : undefined };
-  for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys, replica });
+  for (const addFront of FRONTS) addFront({ routes, path, pool, models, config, keys, replica, replicas });
   // Before the router's own routes: a replica's /metrics on the shared port is the aggregate.
   addReplicaRoutes(routes, { identity, link: opts.replica, metrics, startedAt: telemetry.startedAt, ownUrl: () => ownUrl, sharedPort: () => port });
   let sourceNames: readonly string[] = [];
-  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight, discoveryPending: () => reconciler.firstSyncPending(sourceNames) });
+  const lifecycle = addRouterRoutes(routes, { config, pool, bus, traces, metrics, telemetry, drainer, discovery: () => reconciler.status(), inFlight: () => path.inFlight, discoveryPending: () => reconciler.firstSyncPending(sourceNames), replicas });
   // Before binding: a bad --worker-file fails the start with nothing listening.
   const discovery = await startDiscovery(config, reconciler);
   sourceNames = discovery.sources.map((s) => s.name);
@@ -125,6 +131,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   await pool.addConfigured(config.workers, config.prefill, config.decode); // --worker, --prefill URL [PORT], --decode
   warnTextOnly(); // the configured workers are probed: before the CLI's `listening on` line
   pool.start();
+  await link?.attach({ apply: (op) => applyWrite(pool, drainer, op), learnPrefixes: (b) => share!.receive(b) });
   opts.replica?.up(url, ownUrl, telemetry.startedAt, () => metrics.registry.getMetricsAsJSON());
 
   let closed = false;
@@ -153,6 +160,7 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
       closed = true;
       await discovery.stop().finally(() => drainer.close());
       stalls.close();
+      share?.close();
       telemetry.close();
       await endEventStreams(bus, 1000); // a hub gets the last events before the connections close
       await Promise.all([server, own].map((srv) => srv && new Promise<void>((resolve) => {

@@ -13,6 +13,8 @@ export interface ScrapeSources {
   spares(): SpareStats[];
   /** Each discovery source's state (router/discovery/reconciler.ts); absent: no discovery. */
   discovery?(): DiscoveryStatus[];
+  /** Pages of cache_aware prefixes shared with the other replicas (pool/prefix-share.ts); absent: a lone router. */
+  prefixShare?(): { sent: number; dropped: number; received: number };
 }
 
 /** The states a discovery source reports (router/discovery/types.ts DiscoveryState). */
@@ -198,6 +200,17 @@ export class RouterMetrics {
     collect: () => {
       this.discoveryWorkers.reset();
       for (const d of this.sources?.discovery?.() ?? []) this.discoveryWorkers.set({ source: d.source }, d.workers);
+    },
+  });
+  readonly replicaPrefixPages: Counter = new Counter({
+    name: 'baton_replica_prefix_pages_total',
+    help: 'Pages of cache_aware prefixes shared between replicas: sent to the others, dropped (the IPC channel backed up), received from them',
+    labelNames: ['way'], registers: [this.registry],
+    collect: () => {
+      const c = this.sources?.prefixShare?.();
+      if (!c) return;
+      this.replicaPrefixPages.reset();
+      for (const way of ['sent', 'dropped', 'received'] as const) this.replicaPrefixPages.inc({ way }, c[way]);
     },
   });
   readonly migrationDuration = new Histogram({

@@ -7,6 +7,7 @@ import type { RouterConfig } from '../config.ts';
 import type { Routes } from '../http/routes.ts';
 import type { Keys } from '../http/guards.ts';
 import type { RequestPath } from '../http/request-path.ts';
+import type { ReplicaWrites } from '../http/worker-writes.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { ServedModels } from './openai/models.ts';
 import { addSglangFront } from '../sglang-api/generate.ts';
@@ -23,6 +24,8 @@ export interface FrontContext {
   models: ServedModels;
   config: RouterConfig;
   keys: Keys;
+  /** Under `--replicas`: writes on the shared port reach every replica (http/worker-writes.ts); null for a lone router. */
+  replicas: ReplicaWrites | null;
   /** This router process among the replicas of one router (index.ts fills it from router/replicas/). */
   replica: FrontReplica;
 }

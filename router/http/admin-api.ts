@@ -15,6 +15,7 @@ import { readBody } from './body.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { serveEvents } from './events-endpoint.ts';
 import { TraceQueryError, parseTraceQuery, streamTraces } from './traces-endpoint.ts';
+import { sendWritten, shareWrite, type ReplicaWrites } from './worker-writes.ts';
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -41,6 +42,8 @@ export interface AdminParts {
   inFlight: () => number;
   /** Why discovery has not listed the workers yet, or null (readiness). */
   discoveryPending?: () => string | null;
+  /** Under `--replicas`: worker writes on the shared port go to every replica (worker-writes.ts). */
+  replicas: ReplicaWrites | null;
 }
 
 const DRAIN_BODY = 'body must be empty or JSON {"grace_ms": N} or {"deadline_ms": EPOCH_MS}';
@@ -92,19 +95,20 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): Lifecycle {
       return httpError(res, 400, 'body must be JSON {"url": "http://host:port"}');
     }
     if (typeof url !== 'string') return httpError(res, 400, 'body must be JSON {"url": "http://host:port"}');
+    let info;
     try {
-      const w = await pool.add(url);
-      sendJson(res, 200, w.info());
+      info = (await pool.add(url)).info();
     } catch (err) {
-      httpError(res, 400, (err as Error).message);
+      return httpError(res, 400, (err as Error).message);
     }
+    sendWritten(res, info, await shareWrite(p.replicas, req, { op: 'add', url: info.url }));
   }, true);
   routes.add('GET', '/workers/:id', (_req, res, p) => {
     const w = pool.get(p.id!);
     if (!w) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
     sendJson(res, 200, w.info());
   }, true);
-  routes.add('PUT', '/workers/:id', async (req, res, p) => {
+  routes.add('PUT', '/workers/:id', async (req, res, params) => {
     let body: Record<string, unknown>;
     try {
       body = JSON.parse((await readBody(req, 64 * 1024, config.bodyTimeoutMs)).toString('utf8'));
@@ -113,11 +117,12 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): Lifecycle {
     }
     if (typeof body?.draining !== 'boolean') return httpError(res, 400, 'body must be JSON {"draining": true|false}');
     // Draining with no deadline (a drain's deadline comes from POST /workers/:id/drain); false calls any drain off.
-    if (!(body.draining ? pool.setDraining(p.id!, true) : drainer.undrain(p.id!))) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
-    sendJson(res, 200, pool.get(p.id!)!.info());
+    if (!(body.draining ? pool.setDraining(params.id!, true) : drainer.undrain(params.id!))) return httpError(res, 404, `no worker '${params.id}'`, 'NotFoundError');
+    const info = pool.get(params.id!)!.info();
+    sendWritten(res, info, await shareWrite(p.replicas, req, { op: 'draining', url: info.url, draining: body.draining }));
   }, true);
   // Drain toward a deadline: nothing new, streams moved off before it, removed at it (migration/drain.ts).
-  routes.add('POST', '/workers/:id/drain', async (req, res, p) => {
+  routes.add('POST', '/workers/:id/drain', async (req, res, params) => {
     let text: string;
     try {
       text = (await readBody(req, 64 * 1024, config.bodyTimeoutMs)).toString('utf8');
@@ -126,13 +131,15 @@ export function addRouterRoutes(routes: Routes, p: AdminParts): Lifecycle {
     }
     const deadline = drainDeadline(text, Date.now(), config.drainGraceMs);
     if (typeof deadline === 'string') return httpError(res, 400, deadline);
-    if (drainer.drain(p.id!, deadline, 'drained through the worker API') === false) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
-    sendJson(res, 200, pool.get(p.id!)!.info());
+    if (drainer.drain(params.id!, deadline, 'drained through the worker API') === false) return httpError(res, 404, `no worker '${params.id}'`, 'NotFoundError');
+    const info = pool.get(params.id!)!.info();
+    sendWritten(res, info, await shareWrite(p.replicas, req, { op: 'drain', url: info.url, deadline }));
   }, true);
-  routes.add('DELETE', '/workers/:id', (_req, res, p) => {
-    drainer.forget(p.id!);
-    if (!pool.remove(p.id!)) return httpError(res, 404, `no worker '${p.id}'`, 'NotFoundError');
-    sendJson(res, 200, { removed: p.id });
+  routes.add('DELETE', '/workers/:id', async (req, res, params) => {
+    const url = pool.get(params.id!)?.url;
+    drainer.forget(params.id!);
+    if (url === undefined || !pool.remove(params.id!)) return httpError(res, 404, `no worker '${params.id}'`, 'NotFoundError');
+    sendWritten(res, { removed: params.id }, await shareWrite(p.replicas, req, { op: 'remove', url }));
   }, true);
 
   // --- observability -----------------------------------------------------------------

@@ -14,6 +14,8 @@ import type { FormatName, ProbeResult } from '../format/types.ts';
 import { FORMATS } from '../format/registry.ts';
 import { Worker } from './worker.ts';
 import { PowerOfTwo } from './policies/power-of-two.ts';
+import type { PageKeys } from './prefix-tree.ts';
+import type { PrefixSink } from './prefix-share.ts';
 
 export interface PoolOptions {
   circuit: CircuitOptions;
@@ -115,10 +117,27 @@ export class WorkerPool {
   private readonly policy: Policy;
   private readonly makePolicy: (() => Policy) | null;
   private prefillPolicyOf: Policy | null = null;
+  private prefixSink: PrefixSink | null = null;
 
   /** The prefill side's policy: its own instance when the pool was given a factory. */
   private get prefillPolicy(): Policy {
-    return (this.prefillPolicyOf ??= this.makePolicy ? this.makePolicy() : this.policy);
+    if (this.prefillPolicyOf === null) {
+      this.prefillPolicyOf = this.makePolicy ? this.makePolicy() : this.policy;
+      if (this.prefixSink !== null) this.prefillPolicyOf.share?.(this.prefixSink);
+    }
+    return this.prefillPolicyOf;
+  }
+
+  /** Every prefix the policies send to workers goes to `sink` too (replicas share them: prefix-share.ts). */
+  sharePrefixes(sink: PrefixSink): void {
+    this.prefixSink = sink;
+    this.policy.share?.(sink);
+    this.prefillPolicyOf?.share?.(sink);
+  }
+
+  /** Another replica sent `k`'s sequence to `w`: the policy that places on `w` (its side, under P/D) learns it. */
+  learnPrefix(w: Worker, k: PageKeys): void {
+    (w.pdRole === 'prefill' ? this.prefillPolicy : this.policy).learn?.(w, k);
   }
 
   /** A worker's cache is gone or unknown: both sides forget it. `removed`: it left the pool, both sides drop it. */

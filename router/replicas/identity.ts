@@ -9,6 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Routes } from '../http/routes.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import { setRidIdentity } from '../migration/rid.ts';
+import type { ReplicaOutcome, WorkerWrite } from '../http/worker-writes.ts';
 
 export type ReplicaState = 'up' | 'restarting' | 'crashed';
 
@@ -62,6 +63,24 @@ export interface ReplicaLink {
    * metrics (prom-client's JSON form, for the primary's aggregation).
    */
   up(url: string, ownUrl: string, startedAt: number, metrics: () => Promise<unknown[]>): void;
+  /**
+   * Called once the router's configured workers are in, before `up`: the worker writes made on
+   * the shared port so far are applied (resolves when they are), then each new one as it comes,
+   * and the other replicas' prefixes go to `learnPrefixes`.
+   */
+  attach(sync: ReplicaSync): Promise<void>;
+  /** Hand a worker write this replica applied on the shared port to the others (through the primary); every replica's outcome. */
+  write(op: WorkerWrite): Promise<ReplicaOutcome[]>;
+  /** Send cache_aware's prefixes to the others; `written` once the channel has written them. */
+  sharePrefixes(batch: unknown, written: () => void): void;
+}
+
+/** What a replica does with what the others send (router/index.ts fills it). */
+export interface ReplicaSync {
+  /** Apply another replica's worker write: null when done, else why not. */
+  apply(op: WorkerWrite): Promise<string | null>;
+  /** Another replica's prefixes (router/pool/prefix-share.ts PrefixBatch). */
+  learnPrefixes(batch: unknown): void;
 }
 
 /** A replica id: 4 lowercase hex digits. */

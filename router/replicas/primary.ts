@@ -14,6 +14,10 @@
 // The primary supervises: a replica that exits is restarted with backoff under a new epoch; one
 // that keeps exiting is reported as crashed and left down (a crash loop is not spun). It keeps the
 // list GET /replicas answers (replicas ask it over IPC) and aggregates /metrics over the replicas.
+// It carries what the replicas share (docs/replicas.md, "What replicas share"): each one's
+// cache_aware prefixes, relayed to the others as they come, and the worker writes made on the
+// shared port, applied on the others and kept (the latest per worker URL) for every process that
+// starts later.
 //
 // A reload (SIGHUP, `reload()`) replaces the replicas one slot at a time: the new process (epoch
 // + 1, same id, so its rids differ from the old one's by the epoch) starts beside the old one and
@@ -30,6 +34,8 @@ import type { RouterConfig } from '../config.ts';
 import { BY_REPLICA_METRICS } from '../metrics.ts';
 import { replicaId, type ReloadStatus, type ReplicaEntry, type ReplicaIdentity, type ReplicaList, type ReplicaState } from './identity.ts';
 import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
+import type { ReplicaOutcome, WorkerWrite } from '../http/worker-writes.ts';
+import { WriteJournal } from './write-journal.ts';
 import { randomBytes } from 'node:crypto';
 
 const ENTRY = fileURLToPath(new URL('./replica-entry.js', import.meta.url));
@@ -41,6 +47,11 @@ const CRASH_LIMIT = 5;
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
 const ASK_TIMEOUT_MS = 3_000;
+/**
+ * Prefix batches relayed to one replica and not yet written to its channel: past this, the next
+ * are dropped for it (a replica that cannot keep up is not queued for without bound).
+ */
+const MAX_UNSENT_PREFIXES = 8;
 /**
  * A reload's new replica that neither listens nor exits within this long fails the reload. Long:
  * a replica loads the sources through tsx, up to 30 s on a loaded machine (docs/replicas.md).
@@ -57,11 +68,16 @@ export function reusePortSupported(version: string = process.versions.node): boo
 interface Child {
   pid: number;
   epoch: number;
-  send(m: FromPrimary): void;
+  /** `written`: once the channel has written it (or failed to). */
+  send(m: FromPrimary, written?: () => void): void;
   kill(signal: NodeJS.Signals): void;
   /** Resolves when the process has exited. */
   exited: Promise<void>;
   alive: boolean;
+  /** Prefix batches relayed to it and not yet written. */
+  unsentPrefixes: number;
+  /** It has its configured workers and took the worker writes so far (`sync`): it takes writes and prefixes from now on. */
+  synced: boolean;
 }
 
 interface Slot extends ReplicaIdentity {
@@ -130,6 +146,8 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
   let sharedUrl = '';
   let n = 0;
   const pending = new Map<number, (m: unknown[] | null) => void>();
+  const applied = new Map<number, (error: string | null) => void>();
+  const writes = new WriteJournal();
   let startup: { resolve(): void; reject(e: Error): void } | null = null;
 
   if (mode === 'cluster') cluster.schedulingPolicy = cluster.SCHED_NONE;
@@ -157,12 +175,12 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
     const safe = (f: () => void) => { try { f(); } catch { /* exiting */ } };
     if (mode === 'cluster') {
       const w = cluster.fork(env);
-      child = { pid: w.process.pid ?? 0, epoch, exited: exitedP, alive: true, send: (m) => safe(() => void w.send(m)), kill: (sig) => safe(() => void w.process.kill(sig)) };
+      child = { pid: w.process.pid ?? 0, epoch, exited: exitedP, alive: true, unsentPrefixes: 0, synced: false, send: (m, written) => safe(() => void w.send(m, undefined, undefined, () => written?.())), kill: (sig) => safe(() => void w.process.kill(sig)) };
       w.on('message', onMessage);
       w.on('exit', onExit);
     } else {
       const cp = fork(ENTRY, [], { env, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-      child = { pid: cp.pid ?? 0, epoch, exited: exitedP, alive: true, send: (m) => safe(() => void cp.send(m)), kill: (sig) => safe(() => void cp.kill(sig)) };
+      child = { pid: cp.pid ?? 0, epoch, exited: exitedP, alive: true, unsentPrefixes: 0, synced: false, send: (m, written) => safe(() => void cp.send(m, () => written?.())), kill: (sig) => safe(() => void cp.kill(sig)) };
       cp.on('message', onMessage);
       cp.on('exit', onExit);
     }
@@ -179,6 +197,19 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
 
   async function onReplicaMessage(slot: Slot, child: Child, m: FromReplica): Promise<void> {
     if (m.t === 'own-port') return ownPortReplies.get(child)?.(m);
+    if (m.t === 'prefixes') return relayPrefixes(child, m.batch);
+    if (m.t === 'sync') {
+      // The writes so far, then (in the channel's order) each new one as `apply`.
+      child.synced = true;
+      child.send({ t: 'writes', ops: writes.ops() });
+      return;
+    }
+    if (m.t === 'applied') return applied.get(m.n)?.(m.error);
+    if (m.t === 'write') {
+      // Any process, a retiring one too: it still serves the connections it holds.
+      child.send({ t: 'written', n: m.n, outcomes: await fanOut(child, m.op) });
+      return;
+    }
     // From a process that a reload has just replaced too: the collection asked it.
     if (m.t === 'metrics') return pending.get(m.n)?.(m.metrics);
     if (m.t === 'ask') {
@@ -252,6 +283,56 @@ export async function startPrimary(config: RouterConfig, opts: PrimaryOptions): 
       if (stopping) return;
       start(slot, slot.epoch + 1);
     }, delay);
+  }
+
+  /** Every synced process of the router but `from`: the slots' current ones, a reload's new and old ones. */
+  function processes(from: Child): Child[] {
+    const all = [...slots.flatMap((s) => [s.child, s.next?.child ?? null]), ...retired.map((r) => r.child)];
+    return all.filter((c): c is Child => c !== null && c !== from && c.alive && c.synced);
+  }
+
+  /** One replica's prefixes to every other process that serves (one that cannot keep up misses some). */
+  function relayPrefixes(from: Child, batch: unknown): void {
+    for (const c of processes(from)) {
+      if (c.unsentPrefixes >= MAX_UNSENT_PREFIXES) continue;
+      c.unsentPrefixes++;
+      c.send({ t: 'prefixes', batch }, () => c.unsentPrefixes--);
+    }
+  }
+
+  /**
+   * A worker write `from` has applied: kept for the processes that start later, applied on every
+   * other synced process (one still starting gets it with the others when it syncs). Each slot's
+   * outcome: its running replica's answer within ASK_TIMEOUT_MS, applied by `from` itself, or
+   * pending (not running: it applies the write when it starts).
+   */
+  async function fanOut(from: Child, op: WorkerWrite): Promise<ReplicaOutcome[]> {
+    writes.add(op);
+    const answers = new Map<Child, Promise<string | null>>();
+    for (const c of processes(from)) answers.set(c, applyOn(c, op));
+    return Promise.all(slots.map(async (s): Promise<ReplicaOutcome> => {
+      const o = { id: s.id, index: s.index };
+      if (s.child === from) return { ...o, state: 'applied' };
+      const answer = s.state === 'up' && s.child ? answers.get(s.child) : undefined;
+      if (answer === undefined) return { ...o, state: 'pending' };
+      const error = await answer;
+      return error === null ? { ...o, state: 'applied' } : { ...o, state: 'failed', error };
+    }));
+  }
+
+  function applyOn(c: Child, op: WorkerWrite): Promise<string | null> {
+    const k = ++n;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(`did not answer within ${ASK_TIMEOUT_MS} ms; it applies the write when it reads it`), ASK_TIMEOUT_MS);
+      const done = (error: string | null) => {
+        clearTimeout(timer);
+        applied.delete(k);
+        resolve(error);
+      };
+      applied.set(k, done);
+      void c.exited.then(() => done('exited before it answered'));
+      c.send({ t: 'apply', n: k, op });
+    });
   }
 
   function replicaList(): ReplicaList {

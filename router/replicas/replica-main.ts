@@ -3,11 +3,14 @@
 // SIGTERM as a lone router does, and exits when the primary is gone (the IPC channel closes).
 import { startRouter, type RouterHandle } from '../index.ts';
 import { ConfigError } from '../config.ts';
-import type { ReplicaLink, ReplicaList } from './identity.ts';
+import type { ReplicaLink, ReplicaList, ReplicaSync } from './identity.ts';
 import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
+import type { ReplicaOutcome, WorkerWrite } from '../http/worker-writes.ts';
 import { surviveClosedLogPipe } from '../log-pipe.ts';
 
 const ASK_TIMEOUT_MS = 5_000;
+/** A worker write's answer from the primary: it waits up to 3 s for each replica (primary.ts). */
+const WRITE_TIMEOUT_MS = 10_000;
 
 // A replica writes to the primary's stdout and stderr: the same pipe, lost the same way.
 surviveClosedLogPipe();
@@ -35,8 +38,38 @@ function ask(what: 'replicas' | 'metrics'): Promise<unknown> {
   });
 }
 
+/**
+ * The other replicas' worker writes, applied one at a time in the order the primary sent them
+ * (an add is awaited: its probe): first the ones made before this process synced, then each new
+ * one as it comes.
+ */
+let sync: ReplicaSync | null = null;
+let synced: (() => void) | null = null;
+let applying: Promise<void> = Promise.resolve();
+function applyInTurn(s: ReplicaSync, m: Extract<FromPrimary, { t: 'writes' | 'apply' }>): void {
+  applying = applying.then(async () => {
+    if (m.t === 'apply') {
+      const error = await s.apply(m.op).catch((err: Error) => err.message);
+      send({ t: 'applied', n: m.n, error });
+      return;
+    }
+    for (const op of m.ops) {
+      const error = await s.apply(op).catch((err: Error) => err.message);
+      if (error !== null) console.error(`replica ${spec!.identity.index}: a worker write made before it started did not apply (${op.op} ${'url' in op ? op.url : ''}): ${error}`);
+    }
+    synced?.();
+  });
+}
+const writeAnswers = new Map<number, { resolve(v: ReplicaOutcome[]): void; reject(e: Error): void }>();
+
 process.on('message', (m: FromPrimary) => {
-  if (m.t === 'answer') {
+  if (m.t === 'prefixes') {
+    sync?.learnPrefixes(m.batch);
+  } else if (m.t === 'writes' || m.t === 'apply') {
+    if (sync) applyInTurn(sync, m);
+  } else if (m.t === 'written') {
+    writeAnswers.get(m.n)?.resolve(m.outcomes);
+  } else if (m.t === 'answer') {
     const a = asked.get(m.n);
     asked.delete(m.n);
     if (m.error !== undefined) a?.reject(new Error(m.error));
@@ -63,6 +96,40 @@ const link: ReplicaLink = {
   up: (url, ownUrl, startedAt, metrics) => {
     metricsJson = metrics;
     send({ t: 'up', url, ownUrl, startedAt, pid: process.pid });
+  },
+  attach: async (s) => {
+    sync = s;
+    let timer: NodeJS.Timeout | undefined;
+    const done = new Promise<boolean>((resolve) => {
+      synced = () => resolve(true);
+      timer = setTimeout(() => resolve(false), ASK_TIMEOUT_MS);
+    });
+    send({ t: 'sync' });
+    // A reload runs new replica code under the primary as it started: an older primary does not
+    // answer `sync`, and the replica serves without the writes made before it.
+    if (!(await done)) console.error(`replica ${spec.identity.index}: the primary did not answer within ${ASK_TIMEOUT_MS} ms with the worker writes made on the shared port; serving without them`);
+    clearTimeout(timer);
+  },
+  write: (op: WorkerWrite) => {
+    const k = ++n;
+    return new Promise<ReplicaOutcome[]>((resolve, reject) => {
+      const timer = setTimeout(() => done(() => reject(new Error(`no answer within ${WRITE_TIMEOUT_MS} ms`))), WRITE_TIMEOUT_MS);
+      const done = (f: () => void) => {
+        clearTimeout(timer);
+        writeAnswers.delete(k);
+        f();
+      };
+      writeAnswers.set(k, { resolve: (v) => done(() => resolve(v)), reject: (e) => done(() => reject(e)) });
+      send({ t: 'write', n: k, op });
+    });
+  },
+  sharePrefixes: (batch, written) => {
+    // Queued even when send() answers false (a backlog): the channel writes it, then `written`.
+    try {
+      process.send!({ t: 'prefixes', batch } satisfies FromReplica, () => written());
+    } catch {
+      // the channel has closed: the replica is ending
+    }
   },
 };
 

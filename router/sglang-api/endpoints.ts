@@ -4,7 +4,9 @@
 //   `abort_all` is destructive (the admin token when one is set), an abort by rid is not.
 // - GET /health_generate: the reference worker's own one-token probe.
 // - GET|POST /flush_cache: on every worker; SGLang's text, 200 only if every worker flushed.
-//   Destructive: the admin token when one is set (guards.ts Access).
+//   Destructive: the admin token when one is set (guards.ts Access). On the shared port of
+//   `--replicas`, every replica forgets what it sent the flushed workers; `x-baton-replicas` says
+//   how that went, and a replica that failed it makes the answer a 502.
 // - GET /server_info, /get_server_info, /model_info, /get_model_info, /get_weight_version: the
 //   reference worker's answer, as it wrote it (sgl-model-gateway's `route_to_first`), so that the
 //   five agree with each other; `x-baton-worker` names it, and `x-baton-disagreement` lists what
@@ -17,6 +19,7 @@ import type { Worker } from '../pool/worker.ts';
 import type { RequestRegistry } from './registry.ts';
 import { httpException, malformedBody, objectError, sendJson, type PydanticError } from './errors.ts';
 import { destructiveRefusal, type Keys } from '../http/guards.ts';
+import { shareWrite, type ReplicaWrites } from '../http/worker-writes.ts';
 
 export interface SglangApiContext {
   pool: WorkerPool;
@@ -26,6 +29,8 @@ export interface SglangApiContext {
   forwardTimeoutMs: number;
   /** The router's api key and admin token (destructive calls check them). */
   keys: Keys;
+  /** Under `--replicas`: /flush_cache on the shared port reaches every replica's picture of the caches. */
+  replicas?: ReplicaWrites | null;
 }
 
 /** SGLang's /flush_cache text (http_server.py flush_cache), the same for success and refusal. */
@@ -164,7 +169,7 @@ export function addSglangRoutes(routes: Routes, ctx: SglangApiContext): void {
     res.end();
   }, false);
 
-  const flush = async (_req: IncomingMessage, res: ServerResponse) => {
+  const flush = async (req: IncomingMessage, res: ServerResponse) => {
     const workers = ctx.pool.list();
     if (workers.length === 0) return noWorker(res);
     const results = await Promise.all(workers.map(async (w) => {
@@ -173,16 +178,24 @@ export function addSglangRoutes(routes: Routes, ctx: SglangApiContext): void {
         const text = await up.body.text();
         // The worker's cache is empty now: so is what cache_aware believes of it.
         if (up.statusCode === 200) ctx.pool.cacheFlushed(w);
-        return { ok: up.statusCode === 200, text, ct: up.headers['content-type'] };
+        return { url: w.url, ok: up.statusCode === 200, text, ct: up.headers['content-type'] };
       } catch {
-        return { ok: false, text: null, ct: undefined };
+        return { url: w.url, ok: false, text: null, ct: undefined };
       }
     }));
     const first = results.find((r) => r.text !== null);
     const text = first?.text ?? FLUSH_CACHE_TEXT;
     const headers: Record<string, string> = { 'content-length': String(Buffer.byteLength(text)) };
     if (first?.ct) headers['content-type'] = String(first.ct);
-    res.writeHead(results.every((r) => r.ok) ? 200 : 400, headers);
+    let status = results.every((r) => r.ok) ? 200 : 400;
+    const flushed = results.filter((r) => r.ok).map((r) => r.url);
+    // The text is the worker's (SGLang's own): how the replicas took it goes in a header.
+    const report = flushed.length > 0 ? await shareWrite(ctx.replicas ?? null, req, { op: 'flushed', urls: flushed }) : null;
+    if (report !== null) {
+      headers['x-baton-replicas'] = report.message;
+      if (report.failed.length > 0 && status === 200) status = 502;
+    }
+    res.writeHead(status, headers);
     res.end(text);
   };
   routes.add('GET', '/flush_cache', flush, 'destructive');

@@ -125,7 +125,7 @@ function generateFront(models: ServedModels, pool: WorkerPool): Front {
 /** SGLang's native routes: /generate (POST and PUT), and its other endpoints. */
 export function addSglangFront(c: FrontContext): void {
   const { routes, pool, path, config } = c;
-  addSglangRoutes(routes, { pool, registry: path.registry, bodyTimeoutMs: config.bodyTimeoutMs, forwardTimeoutMs: Math.max(30_000, config.healthTimeoutMs), keys: c.keys });
+  addSglangRoutes(routes, { pool, registry: path.registry, bodyTimeoutMs: config.bodyTimeoutMs, forwardTimeoutMs: Math.max(30_000, config.healthTimeoutMs), keys: c.keys, replicas: c.replicas });
   const generate = path.route(generateFront(c.models, pool));
   // SGLang serves /generate on POST and PUT (http_server.py).
   routes.add('POST', '/generate', generate, false);

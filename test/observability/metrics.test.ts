@@ -30,6 +30,7 @@ const FAMILIES: Record<string, [MetricType, string[]]> = {
   baton_prompt_tokens_cached_total: ['counter', []],
   baton_prompt_tokens_recomputed_total: ['counter', []],
   baton_trace_file_errors_total: ['counter', []],
+  baton_replica_prefix_pages_total: ['counter', ['way']],
 };
 
 let stack: Stack;

@@ -16,6 +16,7 @@
 import type { Placement, Policy } from './policy.ts';
 import type { Worker } from '../worker.ts';
 import { PageKeys, PrefixTree } from '../prefix-tree.ts';
+import type { PrefixSink } from '../prefix-share.ts';
 
 export interface CacheAwareOptions {
   /** Match rate (cached prefix / tokens) above which the best-matching worker is chosen. */
@@ -36,6 +37,8 @@ export class CacheAware implements Policy {
   private readonly trees = new Map<string, PrefixTree>();
   private readonly keys = new PageKeys();
   private turn = 0;
+  /** Under `--replicas`, where what this policy sends also goes (the other replicas learn it). */
+  private sink: PrefixSink | null = null;
 
   constructor(private readonly o: CacheAwareOptions) {}
 
@@ -69,6 +72,14 @@ export class CacheAware implements Policy {
     let slots = 0;
     for (const t of this.trees.values()) slots += t.allocatedSlots;
     return { workers: [...this.trees.keys()], slots };
+  }
+
+  share(sink: PrefixSink | null): void {
+    this.sink = sink;
+  }
+
+  learn(w: Worker, k: PageKeys): void {
+    this.tree(w).insert(k);
   }
 
   /** Tokens of `w`'s tree (the dashboard). */
@@ -147,6 +158,7 @@ export class CacheAware implements Policy {
       const t = this.tree(chosen);
       if (computedFor !== t.pageSize) k.compute(prompt, replayed, t.pageSize);
       t.insert(k);
+      this.sink?.(chosen, k);
     }
     if (placement) {
       placement.prefix = total === 0 ? null : prefix;

@@ -1,6 +1,8 @@
 // A routing policy picks one worker among the eligible ones; the pool has already filtered out
 // unhealthy, benched, circuit-open, draining and excluded workers (one place knows health).
 import type { Worker } from '../worker.ts';
+import type { PageKeys } from '../prefix-tree.ts';
+import type { PrefixSink } from '../prefix-share.ts';
 
 /**
  * What a request brings to placement, and what the policy says about its choice. Only
@@ -30,4 +32,8 @@ export interface Policy {
    * URL, a replaced pod, gets a new one), so whatever is kept for it past this is kept for good.
    */
   remove?(w: Worker): void;
+  /** What the policy sends to workers goes to `sink` too (replicas share it: prefix-share.ts). */
+  share?(sink: PrefixSink | null): void;
+  /** Another replica sent `k`'s sequence to `w`: remember it as if this policy had. */
+  learn?(w: Worker, k: PageKeys): void;
 }
