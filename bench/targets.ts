@@ -86,7 +86,10 @@ export async function startBare(group: ProcessGroup, workers: string[], nodeFlag
 
 /** `bin`: another build's bin/baton.js (`--compare-ref`); this checkout's by default. */
 export async function startBaton(group: ProcessGroup, workers: string[], opts: { flags?: string[]; env?: NodeJS.ProcessEnv; bin?: string; nodeFlags?: string[] } = {}): Promise<Target> {
-  const args = ['router', '--port', '0', ...workers.flatMap((w) => ['--worker', w]), ...(opts.flags ?? [])];
+  // The router's cost beside a bare proxy is measured with least_inflight, so that it does not
+  // move with the default policy (cache_aware); cache_aware's own cost is bench/cache.ts's table.
+  const policy = opts.flags?.includes('--policy') ? [] : ['--policy', 'least_inflight'];
+  const args = ['router', '--port', '0', ...workers.flatMap((w) => ['--worker', w]), ...policy, ...(opts.flags ?? [])];
   const proc = group.spawnNode('baton router', opts.bin ?? BATON_BIN, args, { ...PROBE, nodeFlags: [...PROBE.nodeFlags, ...(opts.nodeFlags ?? [])], env: opts.env, stdout: true });
   const url = await waitForLine(proc, (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1]);
   return { name: 'baton', urls: [url], proc, stop: () => group.stop(proc) };
