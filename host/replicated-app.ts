@@ -11,7 +11,7 @@ import type { ReplicasLike } from './replicas-process.ts';
 import { SimControl, type SimClusterLike } from './sim-control.ts';
 import { TrafficGenerator } from './traffic.ts';
 import type { ReplicaEntry } from '../router/replicas/identity.ts';
-import { autoReplicas } from '../router/replicas/cores.ts';
+import { autoReplicas } from '../router/cpu-limit.ts';
 
 export interface ReplicatedAppDeps {
   startCluster: AppDeps['startCluster'];

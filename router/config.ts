@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES, pdPolicies } from './pool/policies/index.ts';
-import { autoReplicas } from './replicas/cores.ts';
+import { autoReplicas } from './cpu-limit.ts';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
 
 export interface RouterConfig {
@@ -127,7 +127,7 @@ export interface RouterConfig {
   drainMarginMs: number;
   /** On SIGTERM, /readyz answers 503 and in-flight requests get up to this long to finish. */
   shutdownGraceMs: number;
-  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router; `auto` (given as a string): one per core it may use (router/replicas/cores.ts). */
+  /** Router processes sharing the port, under a supervising primary (router/replicas/); 1: a lone router; `auto` (given as a string): one per core it may use (router/cpu-limit.ts). */
   replicas: number;
   /** Replica i also listens on 127.0.0.1:(base + i) for its own /metrics, /events, ...; 0: any free port. */
   replicaAdminPortBase: number;
@@ -316,7 +316,7 @@ function coerce(key: Key, value: unknown, where: string, env: NodeJS.ProcessEnv)
     throw bad('must be true or false');
   }
   // One replica per core the process may use (its affinity mask and its cgroup's CPU quota:
-  // router/replicas/cores.ts), within the same bound as a number.
+  // router/cpu-limit.ts), within the same bound as a number.
   if (key === 'replicas' && value === 'auto') return autoReplicas(MAX_REPLICAS, env);
   if (typeof d === 'number') {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;

@@ -1,4 +1,4 @@
-// `--replicas auto` under a container CPU limit (router/replicas/cores.ts): the cgroup's quota,
+// `--replicas auto` under a container CPU limit (router/cpu-limit.ts): the cgroup's quota,
 // read as libuv 1.49 reads it (v2 cpu.max up the hierarchy, v1 cpu.cfs_quota_us / period), from
 // fake cgroup files under a temporary root; and `baton router --replicas auto` resolving its
 // count from them.
@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cgroupCpuLimit, parseCfsQuota, parseCpuMax, replicasFor } from '../../router/replicas/cores.ts';
+import { cgroupCpuLimit, parseCfsQuota, parseCpuMax, replicasFor } from '../../router/cpu-limit.ts';
 import { loadConfig } from '../../router/config.ts';
 import { configFromArgv } from '../../cli/router.ts';
 import { spawnRouter, type RouterProc } from './harness/procs.ts';
