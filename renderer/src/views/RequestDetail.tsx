@@ -10,7 +10,7 @@ import { migrationCount, type RequestView } from '../store/request-view.ts';
 import { budgetBar } from '../store/budget.ts';
 import { rebuildRequest } from '../store/rebuild.ts';
 import { marksIn } from '../store/faults.ts';
-import { clientFailure } from '../store/failure-reason.ts';
+import { clientFailure, clientGotHeadline, requestErrorLine } from '../store/failure-reason.ts';
 import { withIso } from '../store/trace-file.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { AttemptBars, requestSpan } from './AttemptBars.tsx';
@@ -152,6 +152,8 @@ export function RequestDetail({ id }: { id: string }) {
   const span = requestSpan(r, now);
   const marks = marksIn(faults, span.from, span.to);
   const failure = clientFailure(r);
+  const clientHeadline = failure ? clientGotHeadline(r, failure) : null;
+  const errorLine = requestErrorLine(r, failure);
 
   const copyCurl = async () => {
     try {
@@ -212,7 +214,7 @@ export function RequestDetail({ id }: { id: string }) {
         <>
           <h3>What the client got</h3>
           <p className="client-error" data-testid="detail-client-error" data-reason={failure.type}>
-            {failure.status !== null ? `HTTP ${failure.status}: ` : ''}<span className="mono">{failure.text}</span>
+            {clientHeadline !== null ? `${clientHeadline}: ` : ''}<span className="mono">{failure.text}</span>
           </p>
         </>
       )}
@@ -262,7 +264,7 @@ export function RequestDetail({ id }: { id: string }) {
           );
         })}
       </table>
-      {r.error && <p className="health-dead error-text" data-testid="request-error">{r.error}</p>}
+      {errorLine && <p className="health-dead error-text" data-testid="request-error">{errorLine}</p>}
 
       {mode === 'live' ? (
         <OutputTokens
