@@ -12,6 +12,7 @@ import { rebuildRequest } from '../store/rebuild.ts';
 import { marksIn } from '../store/faults.ts';
 import { clientFailure, clientGotHeadline, requestErrorLine } from '../store/failure-reason.ts';
 import { withIso } from '../store/trace-file.ts';
+import { replayAddress, splitHubId } from '../store/hub-labels.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { AttemptBars, requestSpan } from './AttemptBars.tsx';
 import { BudgetBar } from './BudgetBar.tsx';
@@ -20,7 +21,7 @@ import { fmtClock, fmtIso, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { OutputTokens } from './OutputTokens.tsx';
 import { RouterOwner } from './Routers.tsx';
 import { copyText } from './HoverCard.tsx';
-import { curlGenerate, FRONT_PATHS, type FrontPath } from './curl.ts';
+import { curlGenerate, FRONT_PATHS, replayId, type FrontPath } from './curl.ts';
 import { showError, showInfo } from './toast.tsx';
 
 function traceRowsOf(r: RequestView): TraceRow[] {
@@ -118,14 +119,17 @@ export function RequestDetail({ id }: { id: string }) {
   const faults = useDash((s) => s.faults);
   const mode = useDash((s) => s.mode);
   const routerUrl = useDash((s) => s.routerUrl);
+  const hub = useDash((s) => s.hub);
   const found = useRequest(id);
+  // Behind a hub the page's id is `<router>/<id>`: the copies carry the id the router and client know.
+  const clientId = splitHubId(id, hub).clientId;
   const { workers, traces } = store.getState().model;
   const close = () => store.getState().select(null);
   const head = (
     <div className="head">
       {found.r && <StatusIcon r={found.r} />}
       <h2 className="mono" data-testid="detail-id">{id}</h2>
-      <button onClick={() => void copyText(id).then((ok) => showInfo(ok ? 'Id copied' : 'Copy failed'))} title="Copy the request id">Copy id</button>
+      <button onClick={() => void copyText(clientId).then((ok) => showInfo(ok ? `Id copied: ${clientId}` : 'Copy failed'))} title="Copy the request id as the client sent it and the router knows it" data-testid="copy-id" data-copy={clientId}>Copy id</button>
       <button onClick={close} data-testid="detail-close">Close (Esc)</button>
     </div>
   );
@@ -163,8 +167,8 @@ export function RequestDetail({ id }: { id: string }) {
         return;
       }
       const path = (FRONT_PATHS as readonly string[]).includes(body.path ?? '') ? (body.path as FrontPath) : null;
-      const ok = await copyText(curlGenerate(routerUrl, body.body, { path, requestId: r.id }));
-      showInfo(ok ? `curl command copied: it replays this request's body against the router as ${r.id}-replay-1` : 'Copy failed');
+      const ok = await copyText(curlGenerate(replayAddress(r.id, hub, routerUrl), body.body, { path, requestId: clientId }));
+      showInfo(ok ? `curl command copied: it replays this request's body against the router as ${replayId(clientId)}` : 'Copy failed');
     } catch (err) {
       showError(err);
     }
