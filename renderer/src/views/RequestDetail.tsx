@@ -128,7 +128,7 @@ export function RequestDetail({ id }: { id: string }) {
   const head = (
     <div className="head">
       {found.r && <StatusIcon r={found.r} />}
-      <h2 className="mono" data-testid="detail-id">{id}</h2>
+      <h2 className="mono" data-testid="detail-id" title={id}>{clientId}</h2>
       <button onClick={() => void copyText(clientId).then((ok) => showInfo(ok ? `Id copied: ${clientId}` : 'Copy failed'))} title="Copy the request id as the client sent it and the router knows it" data-testid="copy-id" data-copy={clientId}>Copy id</button>
       <button onClick={close} data-testid="detail-close">Close (Esc)</button>
     </div>
