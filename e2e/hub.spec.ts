@@ -2,6 +2,7 @@
 // simulated cluster behind `baton serve --router ... --router ... --router ...` (host/hub/), in
 // Chromium. Requests of every router on one list (keyed by router), the routers' strip and the
 // worker matrix; a router SIGKILLed shows lost, and back when it is started again on its port.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
@@ -42,6 +43,20 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
 
   // Every router's requests on the one list, keyed by router.
   for (const label of ['r0', 'r1', 'r2']) await expect(page.locator(`[data-testid="request-row"][data-request-id^="${label}/"]`).first()).toBeVisible({ timeout: 15_000 });
+  // The router is a column and a filter, not part of the id the row and the copy show; the header
+  // names the page's address as the hub (clients send to the routers).
+  const row = page.locator('[data-testid="request-row"][data-request-id^="r1/"]').first();
+  const pageId = (await row.getAttribute('data-request-id'))!;
+  await expect(row.getByTestId('request-router')).toHaveText('r1');
+  await expect(row.locator('.req-id')).toHaveText(pageId.slice('r1/'.length));
+  await page.getByTestId('filter-router').selectOption('r2');
+  await expect(page.locator('[data-testid="request-row"][data-request-id^="r1/"]')).toHaveCount(0);
+  await expect(page.locator('[data-testid="request-row"][data-request-id^="r2/"]').first()).toBeVisible();
+  await page.getByTestId('filter-router').selectOption('');
+  await expect(page.getByTestId('host-kind')).toContainText(`hub ${serve!.url.replace(/\/$/, '')}`);
+  await row.click();
+  await expect(page.getByTestId('copy-id')).toHaveAttribute('data-copy', pageId.slice('r1/'.length));
+  await page.getByTestId('detail-close').click();
 
   await page.getByTestId('nav-workers').click();
   const strip = page.getByTestId('router-strip');
@@ -52,11 +67,13 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
   await expect(health).toHaveText(['healthy on 3 of 3', 'healthy on 3 of 3'], { timeout: 10_000 });
   await page.screenshot({ path: join(SHOTS, 'hub-3-routers.png') });
 
-  // SIGKILL r1: the page shows it lost (the hub within 2 s, the page's poll on top), the matrix counts 2.
+  // SIGKILL r1: the page shows it lost (the hub within 2 s, the page's poll on top), the matrix
+  // counts it, named, and its column says so.
   const victim = routers[1]!;
   victim.proc.kill('SIGKILL');
   await expect(strip.locator('[data-label="r1"]')).toHaveAttribute('data-state', 'lost', { timeout: 3500 });
-  await expect(health).toHaveText(['healthy on 2 of 2', 'healthy on 2 of 2']);
+  await expect(health).toHaveText(['healthy on 2 of 3 (r1 lost)', 'healthy on 2 of 3 (r1 lost)']);
+  await expect(page.getByTestId('worker-matrix').getByTestId('matrix-lost')).toHaveCount(2);
   await page.screenshot({ path: join(SHOTS, 'hub-router-lost.png') });
 
   // Started again on its port: back.
@@ -71,12 +88,33 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
 
 // `baton serve --replicas 2`: the embedded default with its router as two replicas, the page on
 // the hub over them; a simulated worker's card keeps its fault buttons, and a kill is marked.
-test('serve --replicas 2: both replicas on the strip, a simulated worker killed from its card', async ({ page }) => {
+test('serve --replicas 2: both replicas on the strip, a simulated worker killed from its card', async ({ page, context }) => {
   const replicated = await startServe(['--replicas', '2', '--port', '0', '--sim', '2']);
   try {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: replicated.url });
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(replicated.url);
     for (const label of ['r0', 'r1']) await expect(page.locator(`[data-testid="request-row"][data-request-id^="${label}/"]`).first()).toBeVisible({ timeout: 15_000 });
+
+    // Copy id and copy as curl give the ids the router and the client know, not the hub's
+    // `r1/...`: the copied command runs against the replicas' port, and the router answers it
+    // under the client's replay id (found by the search, which matches the client's id).
+    await page.locator('[data-testid="request-row"][data-status="finished"]').first().click();
+    const detail = page.getByTestId('request-detail');
+    const pageId = (await detail.getAttribute('data-request-id'))!;
+    const clientId = pageId.slice(pageId.indexOf('/') + 1);
+    expect(pageId).toMatch(/^r[01]\//);
+    await expect(detail.getByTestId('copy-id')).toHaveAttribute('data-copy', clientId);
+    await detail.getByTestId('copy-curl').click();
+    await expect(page.getByTestId('toast')).toContainText(`${clientId}-replay-1`);
+    const cmd = await page.evaluate(() => navigator.clipboard.readText());
+    expect(cmd).toContain(`x-request-id: ${clientId}-replay-1`);
+    expect(cmd).not.toContain(`${pageId}-replay-1`);
+    execFileSync('bash', ['-c', `timeout 60 ${cmd}`], { encoding: 'utf8' });
+    await page.getByTestId('detail-close').click();
+    await page.getByTestId('search').fill(`${clientId}-replay`);
+    await expect(page.locator(`[data-testid="request-row"][data-request-id$="/${clientId}-replay-1"]`)).toHaveCount(1, { timeout: 10_000 });
+    await page.getByTestId('search').fill('');
 
     await page.getByTestId('nav-workers').click();
     const strip = page.getByTestId('router-strip');

@@ -150,6 +150,12 @@ export interface HubState {
   workers: WorkerMatrixRow[];
   /** Requests in flight at a router that died (hub request ids, the latest 500): "router lost". */
   owner_lost: string[];
+  /**
+   * The address clients send requests to when the routers share one (`--replicas`: the shared
+   * port); null when each router is its own (`serve --router`), where the page's own address is
+   * the hub's, not a router's. Absent from hubs that predate it.
+   */
+  front?: string | null;
 }
 
 /** Enough state for a page that opens late to draw the same picture as one that watched from the start. */

@@ -30,6 +30,11 @@ export interface HubOptions {
    * pages show its fault buttons.
    */
   simIndex?(url: string): number | null;
+  /**
+   * The address clients send requests to when the routers share one (a `--replicas` primary's
+   * port); absent: each router is sent to at its own URL (`serve --router`).
+   */
+  front?: string | null;
 }
 
 /** A row of GET /replicas (the replicas' contract). */
@@ -396,7 +401,7 @@ export class Hub {
   }
 
   state(): HubState {
-    return { routers: this.routers(), workers: this.matrix(), owner_lost: [...this.ownerLost] };
+    return { routers: this.routers(), workers: this.matrix(), owner_lost: [...this.ownerLost], front: this.opts.front ?? null };
   }
 
   /** The routers' figures as one router's: totals summed over their latest readings. */

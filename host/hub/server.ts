@@ -157,7 +157,7 @@ export async function startHub(opts: StartHubOptions): Promise<HubHandle> {
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new HostError(400, `router URL must be http or https: '${u}'`);
   }
-  const hub = new Hub(opts);
+  const hub = new Hub({ ...opts, front: opts.routerUrl ?? null });
   const headers = opts.headers ?? {};
   let base = '';
   const actions = hubActions(hub, () => opts.routerUrl ?? base, headers, opts.local);

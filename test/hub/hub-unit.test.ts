@@ -10,6 +10,7 @@ import type { RequestRow } from '../../router/trace/row.ts';
 import { serveEvents } from '../../router/http/events-endpoint.ts';
 import { bestOffset, sseSplit } from '../../host/hub/link.ts';
 import { startHub, type HubHandle } from '../../host/hub/server.ts';
+import type { HubState } from '../../host/contract.ts';
 
 const worker = (id: string, url: string, health: WorkerInfo['health'], inFlight: number): WorkerInfo => ({
   id, url, health, circuit: 'closed', format: 'sglang', token_only: true, incremental: false, model_path: null, weight_version: null, in_flight: inFlight,
@@ -166,6 +167,16 @@ describe('hub over stand-in routers', () => {
     expect(Date.now() - t0).toBeLessThan(2000);
     expect(h.hub.state().owner_lost).toEqual(['r1/q']);
     expect(h.hub.matrix()[0]).toMatchObject({ healthy: 1, of: 1 });
+  });
+
+  it("names the routers' shared port to pages when it has one (--replicas), none when each router is its own (--router)", async () => {
+    routers.push(await fakeRouter([worker('w0', 'http://a:1', 'healthy', 0)]));
+    hub = await startHub({ routers: [routers[0]!.url] });
+    expect(((await (await fetch(`${hub.url}/hub`)).json()) as HubState).front).toBeNull();
+    await hub.close();
+    hub = await startHub({ routers: [routers[0]!.url], routerUrl: 'http://127.0.0.1:30080' });
+    expect(((await (await fetch(`${hub.url}/hub`)).json()) as HubState).front).toBe('http://127.0.0.1:30080');
+    expect(hub.hub.snapshot(hub.url).hub?.front).toBe('http://127.0.0.1:30080');
   });
 
   it('follows the routers a discovery source lists (the seam the Kubernetes sources report to)', async () => {

@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { curlGenerate, frontOf } from '../../renderer/src/views/curl.ts';
 import { generateRequest, toOpenAiChat, toVllm } from '../../host/traffic-request.ts';
 import { DEFAULT_TRAFFIC } from '../../host/traffic-settings.ts';
+import { replayAddress, splitHubId } from '../../renderer/src/store/hub-labels.ts';
+import { hubOf, link } from './hub-fixtures.ts';
 
 const URL_ = 'http://127.0.0.1:30080';
 
@@ -90,5 +92,14 @@ describe('copy as curl', () => {
     expect(c.body).toEqual(body);
     expect(frontOf({ text: 'hi', sampling_params: {} })).toBe('/generate');
     expect(frontOf(null)).toBe('/generate');
+  });
+
+  it("behind the hub: the replay runs as the client's id, not the hub's `r1/...`, at an address that serves requests", () => {
+    const hub = hubOf([link('r0', URL_), link('r1', 'http://127.0.0.1:30081')], null);
+    const pageId = 'r1/9b46';
+    const c = parts(curlGenerate(replayAddress(pageId, hub, 'http://127.0.0.1:5999'), { ...sglang, rid: '9b46' }, { requestId: splitHubId(pageId, hub).clientId }));
+    expect(c.url).toBe('http://127.0.0.1:30081/generate');
+    expect(c.headers).toContain('x-request-id: 9b46-replay-1');
+    expect(c.body.rid).toBe('9b46-replay-1');
   });
 });

@@ -56,3 +56,30 @@ export function uncovered(workers: readonly CoverageWorker[]): { what: string; w
   }
   return out;
 }
+
+/**
+ * How the failure reached the client, as its own logs show it. A stream that had started (the
+ * client had tokens) was answered 200 and ended by the format's error frame, whose code is the
+ * status; grepping the client's logs for that status finds nothing, so the words say both.
+ * Before a stream starts, or for a unary request, the status is the HTTP status.
+ */
+export function clientGotHeadline(r: RequestView, f: ClientFailure): string | null {
+  if (r.stream === true && r.completionTokens > 0) {
+    const n = r.completionTokens;
+    return `in-stream error after ${n} token${n === 1 ? '' : 's'} (HTTP 200; error frame${f.status !== null ? ` code ${f.status}` : ''})`;
+  }
+  return f.status !== null ? `HTTP ${f.status}` : null;
+}
+
+/**
+ * The request row's `error`, when the detail panel does not already print it: it is the last
+ * failed attempt's error (printed on that attempt's line) or the client's error text; only an
+ * error said nowhere else gets a line of its own.
+ */
+export function requestErrorLine(r: RequestView, f: ClientFailure | null): string | null {
+  const e = r.error;
+  if (!e) return null;
+  if (r.attempts.some((a) => a.error === e)) return null;
+  if (f && f.text.includes(e)) return null;
+  return e;
+}

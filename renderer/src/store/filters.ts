@@ -14,6 +14,8 @@ export interface RequestFilters {
   sinceFault?: boolean;
   /** Only the requests an incident touched (renderer/src/store/incidents.ts), on a time axis fitted to them. */
   incident?: IncidentFocus | null;
+  /** Behind the hub: only one router's requests, by its label (r0, r1, ...: the ids' `<label>/`). */
+  router?: string | null;
 }
 
 /** An incident the list is focused on: its requests, and the window that shows them all. */
@@ -26,7 +28,7 @@ export interface IncidentFocus {
   to: number;
 }
 
-export const NO_FILTERS: RequestFilters = { migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false, incident: null };
+export const NO_FILTERS: RequestFilters = { migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false, incident: null, router: null };
 
 /** Whether an id matches a search: a case-insensitive prefix, the same rule in every view. */
 export function idMatches(id: string, search: string): boolean {
@@ -34,23 +36,28 @@ export function idMatches(id: string, search: string): boolean {
   return q === '' || id.toLowerCase().startsWith(q);
 }
 
-export function matches(r: RequestView, f: RequestFilters, lastFaultAt: number | null = null): boolean {
+/**
+ * `labelled`: behind the hub, whose ids read `<label>/<id>`, where the list shows the client's id:
+ * a search matches that id too, as the hub's /traces matches `request_prefix`.
+ */
+export function matches(r: RequestView, f: RequestFilters, lastFaultAt: number | null = null, labelled = false): boolean {
   if (f.migrated && migrationCount(r) === 0) return false;
   if (f.failed && r.status !== 'failed') return false;
   if (f.notAdmitted && r.admitted !== false) return false;
   if (f.incident && !f.incident.ids.has(r.id)) return false;
+  if (f.router && !r.id.startsWith(`${f.router}/`)) return false;
   if (f.worker !== null && !r.attempts.some((a) => a.worker === f.worker)) return false;
   if (f.sinceFault && lastFaultAt !== null && r.endedAt !== null && r.endedAt < lastFaultAt) return false;
-  if (!idMatches(r.id, f.search)) return false;
+  if (!idMatches(r.id, f.search) && !(labelled && r.id.includes('/') && idMatches(r.id.slice(r.id.indexOf('/') + 1), f.search))) return false;
   return true;
 }
 
 /** Visible request ids, newest first. */
-export function visibleIds(ids: readonly string[], get: (id: string) => RequestView | undefined, f: RequestFilters, lastFaultAt: number | null = null): string[] {
+export function visibleIds(ids: readonly string[], get: (id: string) => RequestView | undefined, f: RequestFilters, lastFaultAt: number | null = null, labelled = false): string[] {
   const out: string[] = [];
   for (let i = ids.length - 1; i >= 0; i--) {
     const r = get(ids[i]!);
-    if (r && matches(r, f, lastFaultAt)) out.push(r.id);
+    if (r && matches(r, f, lastFaultAt, labelled)) out.push(r.id);
   }
   return out;
 }

@@ -9,12 +9,12 @@ import type { FaultMark } from '../../../host/contract.ts';
 import { stalledFrom, type AttemptView, type RequestView } from '../store/request-view.ts';
 import type { WorkerTable } from '../store/workers.ts';
 import { faultLabel } from '../store/faults.ts';
-import { clientFailure, type ClientFailure } from '../store/failure-reason.ts';
+import { clientFailure, clientGotHeadline, type ClientFailure } from '../store/failure-reason.ts';
 import { useStoreApi } from './context.ts';
 import { fmtClock, fmtIso, fmtMs } from './format.ts';
 import { hoverCard, type CardContent } from './HoverCard.tsx';
 
-export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, client: ClientFailure | null = null): CardContent {
+export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, client: ClientFailure | null = null, clientHeadline: string | null = null): CardContent {
   const stall = stalledFrom(a, now);
   const lines: [string, string][] = [
     ['worker', `${workers.label(a.worker)} · ${a.worker}`],
@@ -37,7 +37,7 @@ export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, c
     lines.push(['decode leg', `${workers.label(a.worker)}${a.row?.failed_leg === 'decode' ? ' (failed)' : ''}`]);
     lines.push(['bootstrap room', a.row?.bootstrap_room ?? '—']);
   }
-  if (client) lines.push(['client got', `${client.status ?? ''} ${client.text}`.trim()]);
+  if (client) lines.push(['client got', `${clientHeadline ?? client.status ?? ''} ${client.text}`.trim()]);
   return { title: `attempt ${a.attempt} on ${workers.label(a.worker)}`, lines, note: a.error };
 }
 
@@ -102,7 +102,10 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             data-outcome={a.outcome}
             data-tokens={a.tokens}
             data-stalled={stall === null ? undefined : stall}
-            {...hoverCard(() => attemptCard(a, workers, now, a.attempt === r.attempts.length - 1 ? clientFailure(r) : null))}
+            {...hoverCard(() => {
+              const f = a.attempt === r.attempts.length - 1 ? clientFailure(r) : null;
+              return attemptCard(a, workers, now, f, f ? clientGotHeadline(r, f) : null);
+            })}
             style={{ left: `${pct(a.startedAt)}%`, width: `${(width / span) * 100}%`, background: workers.colorOf(a.worker) }}
           >
             {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}

@@ -5,6 +5,7 @@ import type { View, Theme } from '../store/store.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { fmtClock, fmtIso } from './format.ts';
 import { hoverCard } from './HoverCard.tsx';
+import { addressName } from '../store/hub-labels.ts';
 
 const VIEWS: { view: View; label: string; live?: boolean }[] = [
   { view: 'live', label: 'Requests' },
@@ -28,6 +29,9 @@ export function Nav({ onOpenFile, onCloseFile }: { onOpenFile(file: File): void;
   const view = useDash((s) => s.view);
   const routerUrl = useDash((s) => s.routerUrl);
   const router = useDash((s) => s.router);
+  const hub = useDash((s) => s.hub);
+  // Under `serve --router` the page's address is the hub's: no client sends requests there.
+  const named = addressName(hub);
   const mode = useDash((s) => s.mode);
   const file = useDash((s) => s.file);
   const theme = useDash((s) => s.theme);
@@ -53,11 +57,11 @@ export function Nav({ onOpenFile, onCloseFile }: { onOpenFile(file: File): void;
       ) : (
         <span className="host-kind" data-testid="host-kind" {...hoverCard(() => ({
           title: 'Where the router runs',
-          lines: [['host', host.kind === 'electron' ? 'desktop (Electron)' : 'browser mode (baton serve)'], ['router', routerUrl ?? '?'],
+          lines: [['host', host.kind === 'electron' ? 'desktop (Electron)' : 'browser mode (baton serve)'], [named, routerUrl ?? '?'], ...(hub && named === 'hub' ? [['routers', hub.routers.map((r) => `${r.label} ${r.url}`).join(', ')]] as [string, string][] : []),
             ...(router ? [['instance', router.instance], ['started', `${fmtClock(router.started_at)} · ${fmtIso(router.started_at)}`]] as [string, string][] : [])],
           note: 'Another router instance answering resets the view.',
         }))}>
-          {host.kind === 'electron' ? 'desktop' : 'browser mode'}{routerUrl ? ` · router ${routerUrl}` : ''}
+          {host.kind === 'electron' ? 'desktop' : 'browser mode'}{routerUrl ? ` · ${named} ${routerUrl}` : ''}
           {router ? ` · up since ${fmtClock(router.started_at).slice(0, 8)}` : ''}
         </span>
       )}

@@ -10,8 +10,9 @@ import { migrationCount, type RequestView } from '../store/request-view.ts';
 import { budgetBar } from '../store/budget.ts';
 import { rebuildRequest } from '../store/rebuild.ts';
 import { marksIn } from '../store/faults.ts';
-import { clientFailure } from '../store/failure-reason.ts';
+import { clientFailure, clientGotHeadline, requestErrorLine } from '../store/failure-reason.ts';
 import { withIso } from '../store/trace-file.ts';
+import { replayAddress, splitHubId } from '../store/hub-labels.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
 import { AttemptBars, requestSpan } from './AttemptBars.tsx';
 import { BudgetBar } from './BudgetBar.tsx';
@@ -20,7 +21,7 @@ import { fmtClock, fmtIso, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { OutputTokens } from './OutputTokens.tsx';
 import { RouterOwner } from './Routers.tsx';
 import { copyText } from './HoverCard.tsx';
-import { curlGenerate, FRONT_PATHS, type FrontPath } from './curl.ts';
+import { curlGenerate, FRONT_PATHS, replayId, type FrontPath } from './curl.ts';
 import { showError, showInfo } from './toast.tsx';
 
 function traceRowsOf(r: RequestView): TraceRow[] {
@@ -118,14 +119,17 @@ export function RequestDetail({ id }: { id: string }) {
   const faults = useDash((s) => s.faults);
   const mode = useDash((s) => s.mode);
   const routerUrl = useDash((s) => s.routerUrl);
+  const hub = useDash((s) => s.hub);
   const found = useRequest(id);
+  // Behind a hub the page's id is `<router>/<id>`: the copies carry the id the router and client know.
+  const clientId = splitHubId(id, hub).clientId;
   const { workers, traces } = store.getState().model;
   const close = () => store.getState().select(null);
   const head = (
     <div className="head">
       {found.r && <StatusIcon r={found.r} />}
-      <h2 className="mono" data-testid="detail-id">{id}</h2>
-      <button onClick={() => void copyText(id).then((ok) => showInfo(ok ? 'Id copied' : 'Copy failed'))} title="Copy the request id">Copy id</button>
+      <h2 className="mono" data-testid="detail-id" title={id}>{clientId}</h2>
+      <button onClick={() => void copyText(clientId).then((ok) => showInfo(ok ? `Id copied: ${clientId}` : 'Copy failed'))} title="Copy the request id as the client sent it and the router knows it" data-testid="copy-id" data-copy={clientId}>Copy id</button>
       <button onClick={close} data-testid="detail-close">Close (Esc)</button>
     </div>
   );
@@ -152,6 +156,8 @@ export function RequestDetail({ id }: { id: string }) {
   const span = requestSpan(r, now);
   const marks = marksIn(faults, span.from, span.to);
   const failure = clientFailure(r);
+  const clientHeadline = failure ? clientGotHeadline(r, failure) : null;
+  const errorLine = requestErrorLine(r, failure);
 
   const copyCurl = async () => {
     try {
@@ -161,8 +167,8 @@ export function RequestDetail({ id }: { id: string }) {
         return;
       }
       const path = (FRONT_PATHS as readonly string[]).includes(body.path ?? '') ? (body.path as FrontPath) : null;
-      const ok = await copyText(curlGenerate(routerUrl, body.body, { path, requestId: r.id }));
-      showInfo(ok ? `curl command copied: it replays this request's body against the router as ${r.id}-replay-1` : 'Copy failed');
+      const ok = await copyText(curlGenerate(replayAddress(r.id, hub, routerUrl), body.body, { path, requestId: clientId }));
+      showInfo(ok ? `curl command copied: it replays this request's body against the router as ${replayId(clientId)}` : 'Copy failed');
     } catch (err) {
       showError(err);
     }
@@ -212,7 +218,7 @@ export function RequestDetail({ id }: { id: string }) {
         <>
           <h3>What the client got</h3>
           <p className="client-error" data-testid="detail-client-error" data-reason={failure.type}>
-            {failure.status !== null ? `HTTP ${failure.status}: ` : ''}<span className="mono">{failure.text}</span>
+            {clientHeadline !== null ? `${clientHeadline}: ` : ''}<span className="mono">{failure.text}</span>
           </p>
         </>
       )}
@@ -262,7 +268,7 @@ export function RequestDetail({ id }: { id: string }) {
           );
         })}
       </table>
-      {r.error && <p className="health-dead error-text" data-testid="request-error">{r.error}</p>}
+      {errorLine && <p className="health-dead error-text" data-testid="request-error">{errorLine}</p>}
 
       {mode === 'live' ? (
         <OutputTokens

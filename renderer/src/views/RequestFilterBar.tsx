@@ -1,4 +1,4 @@
-// Filters of the Requests list: migrated, failed, not migratable, a worker, since the last fault,
+// Filters of the Requests list: migrated, failed, not migratable, a worker, a router (behind the hub), since the last fault,
 // and an id prefix search (the same rule as in Traces).
 import { useDash, useStoreApi } from './context.ts';
 import { lastFault, faultLabel } from '../store/faults.ts';
@@ -8,6 +8,7 @@ export function RequestFilterBar({ shown, held }: { shown: number; held: number 
   const store = useStoreApi();
   const filters = useDash((s) => s.filters);
   const faults = useDash((s) => s.faults);
+  const hub = useDash((s) => s.hub);
   useDash((s) => s.version);
   const workers = store.getState().model.workers.list();
   const set = store.getState().setFilters;
@@ -49,6 +50,17 @@ export function RequestFilterBar({ shown, held }: { shown: number; held: number 
           ))}
         </select>
       </label>
+      {hub && (
+        <label title="The router that owns the request (the hub's label; the id column shows the client's id)">
+          router
+          <select data-testid="filter-router" value={filters.router ?? ''} onChange={(e) => set({ router: e.target.value || null })}>
+            <option value="">any</option>
+            {hub.routers.map((r) => (
+              <option key={r.label} value={r.label}>{r.label} · {r.url.replace(/^https?:\/\//, '')}{r.state === 'lost' ? ' (lost)' : ''}</option>
+            ))}
+          </select>
+        </label>
+      )}
       <span className="count" data-testid="request-count" title="Requests this page holds: those in flight, the last finished ones, and longer the ones that migrated or failed">
         {shown.toLocaleString()} of {held.toLocaleString()} held
       </span>

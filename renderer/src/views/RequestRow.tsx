@@ -17,12 +17,16 @@ interface Props {
   selected: boolean;
   cursor: boolean;
   onOpen(id: string): void;
+  /** Behind the hub: the router's label, in a column of its own; the id cell then shows the client's id. */
+  router?: string | null;
+  /** The id as the client sent it (the page id without its `<label>/`). */
+  clientId?: string;
 }
 
-export const RequestRow = memo(function RequestRow({ r, now, from, to, top, height, selected, cursor, onOpen }: Props) {
+export const RequestRow = memo(function RequestRow({ r, now, from, to, top, height, selected, cursor, onOpen, router = null, clientId }: Props) {
   return (
     <div
-      className={`req-row req-grid${selected ? ' selected' : ''}${cursor ? ' cursor' : ''}`}
+      className={`req-row req-grid${router !== null ? ' with-router' : ''}${selected ? ' selected' : ''}${cursor ? ' cursor' : ''}`}
       style={{ top, height }}
       data-testid="request-row"
       data-request-id={r.id}
@@ -33,7 +37,8 @@ export const RequestRow = memo(function RequestRow({ r, now, from, to, top, heig
       aria-selected={selected}
     >
       <StatusIcon r={r} />
-      <span className="req-id mono" title={r.id}>{r.id}</span>
+      {router !== null && <span className="req-router mono" data-testid="request-router" title={`router ${router}`}>{router}</span>}
+      <span className="req-id mono" title={r.id}>{clientId ?? r.id}</span>
       <AttemptBars r={r} now={now} window={{ from, to }} />
       <BudgetBar r={r} />
       <Badges r={r} />

@@ -6,6 +6,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { visibleIds, type RequestFilters } from '../store/filters.ts';
+import { splitHubId } from '../store/hub-labels.ts';
 import { lastFault, groupMarks, marksIn } from '../store/faults.ts';
 import { REQUEST_WINDOWS } from '../store/store.ts';
 import type { RequestView } from '../store/request-view.ts';
@@ -39,7 +40,7 @@ function typicalDuration(ids: readonly string[], get: (id: string) => RequestVie
 
 /** Whether any filter narrows the list. */
 function filtered(f: RequestFilters): boolean {
-  return f.migrated || f.failed || f.notAdmitted || f.worker !== null || f.search.trim() !== '' || Boolean(f.sinceFault);
+  return f.migrated || f.failed || f.notAdmitted || f.worker !== null || f.search.trim() !== '' || Boolean(f.sinceFault) || Boolean(f.router);
 }
 
 /** A window fitted to the newest rows the filter shows, when even the newest ended before `liveFrom`; else null. */
@@ -67,6 +68,9 @@ export function RequestsView() {
   const faults = useDash((s) => s.faults);
   const mode = useDash((s) => s.mode);
   const routerUrl = useDash((s) => s.routerUrl);
+  const hub = useDash((s) => s.hub);
+  // Behind the hub the router is a column of its own, not a prefix of the id.
+  const grid = hub ? 'req-grid with-router' : 'req-grid';
   const traffic = useDash((s) => s.traffic);
   const connection = useDash((s) => s.connection.status);
   const workersKnown = useDash((s) => s.model.workers.byId.size);
@@ -76,7 +80,8 @@ export function RequestsView() {
   const incidents = useIncidents();
 
   // `version` is the book's change counter: the list is recomputed once per batch.
-  const live = useMemo(() => visibleIds(book.ids(), (id) => book.get(id), filters, lastFaultAt), [book, version, filters, lastFaultAt]);
+  const labelled = hub !== null;
+  const live = useMemo(() => visibleIds(book.ids(), (id) => book.get(id), filters, lastFaultAt, labelled), [book, version, filters, lastFaultAt, labelled]);
   const [held, setHeld] = useState<{ ids: string[]; at: number } | null>(null);
   // Held: the rows stay in place, less those the page has let go meanwhile (no blank rows).
   const heldIds = useMemo(() => held?.ids.filter((id) => book.get(id) !== undefined) ?? null, [held, book, version]);
@@ -192,7 +197,7 @@ export function RequestsView() {
             {gone > 0 ? `; ${gone.toLocaleString()} older ones were let go (${dropped.notable.toLocaleString()} of them migrated or failed). Their trace rows stay in Traces as long as this page or the router holds them.` : '.'}
           </span>
           <span className="empty-actions">
-            <button onClick={() => store.getState().setFilters({ migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false, incident: null })} data-testid="clear-filters">Clear the filters</button>
+            <button onClick={() => store.getState().setFilters({ migrated: false, failed: false, notAdmitted: false, worker: null, search: '', sinceFault: false, incident: null, router: null })} data-testid="clear-filters">Clear the filters</button>
             {(q !== '' || filters.migrated || filters.failed) && (
               <button
                 data-testid="search-traces"
@@ -239,8 +244,9 @@ export function RequestsView() {
           down: <code>baton sim --token-interval-ms 20</code> (<code>baton serve</code>'s own simulated workers use 20 ms by default).
         </div>
       )}
-      <div className="timeline-head req-grid" style={{ paddingRight: 14 + scrollbar }}>
+      <div className={`timeline-head ${grid}`} style={{ paddingRight: 14 + scrollbar }}>
         <span />
+        {hub && <span className="axis-note" data-testid="router-column-head">router</span>}
         <span className="axis-note" data-testid="axis-note">{fit ? (filters.incident ? 'incident' : 'fitted') : connection === 'lost' && mode === 'live' ? 'frozen' : held ? (mode === 'file' ? 'scrolled' : 'held') : mode === 'file' ? 'file end' : 'live'}</span>
         <span className="axis-ticks" data-testid="list-axis">
           {ticks.map((t) => <span key={t} className="tick" style={{ left: pct(from + t) }}>{fmtOffset(t - span, '+')}</span>)}
@@ -271,6 +277,7 @@ export function RequestsView() {
               {items.map((item) => {
                 const r = book.get(ids[item.index]!);
                 if (!r) return null;
+                const split = splitHubId(r.id, hub);
                 return (
                   <RequestRow
                     key={item.key}
@@ -283,6 +290,8 @@ export function RequestsView() {
                     selected={selected === r.id}
                     cursor={cursor === r.id}
                     onOpen={open}
+                    router={hub ? split.router ?? '' : null}
+                    clientId={split.clientId}
                   />
                 );
               })}
@@ -290,8 +299,8 @@ export function RequestsView() {
           )}
         </div>
         {ids.length > 0 && marks.length > 0 && (
-          <div className="fault-overlay req-grid" style={{ right: scrollbar }} aria-hidden="true">
-            <span /><span />
+          <div className={`fault-overlay ${grid}`} style={{ right: scrollbar }} aria-hidden="true">
+            <span /><span />{hub && <span />}
             <span className="fault-track">
               {marks.map((m, i) => <span key={i} className={`fault-line ${m.source}`} data-testid="fault-line" data-kind={m.kind} style={{ left: pct(m.t) }} />)}
             </span>

@@ -3,6 +3,7 @@
 // a request the router that owns it, "router lost" when that router died with it in flight.
 import type { RouterLinkStatus } from '../../../host/contract.ts';
 import { useDash } from './context.ts';
+import { matrixHealth, replicaNote } from '../store/hub-labels.ts';
 
 const STATE_CLASS: Record<RouterLinkStatus['state'], string> = { connected: 'good', lagging: 'refused', lost: 'bad', connecting: '' };
 
@@ -26,7 +27,7 @@ export function RoutersPanel() {
         <tbody>
           {hub.routers.map((r) => (
             <tr key={r.label} data-testid="router-row" data-label={r.label} data-state={r.state} title={r.error ?? r.instance ?? ''}>
-              <td className="mono">{r.label} <span className="note">{r.url.replace(/^https?:\/\//, '')}{r.replica ? ` · replica ${r.replica.index} epoch ${r.replica.epoch}` : ''}</span></td>
+              <td className="mono">{r.label} <span className="note">{r.url.replace(/^https?:\/\//, '')}{replicaNote(r, hub.routers) !== null ? ` · ${replicaNote(r, hub.routers)}` : ''}</span></td>
               <td><span className={`badge ${STATE_CLASS[r.state]}`}>{r.state}</span></td>
               <td>{ago(r.last_seen, now)}</td>
               <td>{r.offset_ms === null ? '–' : `${r.offset_ms > 0 ? '+' : ''}${r.offset_ms} ms`}</td>
@@ -44,14 +45,19 @@ export function RoutersPanel() {
             <tr><th>worker</th><th>in flight (all routers)</th><th>health</th>{labels.map((l) => <th key={l}>{l}</th>)}</tr>
           </thead>
           <tbody>
-            {hub.workers.map((w) => (
-              <tr key={w.id} data-testid="matrix-row" data-url={w.url}>
-                <td className="mono">{w.id} <span className="note">{w.url.replace(/^https?:\/\//, '')}</span></td>
-                <td>{w.in_flight}</td>
-                <td data-testid="matrix-health">{`healthy on ${w.healthy} of ${w.of}`}</td>
-                {labels.map((l) => <td key={l} className={w.health[l] === undefined ? 'note' : w.health[l] === 'healthy' ? '' : 'bad-text'}>{w.health[l] ?? '–'}</td>)}
-              </tr>
-            ))}
+            {hub.workers.map((w) => {
+              const health = matrixHealth(w, hub.routers);
+              return (
+                <tr key={w.id} data-testid="matrix-row" data-url={w.url}>
+                  <td className="mono">{w.id} <span className="note">{w.url.replace(/^https?:\/\//, '')}</span></td>
+                  <td>{w.in_flight}</td>
+                  <td data-testid="matrix-health" className={health.lost.length ? 'bad-text' : ''}>{health.words}</td>
+                  {labels.map((l) => health.lost.includes(l)
+                    ? <td key={l} className="bad-text" data-testid="matrix-lost">router lost</td>
+                    : <td key={l} className={w.health[l] === undefined ? 'note' : w.health[l] === 'healthy' ? '' : 'bad-text'}>{w.health[l] ?? '–'}</td>)}
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       )}
