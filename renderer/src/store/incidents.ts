@@ -8,6 +8,7 @@
 import type { FaultKind, FaultMark } from '../../../host/contract.ts';
 import type { AttemptRow, ErrorKind, RequestRow, TraceRow } from '../../../router/trace/row.ts';
 import { failureWords } from './failure-reason.ts';
+import { lastFault } from './faults.ts';
 
 /** Marks that start or continue an incident (as "since the last fault" counts them). */
 const ONSET_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['kill', 'hang', 'reset', 'reject', 'slow', 'drain', 'remove', 'down']);
@@ -18,7 +19,16 @@ const RECOVERY_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['restart', 'c
  * and a drain's move (planned, but the worker is going away). Not a first-token timeout (a slow
  * queue is not the worker's fault), nor the request's own refusals.
  */
-const ATTRIBUTED: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort', 'drain']);
+const ATTRIBUTED: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort', 'drain', 'prefill_failed']);
+
+/**
+ * The worker an attempt's failure belongs to: a P/D attempt whose prefill leg failed
+ * (`failed_leg: prefill`, docs/pd.md) broke on its prefill server, not on the decode worker that
+ * `worker` names (the router benches the prefill server and leaves the decode worker alone).
+ */
+export function blamedWorker(row: Pick<AttemptRow, 'worker' | 'prefill_worker' | 'failed_leg'>): string {
+  return row.failed_leg === 'prefill' && row.prefill_worker ? row.prefill_worker : row.worker;
+}
 
 export type Severity = 'contained' | 'minor' | 'major';
 
@@ -112,7 +122,7 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
       requests.set(r.request_id, r);
       if (r.outcome === 'failed' && r.attempts === 0) noWorker.push(r);
     } else if (r.error_kind !== null && ATTRIBUTED.has(r.error_kind) && r.outcome !== 'finished' && r.outcome !== 'cancelled') {
-      push(r.worker, { t: r.ended_at, mark: null, row: r });
+      push(blamedWorker(r), { t: r.ended_at, mark: null, row: r });
     }
   }
 
@@ -238,6 +248,19 @@ export function incidentOfMark(incidents: readonly Incident[], m: FaultMark): In
     if (i.start <= m.t && m.t <= i.end && (best === null || i.start > best.start)) best = i;
   }
   return best;
+}
+
+/**
+ * When the last fault began: the start of the latest incident (its first broken attempt, or its
+ * first fault mark), not the health check that confirmed it seconds later; a fault mark no
+ * incident holds counts as it stands. Null: no fault yet.
+ */
+export function lastFaultStart(marks: readonly FaultMark[], incidents: readonly Incident[]): number | null {
+  let t: number | null = null;
+  for (const i of incidents) if (t === null || i.start > t) t = i.start;
+  const f = lastFault(marks);
+  if (f && !incidentOfMark(incidents, f) && (t === null || f.t > t)) t = f.t;
+  return t;
 }
 
 /**

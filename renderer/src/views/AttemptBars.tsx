@@ -88,7 +88,10 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
       )}
       {r.attempts.map((a) => {
         const aEnd = a.endedAt ?? now;
-        const broken = a.outcome === 'failed';
+        // A P/D attempt whose prefill leg failed broke on its prefill server: the break mark goes
+        // on the prefill strip, and the decode worker's bar is not drawn as failed.
+        const prefillBroke = a.outcome === 'failed' && a.row?.failed_leg === 'prefill' && Boolean(a.row.prefill_worker);
+        const broken = a.outcome === 'failed' && !prefillBroke;
         const width = clip(aEnd) - clip(a.startedAt);
         const stall = stalledFrom(a, now);
         const stallLeft = stall === null || width <= 0 ? null : ((clip(stall) - clip(a.startedAt)) / width) * 100;
@@ -100,6 +103,7 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             data-worker={a.worker}
             data-attempt={a.attempt}
             data-outcome={a.outcome}
+            data-blamed={a.outcome === 'failed' ? (prefillBroke ? a.row!.prefill_worker! : a.worker) : undefined}
             data-tokens={a.tokens}
             data-stalled={stall === null ? undefined : stall}
             {...hoverCard(() => attemptCard(a, workers, now, a.attempt === r.attempts.length - 1 ? clientFailure(r) : null))}
@@ -108,7 +112,7 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}
             {a.row?.prefill_worker && (
               <div
-                className={`pd-leg${a.row.failed_leg === 'prefill' ? ' failed' : ''}`}
+                className={`pd-leg${a.row.failed_leg === 'prefill' ? ' failed' : ''}${prefillBroke ? ' broken' : ''}`}
                 data-testid="prefill-leg"
                 data-worker={a.row.prefill_worker}
                 data-failed-leg={a.row.failed_leg ?? undefined}
