@@ -7,6 +7,7 @@ import { createDashStore } from '../../renderer/src/store/store.ts';
 import { deriveIncidents, incidentSummary } from '../../renderer/src/store/incidents.ts';
 import { pdShortage, prefillLoad } from '../../renderer/src/store/pd.ts';
 import { exportContext } from '../../renderer/src/store/export-context.ts';
+import { clientFailure, failedBadgeText } from '../../renderer/src/store/failure-reason.ts';
 import type { FaultMark } from '../../host/contract.ts';
 import type { WorkerInfo } from '../../router/events/types.ts';
 import { requestEvents } from './scenario.ts';
@@ -89,5 +90,19 @@ describe('P/D: roles and load', () => {
     expect(pdShortage([worker('p0', P0, 'prefill'), { ...worker('d0', D0, 'decode'), draining: true }])).toEqual([{ role: 'decode', workers: 'd0 draining' }]);
     // Aggregated workers have no role: nothing to say.
     expect(pdShortage([{ id: 'w0', health: 'dead', draining: false }])).toEqual([]);
+  });
+});
+
+describe('P/D: a failed request whose row words no client error', () => {
+  it('reads its last attempt\'s error kind, not "failed: failed"', () => {
+    const store = createDashStore();
+    const events = requestEvents('x', T0, 40, [{ worker: D0, prefill: P0, tokens: 0, fails: true, failedLeg: 'prefill' }]);
+    for (const e of events) if (e.type === 'request_finished') e.row = { ...e.row, client_error: null, client_status: null, error: null };
+    store.getState().ingest(events, T0 + 100);
+    const f = clientFailure(store.getState().model.book.get('x')!)!;
+    expect(f.type).toBe('prefill_failed');
+    expect(failedBadgeText(f)).toBe('failed: prefill_failed');
+    // Nothing known at all: the badge says "failed" once.
+    expect(failedBadgeText({ type: 'failed', text: 'failed (the router recorded no reason)', status: null })).toBe('failed');
   });
 });
