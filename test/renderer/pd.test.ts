@@ -104,5 +104,8 @@ describe('P/D: a failed request whose row words no client error', () => {
     expect(failedBadgeText(f)).toBe('failed: prefill_failed');
     // Nothing known at all: the badge says "failed" once.
     expect(failedBadgeText({ type: 'failed', text: 'failed (the router recorded no reason)', status: null })).toBe('failed');
+    // The prefill server's incident counts it by the same words.
+    const [inc] = deriveIncidents(store.getState().model.traces.all(), []);
+    expect(incidentSummary(inc!)).toBe('1 broken · 0 migrated · 1 failed: prefill failed');
   });
 });

@@ -79,14 +79,17 @@ interface Onset {
   row: AttemptRow | null;
 }
 
-/** The failure type of a failed request row: its client_error's type, else `no_worker` for no attempt. */
-function failureType(row: RequestRow): string {
+/**
+ * The failure type of a failed request row: its client_error's type, else `no_worker` for no
+ * attempt, else its last attempt's error kind (never a bare `failed`, which read `1 failed: failed`).
+ */
+function failureType(row: RequestRow, lastKind: ErrorKind | null = null): string {
   const text = row.client_error ?? null;
   if (text) {
     const colon = text.indexOf(': ');
     return colon > 0 ? text.slice(0, colon) : text;
   }
-  return row.attempts === 0 ? 'no_worker' : 'failed';
+  return row.attempts === 0 ? 'no_worker' : lastKind ?? 'failed';
 }
 
 export function severityOf(failed: number): Severity {
@@ -117,7 +120,9 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
   }
   const requests = new Map<string, RequestRow>();
   const noWorker: RequestRow[] = [];
+  const lastKinds = new Map<string, { attempt: number; kind: ErrorKind | null }>();
   for (const r of rows) {
+    if (r.kind === 'attempt' && (lastKinds.get(r.request_id)?.attempt ?? -1) < r.attempt) lastKinds.set(r.request_id, { attempt: r.attempt, kind: r.error_kind });
     if (r.kind === 'request') {
       requests.set(r.request_id, r);
       if (r.outcome === 'failed' && r.attempts === 0) noWorker.push(r);
@@ -126,13 +131,14 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
     }
   }
 
+  const kindOf = (id: string) => lastKinds.get(id)?.kind ?? null;
   const incidents: Building[] = [];
   for (const [worker, list] of onsets) {
     // Ties: a mark before a row, then by request id and attempt, so the order of the input never matters.
     list.sort((a, b) => a.t - b.t || (a.mark ? 0 : 1) - (b.mark ? 0 : 1) || onsetKey(a).localeCompare(onsetKey(b)));
     let group: Onset[] = [];
     const flush = () => {
-      if (group.length > 0) incidents.push(build(worker, group, idOfUrl.get(worker) ?? null, requests, recoveries.get(worker) ?? []));
+      if (group.length > 0) incidents.push(build(worker, group, idOfUrl.get(worker) ?? null, requests, recoveries.get(worker) ?? [], kindOf));
       group = [];
     };
     for (const o of list) {
@@ -153,7 +159,7 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
     if (!owner || owner.touched.has(r.request_id)) continue;
     owner.touched.add(r.request_id);
     owner.requestIds.push(r.request_id);
-    count(owner, r);
+    count(owner, r, null);
   }
   return incidents.map(({ touched: _t, lastFailure: _l, ...i }) => i);
 }
@@ -164,7 +170,7 @@ function onsetKey(o: Onset): string {
 
 type Building = Incident & { touched: Set<string>; lastFailure: number };
 
-function count(i: Building, r: RequestRow | undefined): void {
+function count(i: Building, r: RequestRow | undefined, lastKind: ErrorKind | null): void {
   if (!r) {
     i.open++;
     return;
@@ -172,7 +178,7 @@ function count(i: Building, r: RequestRow | undefined): void {
   i.end = Math.max(i.end, r.ended_at);
   if (r.outcome === 'failed') {
     i.failed++;
-    const type = failureType(r);
+    const type = failureType(r, lastKind);
     i.failedBy[type] = (i.failedBy[type] ?? 0) + 1;
     i.severity = severityOf(i.failed);
   } else if (r.outcome === 'finished' && r.migrations > 0) {
@@ -180,7 +186,7 @@ function count(i: Building, r: RequestRow | undefined): void {
   }
 }
 
-function build(worker: string, group: Onset[], workerId: string | null, requests: Map<string, RequestRow>, recoveries: number[]): Building {
+function build(worker: string, group: Onset[], workerId: string | null, requests: Map<string, RequestRow>, recoveries: number[], kindOf: (id: string) => ErrorKind | null): Building {
   const first = group[0]!;
   const start = first.t;
   const lastFailure = group[group.length - 1]!.t;
@@ -222,7 +228,7 @@ function build(worker: string, group: Onset[], workerId: string | null, requests
     if (i.touched.has(id)) continue;
     i.touched.add(id);
     i.requestIds.push(id);
-    count(i, requests.get(id));
+    count(i, requests.get(id), kindOf(id));
   }
   return i;
 }
