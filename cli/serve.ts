@@ -1,7 +1,7 @@
 // `baton serve`: the router with the dashboard in browser mode, and by default a simulated
 // cluster with traffic, all in this process (the simulated workers are child processes).
 import { intFlag, parseFlags, UsageError } from './args.ts';
-import { RENDERER_DIST, resolveAppOptions, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
+import { clusterConfig, RENDERER_DIST, resolveAppOptions, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
 import { parseReplicas, startReplicatedApp, type ReplicatedAppHandle } from '../host/replicated-app.ts';
 import { ReplicasStartError } from '../host/replicas-process.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';
@@ -212,7 +212,8 @@ export async function run(argv: string[]): Promise<void> {
 
   let host: ServeHost;
   try {
-    host = opts.replicas > 1 ? replicated(await startReplicatedApp({ ...opts, replicas: opts.replicas }), sim + opts.workers!.length, sim, traffic) : embedded(await startApp(opts), sim, traffic);
+    const fleet = workersWords(opts, sim);
+    host = opts.replicas > 1 ? replicated(await startReplicatedApp({ ...opts, replicas: opts.replicas }), fleet, traffic) : embedded(await startApp(opts), fleet, traffic);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') throw new UsageError(`port ${opts.port ?? 30080} is already in use (try --port 0)`);
@@ -238,24 +239,38 @@ export async function run(argv: string[]): Promise<void> {
   for (const line of host.lines()) console.log(line);
 }
 
-function embedded(app: AppHandle, sim: number, traffic: boolean): ServeHost {
+/**
+ * The workers `baton serve` starts with, in words: `3 workers (3 simulated)`; a simulated P/D
+ * cluster by role, `2 prefill + 2 decode workers (4 simulated)`, from the roles the cluster is
+ * given (the router's probe of them may not have answered yet). Workers given with --worker are
+ * counted apart: their roles are the router's to probe.
+ */
+export function workersWords(opts: AppOptions, sim: number): string {
+  const given = opts.workers?.length ?? 0;
+  const roles = sim > 0 ? clusterConfig(opts, sim).roles : undefined;
+  if (roles === undefined) return `${sim + given} worker${sim + given === 1 ? '' : 's'} (${sim} simulated)`;
+  const prefill = roles.filter((r) => r === 'prefill').length;
+  return `${prefill} prefill + ${roles.length - prefill} decode workers (${sim} simulated${given > 0 ? `, ${given} more given` : ''})`;
+}
+
+function embedded(app: AppHandle, fleet: string, traffic: boolean): ServeHost {
   return {
     close: () => app.close(),
     lines: () => [
       `baton serve: listening on ${app.router.url}`,
-      `baton serve: ${app.router.workers().length} workers (${sim} simulated), traffic generator ${traffic ? 'on' : 'off'}`,
+      `baton serve: ${fleet}, traffic generator ${traffic ? 'on' : 'off'}`,
       `dashboard on ${app.dashboardUrl}`,
     ],
   };
 }
 
-function replicated(app: ReplicatedAppHandle, workers: number, sim: number, traffic: boolean): ServeHost {
+function replicated(app: ReplicatedAppHandle, fleet: string, traffic: boolean): ServeHost {
   return {
     close: () => app.close(),
     lines: () => [
       `baton serve: listening on ${app.routerUrl} (${app.replicas.length} replicas by ${app.mode === 'cluster' ? 'node:cluster' : 'SO_REUSEPORT'})`,
       ...app.replicas.map((r) => `  replica ${r.index}: id ${r.id}, pid ${r.pid}, ${r.url}`),
-      `baton serve: ${workers} workers (${sim} simulated), traffic generator ${traffic ? 'on' : 'off'}; dashboard hub on ${app.url}`,
+      `baton serve: ${fleet}, traffic generator ${traffic ? 'on' : 'off'}; dashboard hub on ${app.url}`,
       `dashboard on ${app.dashboardUrl}`,
     ],
   };

@@ -71,7 +71,9 @@ export type BatonEvent =
       /** The path it was posted to (/generate, /inference/v1/generate, /v1/chat/completions, ...); absent from older routers. */
       front?: string }
   | { type: 'attempt_started'; t: number; request_id: string; attempt: number; rid: string; worker: string;
-      replayed_tokens: number; budget_before: number | null }
+      replayed_tokens: number; budget_before: number | null;
+      /** P/D (docs/pd.md): the prefill server of the attempt's pair (`worker` is its decode worker); absent for an aggregated worker. */
+      prefill_worker?: string }
   | { type: 'first_token'; t: number; request_id: string; attempt: number; ttft_ms: number }
   | { type: 'progress'; t: number; request_id: string; attempt: number; tokens: number; completion_tokens: number }
   | { type: 'attempt_ended'; t: number; row: AttemptRow }

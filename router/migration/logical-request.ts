@@ -660,7 +660,7 @@ export class LogicalRequest implements ProgressSource {
     a.call.spacing = frameSpacing(this.req.framing, worker.streamInterval, budgetBefore);
     this.current = a;
     worker.inFlight++;
-    const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore });
+    const headers = this.ctx.telemetry.attemptStarted({ request_id: this.id, attempt: index, rid, worker: worker.url, replayed_tokens: replayed, budget_before: budgetBefore, ...(prefill !== null ? { prefill_worker: prefill.url } : {}) });
     if (a.pd !== null) {
       a.pd.start(index > 0, headers);
       const ms = this.ctx.settings.pdFirstTokenTimeoutMs ?? 0;

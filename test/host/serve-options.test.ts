@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../cli/args.ts';
-import { appOptionsFromArgv, run } from '../../cli/serve.ts';
+import { appOptionsFromArgv, run, workersWords } from '../../cli/serve.ts';
+import { resolveAppOptions } from '../../host/app.ts';
 import { loadConfig } from '../../router/config.ts';
 
 describe('baton serve --replicas', () => {
@@ -31,5 +32,19 @@ describe('baton serve --replicas', () => {
     }
     await expect(run(['--router', 'http://127.0.0.1:9', '--replicas', '2'])).rejects.toThrow(UsageError);
     await expect(run(['--router', 'http://127.0.0.1:9', '--replicas', '2'])).rejects.toThrow('--replicas does not go with --router: the hub follows routers, it runs none');
+  });
+});
+
+describe("baton serve's startup line", () => {
+  it('counts a simulated P/D cluster by role, and any other cluster as workers', () => {
+    const words = (argv: string[]) => {
+      const opts = appOptionsFromArgv(argv);
+      return workersWords(opts, resolveAppOptions(opts).sim);
+    };
+    expect(words(['--sim-pd'])).toBe('2 prefill + 2 decode workers (4 simulated)');
+    expect(words(['--sim-pd', '--sim', '3'])).toBe('2 prefill + 1 decode workers (3 simulated)');
+    expect(words(['--sim-pd', '--sim', '2', '--worker', 'http://127.0.0.1:9'])).toBe('1 prefill + 1 decode workers (2 simulated, 1 more given)');
+    expect(words(['--sim', '3'])).toBe('3 workers (3 simulated)');
+    expect(words(['--worker', 'http://127.0.0.1:9'])).toBe('1 worker (0 simulated)');
   });
 });

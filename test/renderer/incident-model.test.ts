@@ -5,7 +5,7 @@
 // order of the input never matters, and ordinary traffic changes nothing.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { deriveIncidents, fitWindow, incidentOfMark, incidentSummary, type Incident } from '../../renderer/src/store/incidents.ts';
+import { blamedWorker, deriveIncidents, fitWindow, incidentOfMark, incidentSummary, lastFaultStart, type Incident } from '../../renderer/src/store/incidents.ts';
 import { clientFailure, uncovered } from '../../renderer/src/store/failure-reason.ts';
 import type { FaultMark } from '../../host/contract.ts';
 import type { AttemptRow, ErrorKind, RequestRow, TraceRow } from '../../router/trace/row.ts';
@@ -155,6 +155,45 @@ function shuffle<T>(xs: readonly T[], seed: number): T[] {
   }
   return out;
 }
+
+describe('a P/D cluster: a failed prefill leg is its prefill server\'s', () => {
+  const P0 = 'http://127.0.0.1:9100';
+  const P1 = 'http://127.0.0.1:9101';
+  const D0 = 'http://127.0.0.1:9200';
+  const pd = (row: AttemptRow, prefill: string, failedLeg: 'prefill' | 'decode' | null): AttemptRow =>
+    ({ ...row, prefill_worker: prefill, decode_worker: row.worker, bootstrap_room: '42', failed_leg: failedLeg });
+
+  it('counts the broken and migrated attempts on the killed prefill server, not the decode worker, from the first broken attempt', () => {
+    const t = 2_000_000;
+    const rows: TraceRow[] = [];
+    // Two attempts whose prefill leg was on P0 when it was killed: prefill_failed, moved to P1 and finished on the same decode worker.
+    for (let i = 0; i < 2; i++) {
+      const id = `pd-${i}`;
+      rows.push(pd({ ...attempt(id, 0, D0, t - 500, t + i, 'prefill_failed', 0), error_evidence: 'prefill leg: ECONNRESET' }, P0, 'prefill'));
+      rows.push(pd(attempt(id, 1, D0, t + 10 + i, t + 800, null), P1, null));
+      rows.push(request(id, t - 500, t + 800, 2, 'finished'));
+    }
+    // Ordinary P/D traffic on the decode worker.
+    rows.push(pd(attempt('ok', 0, D0, t - 900, t - 100, null), P1, null), request('ok', t - 900, t - 100, 1, 'finished'));
+    // The health check benches P0 five seconds later.
+    const down: FaultMark = { t: t + 5000, kind: 'down', worker: 'p0', url: P0, source: 'router', detail: 'benched' };
+    const incidents = deriveIncidents(rows, [down]);
+    expect(incidents).toHaveLength(1);
+    const [inc] = incidents;
+    expect(inc).toMatchObject({ worker: P0, start: t, cause: 'prefill_failed', broken: 2, migrated: 2, failed: 0 });
+    expect(inc!.requestIds).toEqual(['pd-0', 'pd-1']);
+    expect(incidentSummary(inc!)).toBe('2 broken · 2 migrated · 0 failed');
+    expect(incidents.some((i) => i.worker === D0)).toBe(false);
+    // "Since the last fault" dates from the first broken attempt, not the health check.
+    expect(lastFaultStart([down], incidents)).toBe(t);
+  });
+
+  it('blames the decode worker for a failed decode leg, and the worker itself for an aggregated attempt', () => {
+    expect(blamedWorker(pd(attempt('a', 0, D0, 0, 1, 'stream_broken'), P0, 'decode'))).toBe(D0);
+    expect(blamedWorker(pd(attempt('a', 0, D0, 0, 1, 'prefill_failed'), P0, 'prefill'))).toBe(P0);
+    expect(blamedWorker(attempt('a', 0, W0, 0, 1, 'stream_broken'))).toBe(W0);
+  });
+});
 
 describe('incident laws', () => {
   it('every failure attributed to a worker is in exactly one incident of that worker; its incidents are apart by more than the quiet time', () => {

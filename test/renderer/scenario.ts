@@ -6,6 +6,10 @@ export interface AttemptPlan {
   worker: string;
   tokens: number;
   fails?: boolean;
+  /** P/D: the prefill server of the attempt's pair (`worker` is its decode worker). */
+  prefill?: string;
+  /** P/D: the leg a failing attempt's failure is attributed to (`prefill`: `prefill_failed`). */
+  failedLeg?: 'prefill' | 'decode';
 }
 
 /**
@@ -20,7 +24,7 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
   let t = t0;
   attempts.forEach((plan, k) => {
     const budgetBefore = budget === null ? null : budget - produced;
-    events.push({ type: 'attempt_started', t, request_id: id, attempt: k, rid: `${id}-${k}`, worker: plan.worker, replayed_tokens: produced, budget_before: budgetBefore });
+    events.push({ type: 'attempt_started', t, request_id: id, attempt: k, rid: `${id}-${k}`, worker: plan.worker, replayed_tokens: produced, budget_before: budgetBefore, ...(plan.prefill ? { prefill_worker: plan.prefill } : {}) });
     if (plan.tokens > 0) events.push({ type: 'first_token', t: t + 5, request_id: id, attempt: k, ttft_ms: 5 });
     for (let n = 1; n <= plan.tokens; n++) {
       events.push({ type: 'progress', t: t + 5 + n, request_id: id, attempt: k, tokens: n, completion_tokens: produced + n });
@@ -34,13 +38,15 @@ export function requestEvents(id: string, t0: number, budget: number | null, att
         budget_before: budgetBefore, budget_after: budgetBefore === null ? null : budgetBefore - plan.tokens, cached_tokens: 0, placement_prefix: null, placement_reason: null,
         outcome: plan.fails ? 'failed' : 'finished', error_kind: plan.fails ? 'stream_broken' : null, error_evidence: null, trace_id: null,
         error: plan.fails ? 'socket closed mid-body' : null, finish_reason: plan.fails ? null : 'length',
+        ...(plan.prefill ? { prefill_worker: plan.prefill, decode_worker: plan.worker, bootstrap_room: String(1000 + k), ...(plan.fails && plan.failedLeg ? { failed_leg: plan.failedLeg } : {}) } : {}),
       };
+      if (plan.fails && plan.failedLeg === 'prefill') row.error_kind = 'prefill_failed';
       events.push({ type: 'attempt_ended', t, row });
     }
     produced += plan.tokens;
     const next = attempts[k + 1];
     if (plan.fails && next) {
-      events.push({ type: 'migrated', t, request_id: id, from_worker: plan.worker, to_worker: next.worker, at_token: produced, attempt: k + 1, error_kind: 'stream_broken' });
+      events.push({ type: 'migrated', t, request_id: id, from_worker: plan.worker, to_worker: next.worker, at_token: produced, attempt: k + 1, error_kind: plan.failedLeg === 'prefill' ? 'prefill_failed' : 'stream_broken' });
     }
   });
   if (opts.finish !== false) {

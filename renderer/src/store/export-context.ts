@@ -28,7 +28,7 @@ export function inflightEvents(book: RequestBook, filter: ExportFilter, now: num
     });
     for (const a of r.attempts) {
       if (a.outcome !== 'running') continue;
-      events.push({ type: 'attempt_started', t: a.startedAt, request_id: id, attempt: a.attempt, rid: a.rid, worker: a.worker, replayed_tokens: a.replayed, budget_before: a.budgetBefore });
+      events.push({ type: 'attempt_started', t: a.startedAt, request_id: id, attempt: a.attempt, rid: a.rid, worker: a.worker, replayed_tokens: a.replayed, budget_before: a.budgetBefore, ...(a.prefillWorker ? { prefill_worker: a.prefillWorker } : {}) });
       if (a.ttftMs !== null) events.push({ type: 'first_token', t: a.startedAt + a.ttftMs, request_id: id, attempt: a.attempt, ttft_ms: a.ttftMs });
       if (a.tokens > 0) events.push({ type: 'progress', t: Math.min(now, a.lastTokenAt ?? now), request_id: id, attempt: a.attempt, tokens: a.tokens, completion_tokens: r.completionTokens });
     }

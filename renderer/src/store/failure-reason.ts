@@ -24,7 +24,15 @@ export function clientFailure(r: RequestView): ClientFailure | null {
   }
   if (row && row.attempts === 0) return { type: 'no_worker', text: 'no_worker: no healthy worker available (no attempt was made)', status: 503 };
   const error = row?.error ?? r.error;
-  return { type: 'failed', text: error ?? 'failed (the router recorded no reason)', status: null };
+  // No client_error (a router that predates it, or an end it did not word): the last attempt's
+  // error kind is the reason, not a second "failed".
+  const kind = r.attempts[r.attempts.length - 1]?.errorKind ?? null;
+  return { type: kind ?? 'failed', text: error ?? (kind ? `${kind} (the router recorded no message)` : 'failed (the router recorded no reason)'), status: null };
+}
+
+/** The failed badge's words: `failed: no_worker`, or `failed` alone when no reason is known. */
+export function failedBadgeText(f: ClientFailure): string {
+  return f.type === 'failed' ? 'failed' : `failed: ${f.type}`;
 }
 
 /** Short words for a failure type, as an incident's count says them ("2 failed: no worker left"). */

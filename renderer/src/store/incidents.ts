@@ -8,6 +8,7 @@
 import type { FaultKind, FaultMark } from '../../../host/contract.ts';
 import type { AttemptRow, ErrorKind, RequestRow, TraceRow } from '../../../router/trace/row.ts';
 import { failureWords } from './failure-reason.ts';
+import { lastFault } from './faults.ts';
 
 /** Marks that start or continue an incident (as "since the last fault" counts them). */
 const ONSET_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['kill', 'hang', 'reset', 'reject', 'slow', 'drain', 'remove', 'down']);
@@ -18,7 +19,16 @@ const RECOVERY_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['restart', 'c
  * and a drain's move (planned, but the worker is going away). Not a first-token timeout (a slow
  * queue is not the worker's fault), nor the request's own refusals.
  */
-const ATTRIBUTED: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort', 'drain']);
+const ATTRIBUTED: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort', 'drain', 'prefill_failed']);
+
+/**
+ * The worker an attempt's failure belongs to: a P/D attempt whose prefill leg failed
+ * (`failed_leg: prefill`, docs/pd.md) broke on its prefill server, not on the decode worker that
+ * `worker` names (the router benches the prefill server and leaves the decode worker alone).
+ */
+export function blamedWorker(row: Pick<AttemptRow, 'worker' | 'prefill_worker' | 'failed_leg'>): string {
+  return row.failed_leg === 'prefill' && row.prefill_worker ? row.prefill_worker : row.worker;
+}
 
 export type Severity = 'contained' | 'minor' | 'major';
 
@@ -69,14 +79,17 @@ interface Onset {
   row: AttemptRow | null;
 }
 
-/** The failure type of a failed request row: its client_error's type, else `no_worker` for no attempt. */
-function failureType(row: RequestRow): string {
+/**
+ * The failure type of a failed request row: its client_error's type, else `no_worker` for no
+ * attempt, else its last attempt's error kind (never a bare `failed`, which read `1 failed: failed`).
+ */
+function failureType(row: RequestRow, lastKind: ErrorKind | null = null): string {
   const text = row.client_error ?? null;
   if (text) {
     const colon = text.indexOf(': ');
     return colon > 0 ? text.slice(0, colon) : text;
   }
-  return row.attempts === 0 ? 'no_worker' : 'failed';
+  return row.attempts === 0 ? 'no_worker' : lastKind ?? 'failed';
 }
 
 export function severityOf(failed: number): Severity {
@@ -107,22 +120,25 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
   }
   const requests = new Map<string, RequestRow>();
   const noWorker: RequestRow[] = [];
+  const lastKinds = new Map<string, { attempt: number; kind: ErrorKind | null }>();
   for (const r of rows) {
+    if (r.kind === 'attempt' && (lastKinds.get(r.request_id)?.attempt ?? -1) < r.attempt) lastKinds.set(r.request_id, { attempt: r.attempt, kind: r.error_kind });
     if (r.kind === 'request') {
       requests.set(r.request_id, r);
       if (r.outcome === 'failed' && r.attempts === 0) noWorker.push(r);
     } else if (r.error_kind !== null && ATTRIBUTED.has(r.error_kind) && r.outcome !== 'finished' && r.outcome !== 'cancelled') {
-      push(r.worker, { t: r.ended_at, mark: null, row: r });
+      push(blamedWorker(r), { t: r.ended_at, mark: null, row: r });
     }
   }
 
+  const kindOf = (id: string) => lastKinds.get(id)?.kind ?? null;
   const incidents: Building[] = [];
   for (const [worker, list] of onsets) {
     // Ties: a mark before a row, then by request id and attempt, so the order of the input never matters.
     list.sort((a, b) => a.t - b.t || (a.mark ? 0 : 1) - (b.mark ? 0 : 1) || onsetKey(a).localeCompare(onsetKey(b)));
     let group: Onset[] = [];
     const flush = () => {
-      if (group.length > 0) incidents.push(build(worker, group, idOfUrl.get(worker) ?? null, requests, recoveries.get(worker) ?? []));
+      if (group.length > 0) incidents.push(build(worker, group, idOfUrl.get(worker) ?? null, requests, recoveries.get(worker) ?? [], kindOf));
       group = [];
     };
     for (const o of list) {
@@ -143,7 +159,7 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
     if (!owner || owner.touched.has(r.request_id)) continue;
     owner.touched.add(r.request_id);
     owner.requestIds.push(r.request_id);
-    count(owner, r);
+    count(owner, r, null);
   }
   return incidents.map(({ touched: _t, lastFailure: _l, ...i }) => i);
 }
@@ -154,7 +170,7 @@ function onsetKey(o: Onset): string {
 
 type Building = Incident & { touched: Set<string>; lastFailure: number };
 
-function count(i: Building, r: RequestRow | undefined): void {
+function count(i: Building, r: RequestRow | undefined, lastKind: ErrorKind | null): void {
   if (!r) {
     i.open++;
     return;
@@ -162,7 +178,7 @@ function count(i: Building, r: RequestRow | undefined): void {
   i.end = Math.max(i.end, r.ended_at);
   if (r.outcome === 'failed') {
     i.failed++;
-    const type = failureType(r);
+    const type = failureType(r, lastKind);
     i.failedBy[type] = (i.failedBy[type] ?? 0) + 1;
     i.severity = severityOf(i.failed);
   } else if (r.outcome === 'finished' && r.migrations > 0) {
@@ -170,7 +186,7 @@ function count(i: Building, r: RequestRow | undefined): void {
   }
 }
 
-function build(worker: string, group: Onset[], workerId: string | null, requests: Map<string, RequestRow>, recoveries: number[]): Building {
+function build(worker: string, group: Onset[], workerId: string | null, requests: Map<string, RequestRow>, recoveries: number[], kindOf: (id: string) => ErrorKind | null): Building {
   const first = group[0]!;
   const start = first.t;
   const lastFailure = group[group.length - 1]!.t;
@@ -212,7 +228,7 @@ function build(worker: string, group: Onset[], workerId: string | null, requests
     if (i.touched.has(id)) continue;
     i.touched.add(id);
     i.requestIds.push(id);
-    count(i, requests.get(id));
+    count(i, requests.get(id), kindOf(id));
   }
   return i;
 }
@@ -238,6 +254,19 @@ export function incidentOfMark(incidents: readonly Incident[], m: FaultMark): In
     if (i.start <= m.t && m.t <= i.end && (best === null || i.start > best.start)) best = i;
   }
   return best;
+}
+
+/**
+ * When the last fault began: the start of the latest incident (its first broken attempt, or its
+ * first fault mark), not the health check that confirmed it seconds later; a fault mark no
+ * incident holds counts as it stands. Null: no fault yet.
+ */
+export function lastFaultStart(marks: readonly FaultMark[], incidents: readonly Incident[]): number | null {
+  let t: number | null = null;
+  for (const i of incidents) if (t === null || i.start > t) t = i.start;
+  const f = lastFault(marks);
+  if (f && !incidentOfMark(incidents, f) && (t === null || f.t > t)) t = f.t;
+  return t;
 }
 
 /**

@@ -139,7 +139,7 @@ export class RequestBook {
     if (!a) {
       a = {
         attempt: index, rid: '', worker, startedAt: t, endedAt: null, ttftMs: null, replayed: 0, tokens: 0,
-        budgetBefore: null, budgetAfter: null, outcome: 'running', errorKind: null, error: null, finishReason: null, lastTokenAt: null, row: null,
+        budgetBefore: null, budgetAfter: null, outcome: 'running', errorKind: null, error: null, finishReason: null, lastTokenAt: null, prefillWorker: null, row: null,
       };
       r.attempts.push(a);
       r.attempts.sort((x, y) => x.attempt - y.attempt);
@@ -171,6 +171,7 @@ export class RequestBook {
     a.startedAt = e.t;
     a.replayed = e.replayed_tokens;
     a.budgetBefore = e.budget_before;
+    a.prefillWorker = e.prefill_worker ?? null;
     return {};
   }
 
@@ -215,6 +216,7 @@ export class RequestBook {
       rid: row.rid, worker: row.worker, startedAt: row.started_at, endedAt: row.ended_at, ttftMs: row.ttft_ms,
       replayed: row.replayed_tokens, tokens: row.tokens, budgetBefore: row.budget_before, budgetAfter: row.budget_after,
       outcome: row.outcome, errorKind: row.error_kind, error: row.error, finishReason: row.finish_reason, row,
+      prefillWorker: row.prefill_worker ?? a.prefillWorker,
     } satisfies Partial<AttemptView>);
     r.startedAt = Math.min(r.startedAt, row.started_at);
     r.completionTokens = Math.max(r.completionTokens, row.replayed_tokens + row.tokens);

@@ -26,6 +26,8 @@ export interface AttemptView {
   finishReason: string | null;
   /** When this page last saw the attempt's token count grow (live only; null from rows). */
   lastTokenAt: number | null;
+  /** P/D: the prefill server of the attempt's pair, known from its start (`worker` is the decode worker); null: aggregated. */
+  prefillWorker?: string | null;
   row: AttemptRow | null;
 }
 

@@ -11,7 +11,7 @@ import { TraceRing } from './trace-ring.ts';
 import { WorkerTable } from './workers.ts';
 import { NO_FILTERS, type RequestFilters } from './filters.ts';
 import { snapshotEvents } from './snapshot-events.ts';
-import { lastFault } from './faults.ts';
+import { deriveIncidents, lastFaultStart } from './incidents.ts';
 import { fmtClock } from '../views/format.ts';
 
 export type View = 'live' | 'workers' | 'charts' | 'traces' | 'traffic';
@@ -107,7 +107,7 @@ export interface DashState {
   setChartWindow(index: number): void;
   setTheme(theme: Theme): void;
   setNotice(notice: string | null): void;
-  /** The time of the last fault marker (kill, hang, drain, a worker going down, ...), or null. */
+  /** When the last fault began (its incident's first broken attempt or fault marker), or null. */
   lastFaultAt(): number | null;
 }
 
@@ -262,7 +262,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       set({ theme });
     },
     setNotice: (notice) => set({ notice }),
-    lastFaultAt: () => lastFault(get().faults)?.t ?? null,
+    lastFaultAt: () => lastFaultStart(get().faults, deriveIncidents(model.traces.all(), get().faults)),
   }));
 }
 

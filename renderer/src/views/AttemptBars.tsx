@@ -30,7 +30,7 @@ export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, c
   if (a.errorKind) lines.push(['error kind', a.errorKind]);
   if (a.row?.error_evidence) lines.push(['evidence', a.row.error_evidence]);
   if (a.rid) lines.push(['upstream rid', a.rid]);
-  const pd = a.row?.prefill_worker;
+  const pd = a.row?.prefill_worker ?? a.prefillWorker;
   if (pd) {
     // P/D (docs/pd.md): the bar is the decode leg; the strip along its foot, the prefill leg.
     lines.push(['prefill leg', `${workers.label(pd)} · ${pd}${a.row?.failed_leg === 'prefill' ? ' (failed)' : ''}`]);
@@ -88,7 +88,10 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
       )}
       {r.attempts.map((a) => {
         const aEnd = a.endedAt ?? now;
-        const broken = a.outcome === 'failed';
+        // A P/D attempt whose prefill leg failed broke on its prefill server: the break mark goes
+        // on the prefill strip, and the decode worker's bar is not drawn as failed.
+        const prefillBroke = a.outcome === 'failed' && a.row?.failed_leg === 'prefill' && Boolean(a.row.prefill_worker);
+        const broken = a.outcome === 'failed' && !prefillBroke;
         const width = clip(aEnd) - clip(a.startedAt);
         const stall = stalledFrom(a, now);
         const stallLeft = stall === null || width <= 0 ? null : ((clip(stall) - clip(a.startedAt)) / width) * 100;
@@ -100,6 +103,7 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             data-worker={a.worker}
             data-attempt={a.attempt}
             data-outcome={a.outcome}
+            data-blamed={a.outcome === 'failed' ? (prefillBroke ? a.row!.prefill_worker! : a.worker) : undefined}
             data-tokens={a.tokens}
             data-stalled={stall === null ? undefined : stall}
             {...hoverCard(() => {
@@ -109,13 +113,14 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
             style={{ left: `${pct(a.startedAt)}%`, width: `${(width / span) * 100}%`, background: workers.colorOf(a.worker) }}
           >
             {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}
-            {a.row?.prefill_worker && (
+            {/* A running attempt's prefill leg shows from its start (the attempt_started event names it). */}
+            {(a.row?.prefill_worker ?? a.prefillWorker) && (
               <div
-                className={`pd-leg${a.row.failed_leg === 'prefill' ? ' failed' : ''}`}
+                className={`pd-leg${a.row?.failed_leg === 'prefill' ? ' failed' : ''}${prefillBroke ? ' broken' : ''}`}
                 data-testid="prefill-leg"
-                data-worker={a.row.prefill_worker}
-                data-failed-leg={a.row.failed_leg ?? undefined}
-                style={{ background: workers.colorOf(a.row.prefill_worker) }}
+                data-worker={a.row?.prefill_worker ?? a.prefillWorker!}
+                data-failed-leg={a.row?.failed_leg ?? undefined}
+                style={{ background: workers.colorOf(a.row?.prefill_worker ?? a.prefillWorker!) }}
               />
             )}
           </div>

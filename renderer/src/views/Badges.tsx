@@ -1,7 +1,7 @@
 // The badges of a request: how often it migrated, and why it may not migrate at all.
 import type { RequestView } from '../store/request-view.ts';
 import { migrationCount } from '../store/request-view.ts';
-import { clientFailure, clientGotHeadline } from '../store/failure-reason.ts';
+import { clientFailure, clientGotHeadline, failedBadgeText } from '../store/failure-reason.ts';
 import { hoverCard } from './HoverCard.tsx';
 
 export function Badges({ r }: { r: RequestView }) {
@@ -33,7 +33,7 @@ function FailedBadge({ r }: { r: RequestView }) {
       data-reason={f.type}
       {...hoverCard(() => ({ title: `the client got ${clientGotHeadline(r, f) ?? 'an error'}`, lines: [['reason', f.type], ...(f.status !== null ? [['status', String(f.status)] as [string, string]] : [])], note: f.text }))}
     >
-      failed: {f.type}
+      {failedBadgeText(f)}
     </span>
   );
 }

@@ -251,7 +251,7 @@ export function RequestDetail({ id }: { id: string }) {
                     <span data-testid="attempt-cached" title="prompt tokens the worker found in its prefix cache (cached_tokens)">cached {a.row?.cached_tokens ?? '—'}</span>
                     {' · '}
                     <span data-testid="attempt-placement" title={a.row?.placement_prefix !== null && a.row?.placement_prefix !== undefined ? `the policy believed ${a.row.placement_prefix} tokens of the prefix were cached there` : 'the policy (least_inflight, round_robin, power_of_two) chooses by load or in turn'}>placed: {placed}</span>
-                    {a.row?.prefill_worker && <span data-testid="attempt-pd">{' · '}prefill {workers.label(a.row.prefill_worker)} → decode {workers.label(a.worker)}, room {a.row.bootstrap_room}{a.row.failed_leg ? `, ${a.row.failed_leg} leg failed` : ''}</span>}
+                    {(a.row?.prefill_worker ?? a.prefillWorker) && <span data-testid="attempt-pd">{' · '}prefill {workers.label((a.row?.prefill_worker ?? a.prefillWorker)!)} → decode {workers.label(a.worker)}{a.row ? `, room ${a.row.bootstrap_room}` : ''}{a.row?.failed_leg ? `, ${a.row.failed_leg} leg failed` : ''}</span>}
                   </td>
                 </tr>
               )}

@@ -2,6 +2,8 @@
 // and an id prefix search (the same rule as in Traces).
 import { useDash, useStoreApi } from './context.ts';
 import { lastFault, faultLabel } from '../store/faults.ts';
+import { lastFaultStart } from '../store/incidents.ts';
+import { useIncidents } from './IncidentsView.tsx';
 import { fmtClock } from './format.ts';
 
 export function RequestFilterBar({ shown, held }: { shown: number; held: number }) {
@@ -13,6 +15,8 @@ export function RequestFilterBar({ shown, held }: { shown: number; held: number 
   const workers = store.getState().model.workers.list();
   const set = store.getState().setFilters;
   const fault = lastFault(faults);
+  // The fault began at its incident's first broken attempt, which may come before any mark.
+  const faultAt = lastFaultStart(faults, useIncidents());
   return (
     <div className="toolbar" role="toolbar" aria-label="Request filters">
       <input
@@ -37,9 +41,9 @@ export function RequestFilterBar({ shown, held }: { shown: number; held: number 
         <input type="checkbox" data-testid="filter-not-admitted" checked={filters.notAdmitted} onChange={(e) => set({ notAdmitted: e.target.checked })} />
         not migratable
       </label>
-      <label title={fault ? `Requests still running at or after ${faultLabel(fault)} (${fmtClock(fault.t)})` : 'No fault yet'}>
-        <input type="checkbox" data-testid="filter-since-fault" disabled={!fault} checked={Boolean(filters.sinceFault) && fault !== null} onChange={(e) => set({ sinceFault: e.target.checked })} />
-        since last fault{fault ? ` (${faultLabel(fault)}, ${fmtClock(fault.t).slice(0, 8)})` : ''}
+      <label title={faultAt !== null ? `Requests still running at or after ${fault ? faultLabel(fault) : 'the last fault'} (${fmtClock(faultAt)})` : 'No fault yet'}>
+        <input type="checkbox" data-testid="filter-since-fault" disabled={faultAt === null} checked={Boolean(filters.sinceFault) && faultAt !== null} onChange={(e) => set({ sinceFault: e.target.checked })} />
+        since last fault{faultAt !== null ? ` (${fault ? `${faultLabel(fault)}, ` : ''}${fmtClock(faultAt).slice(0, 8)})` : ''}
       </label>
       <label>
         worker

@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { visibleIds, type RequestFilters } from '../store/filters.ts';
 import { splitHubId } from '../store/hub-labels.ts';
-import { lastFault, groupMarks, marksIn } from '../store/faults.ts';
+import { groupMarks, marksIn } from '../store/faults.ts';
 import { REQUEST_WINDOWS } from '../store/store.ts';
 import type { RequestView } from '../store/request-view.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
@@ -20,7 +20,7 @@ import { fmtClock, fmtMs, fmtOffset, niceTicks } from './format.ts';
 import { curlGenerate, SAMPLE_BODY } from './curl.ts';
 import { showInfo } from './toast.tsx';
 import { IncidentStrip, focusMarks, useIncidents } from './IncidentsView.tsx';
-import { fitWindow } from '../store/incidents.ts';
+import { fitWindow, lastFaultStart } from '../store/incidents.ts';
 
 const ROW_HEIGHT = 44;
 /** The shared time axis moves in steps, so rows re-render twice a second rather than per batch. */
@@ -75,9 +75,9 @@ export function RequestsView() {
   const connection = useDash((s) => s.connection.status);
   const workersKnown = useDash((s) => s.model.workers.byId.size);
   const book = store.getState().model.book;
-  const fault = lastFault(faults);
-  const lastFaultAt = fault?.t ?? null;
   const incidents = useIncidents();
+  // From the incident's first broken attempt: a P/D prefill failure comes seconds before the health check's mark.
+  const lastFaultAt = lastFaultStart(faults, incidents);
 
   // `version` is the book's change counter: the list is recomputed once per batch.
   const labelled = hub !== null;

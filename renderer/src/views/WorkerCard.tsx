@@ -4,6 +4,7 @@
 import type { WorkerInfo } from '../../../router/events/types.ts';
 import type { ProbeNote, SimAction, SimWorkerState } from '../../../host/contract.ts';
 import { workerColor } from '../store/colors.ts';
+import type { PrefillLoad } from '../store/pd.ts';
 import { Sparkline } from './Sparkline.tsx';
 import { fmtClock, fmtRate } from './format.ts';
 
@@ -59,12 +60,15 @@ interface Props {
   readAt: number | null;
   /** Actions are possible (the host answers). */
   enabled: boolean;
+  /** A prefill server's own load (the attempts whose prefill leg is on it); the router counts none on it. */
+  prefill?: PrefillLoad | null;
   onSim(action: SimAction, destructive: boolean, why: string): void;
   onDrain(): void;
   onRemove(): void;
 }
 
-export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkline, probe, readAt, enabled, onSim, onDrain, onRemove }: Props) {
+export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkline, probe, readAt, enabled, prefill = null, onSim, onDrain, onRemove }: Props) {
+  const role = worker.pd_role ?? null;
   const color = workerColor(worker.id);
   const killed = sim !== null && !sim.alive;
   const down = killed || DOWN.has(worker.health);
@@ -80,10 +84,16 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
       data-worker-id={worker.id}
       data-sim-index={worker.sim_index ?? ''}
       data-health={health}
+      data-role={role ?? undefined}
     >
       <div className="title">
         <span className="swatch" style={{ background: color }} />
         <span>{worker.id}</span>
+        {role && (
+          <span className={`badge role-${role}`} data-testid="worker-role" title={role === 'prefill' ? 'P/D prefill server: computes the prompt\'s KV cache, which a decode server pulls' : 'P/D decode server: pulls the KV from a prefill server and generates the tokens'}>
+            {role}{worker.bootstrap_port != null ? ` · bootstrap ${worker.bootstrap_port}` : ''}
+          </span>
+        )}
         {worker.simulated && <span className="badge">simulated #{worker.sim_index}</span>}
         {sim?.fault && sim.alive && <span className="badge refused" data-testid="worker-fault">{sim.fault}</span>}
         <span className={`health-${killed ? 'dead' : worker.health}`} style={{ marginLeft: 'auto' }} data-testid="worker-health" title="the process state, and the health the router reports">● {healthText}</span>
@@ -110,9 +120,16 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
       <div className="stats">
         <div><b>{mode(worker)}</b><span>mode</span></div>
         <div title={circuitText(worker, killed).title}><b data-testid="worker-circuit">{circuitText(worker, killed).text}</b><span>circuit</span></div>
-        <div title={readAt ? `the router's count at ${fmtClock(readAt)}` : undefined}>
-          <b data-testid="worker-inflight" data-at={readAt ?? ''}>{worker.in_flight}</b><span>in flight (router)</span>
-        </div>
+        {role === 'prefill' ? (
+          // The router counts an attempt on its decode worker: a prefill server's load is the attempts whose prefill leg is on it.
+          <div title="attempts running with their prefill leg on this server, as this page saw them start">
+            <b data-testid="worker-inflight" data-at={readAt ?? ''}>{prefill?.inFlight ?? 0}</b><span>prefill legs in flight</span>
+          </div>
+        ) : (
+          <div title={readAt ? `the router's count at ${fmtClock(readAt)}` : undefined}>
+            <b data-testid="worker-inflight" data-at={readAt ?? ''}>{worker.in_flight}</b><span>in flight (router)</span>
+          </div>
+        )}
         <div title="cached / prompt tokens over the attempts it served, as the worker reported cached_tokens">
           <b data-testid="worker-hit-rate">{worker.hit_rate === null || worker.hit_rate === undefined ? '—' : `${(worker.hit_rate * 100).toFixed(0)}%`}</b><span>prefix hit rate</span>
         </div>
@@ -123,8 +140,15 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
         </div>
       )}
       <div style={{ display: 'flex', alignItems: 'center', gap: 8 }}>
-        <Sparkline values={sparkline} color={color} />
-        <span className="mono">{fmtRate(tokensPerSec, ' tok/s')}</span>
+        {role === 'prefill' ? (
+          // A prefill server answers one token per request: its work is the prefills, not tokens.
+          <span className="mono" data-testid="worker-prefills" title="attempts that started with their prefill leg on this server in the last 60 s">{prefill?.recent ?? 0} prefills in 60 s</span>
+        ) : (
+          <>
+            <Sparkline values={sparkline} color={color} />
+            <span className="mono">{fmtRate(tokensPerSec, ' tok/s')}</span>
+          </>
+        )}
         {worker.draining && (
           <span className="badge refused" data-testid="worker-draining" title={worker.drain_deadline ? 'takes nothing new; its streams move to other workers before the deadline, then it is removed' : 'takes nothing new; its streams finish here'}>
             draining{worker.drain_deadline ? ` · removed in ${Math.max(0, Math.ceil((worker.drain_deadline - now) / 1000))} s` : ''}

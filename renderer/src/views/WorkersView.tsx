@@ -37,6 +37,7 @@ function DiscoveryStates({ list }: { list: readonly DiscoveryStatus[] }) {
 }
 import { showError } from './toast.tsx';
 import { uncovered } from '../store/failure-reason.ts';
+import { prefillLoad } from '../store/pd.ts';
 
 function FileWorkers() {
   const store = useStoreApi();
@@ -109,6 +110,7 @@ function LiveWorkers() {
   };
 
   const list = workers.list();
+  const prefills = list.some((w) => w.pd_role === 'prefill') ? prefillLoad(store.getState().model.book.byId.values(), now) : null;
   return (
     <div className="main">
       <form className="toolbar" onSubmit={add}>
@@ -153,6 +155,7 @@ function LiveWorkers() {
                   probe={probes.find((p) => p.worker === w.id) ?? null}
                   readAt={workers.readAt}
                   enabled={enabled}
+                  prefill={prefills?.get(w.url) ?? null}
                   onSim={(action, destructive, why) => {
                     const index = w.sim_index!;
                     if (!destructive) return void simAction(index, action);
