@@ -66,7 +66,7 @@ export function RouterOwner({ id, running }: { id: string; running: boolean }) {
   const cut = id.indexOf('/');
   const router = cut > 0 ? hub.routers.find((r) => r.label === id.slice(0, cut)) : undefined;
   if (!router) return null;
-  const lost = running && (hub.owner_lost.includes(id) || router.state === 'lost');
+  const lost = hub.owner_lost.includes(id) || (running && router.state === 'lost');
   return (
     <p className="note" data-testid="detail-router">
       router <span className="mono">{router.label}</span> ({router.url.replace(/^https?:\/\//, '')})
