@@ -92,3 +92,46 @@ test('serve --replicas 2: both replicas on the strip, a simulated worker killed 
     await replicated.stop();
   }
 });
+
+// A replica SIGKILLed under `serve --replicas 2` takes its clients' streams with it: the page
+// ends the requests the hub lists lost with it (`owner_lost`) as "router lost" within 2 s,
+// counted in FAILED, with a flag on the axis and an incident of their own that fits the list.
+test('serve --replicas 2: a replica killed -9 ends its cut requests as router lost, with a flag and an incident', async ({ page }) => {
+  const replicated = await startServe(['--replicas', '2', '--port', '0', '--sim', '2']);
+  try {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(replicated.url);
+    const hubState = async () => (await (await fetch(new URL('/hub', replicated.url))).json()) as { routers: { label: string; url: string; state: string }[]; owner_lost: string[] };
+    await expect(page.locator('[data-testid="request-row"][data-status="running"][data-request-id^="r1/"]').first()).toBeVisible({ timeout: 15_000 });
+    const routers = (await hubState()).routers;
+    const r1 = routers.find((r) => r.label === 'r1')!;
+    const listing = (await (await fetch(`${routers.find((r) => r.label === 'r0')!.url}/replicas`)).json()) as { replicas: { url: string; pid: number }[] };
+    const pid = listing.replicas.find((r) => r.url.replace(/\/$/, '') === r1.url.replace(/\/$/, ''))!.pid;
+    const failedBefore = Number(await page.getByTestId('strip-failures').textContent());
+
+    process.kill(pid, 'SIGKILL');
+    const killedAt = Date.now();
+    await expect.poll(async () => (await hubState()).owner_lost.filter((id) => id.startsWith('r1/')).length, { timeout: 3_000 }).toBeGreaterThan(0);
+    const cut = (await hubState()).owner_lost.filter((id) => id.startsWith('r1/'));
+
+    // The incident of the router's loss, holding every request it cut, failed.
+    const chip = page.locator('[data-testid="incident"][data-incident^="router:r1@"]').first();
+    await expect(chip).toHaveAttribute('data-failed', String(cut.length), { timeout: Math.max(0, 2_000 - (Date.now() - killedAt)) });
+    expect(Date.now() - killedAt).toBeLessThanOrEqual(2_000);
+    await expect(page.locator('[data-testid="fault-flag"][data-kinds~="router_lost"]').first()).toBeVisible();
+    await expect.poll(async () => Number(await page.getByTestId('strip-failures').textContent())).toBeGreaterThanOrEqual(failedBefore + cut.length);
+
+    // Focused on it: only its requests, none running, each saying "router lost".
+    await chip.click();
+    await expect(page.getByTestId('axis-note')).toHaveText('incident');
+    await expect(page.getByTestId('incident-summary')).toContainText(`${cut.length} failed: router lost`);
+    const rows = page.locator('[data-testid="request-row"]');
+    await expect(rows.first()).toBeVisible();
+    for (const id of await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')))) expect(cut).toContain(id);
+    await expect(page.locator('[data-testid="request-row"][data-status="running"]')).toHaveCount(0);
+    await expect(rows.first().locator('[data-testid="badge-failed"]')).toHaveAttribute('data-reason', 'router_lost');
+    await page.screenshot({ path: join(SHOTS, 'hub-replica-lost.png') });
+  } finally {
+    await replicated.stop();
+  }
+});
