@@ -140,6 +140,8 @@ test('serve --replicas 2: a replica killed -9 ends its cut requests as router lo
     await expect(page.locator('[data-testid="request-row"][data-status="running"]')).toHaveCount(0);
     await expect(page.locator('[data-testid="request-row"] [data-testid="badge-failed"][data-reason="router_lost"]')).toHaveCount(failed);
     await page.screenshot({ path: join(SHOTS, 'hub-replica-lost.png') });
+    await rows.first().click();
+    await expect(page.getByTestId('router-lost')).toBeVisible();
   } finally {
     await replicated.stop();
   }
