@@ -130,3 +130,57 @@ test('serve --replicas 2: both replicas on the strip, a simulated worker killed 
     await replicated.stop();
   }
 });
+
+// A replica SIGKILLed under `serve --replicas 2` takes its clients' streams with it: the page
+// ends the requests the hub lists lost with it (`owner_lost`) as "router lost" within 2 s,
+// counted in FAILED, with a flag on the axis and an incident of their own that fits the list.
+test('serve --replicas 2: a replica killed -9 ends its cut requests as router lost, with a flag and an incident', async ({ page }) => {
+  const replicated = await startServe(['--replicas', '2', '--port', '0', '--sim', '2']);
+  try {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(replicated.url);
+    const hubState = async () => (await (await fetch(new URL('/hub', replicated.url))).json()) as { routers: { label: string; url: string; state: string }[]; owner_lost: string[] };
+    await expect(page.locator('[data-testid="request-row"][data-status="running"][data-request-id^="r1/"]').first()).toBeVisible({ timeout: 15_000 });
+    const routers = (await hubState()).routers;
+    const r1 = routers.find((r) => r.label === 'r1')!;
+    const listing = (await (await fetch(`${routers.find((r) => r.label === 'r0')!.url}/replicas`)).json()) as { replicas: { url: string; pid: number }[] };
+    const pid = listing.replicas.find((r) => r.url.replace(/\/$/, '') === r1.url.replace(/\/$/, ''))!.pid;
+    const failedBefore = Number(await page.getByTestId('strip-failures').textContent());
+    const runningOnR1 = await page.locator('[data-testid="request-row"][data-status="running"][data-request-id^="r1/"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')!));
+
+    process.kill(pid, 'SIGKILL');
+    const killedAt = Date.now();
+    const left = () => Math.max(0, 2_000 - (Date.now() - killedAt));
+    await expect.poll(async () => (await hubState()).owner_lost.filter((id) => id.startsWith('r1/')).length, { timeout: 3_000 }).toBeGreaterThan(0);
+    const lost = (await hubState()).owner_lost;
+    // The streams the page saw running there and the hub lists cut with it (some may have ended
+    // just before the kill; the hub may list a request that ended long ago, which stays ended).
+    const cut = runningOnR1.filter((id) => lost.includes(id));
+    expect(cut.length, `running on r1 at the kill: ${runningOnR1.join(' ')}; owner_lost: ${lost.join(' ')}`).toBeGreaterThan(0);
+
+    // Within 2 s of the kill: each ended "router lost", in the incident of the router's loss.
+    for (const id of cut) await expect(page.locator(`[data-testid="request-row"][data-request-id="${id}"]`)).toHaveAttribute('data-status', 'failed', { timeout: left() });
+    const chip = page.locator('[data-testid="incident"][data-incident^="router:r1@"]').first();
+    await expect(chip).toBeVisible({ timeout: left() });
+    await expect(page.locator('[data-testid="fault-flag"][data-kinds~="router_lost"]').first()).toBeVisible({ timeout: left() });
+    expect(Date.now() - killedAt).toBeLessThanOrEqual(2_000);
+    const failed = Number(await chip.getAttribute('data-failed'));
+    expect(failed).toBeGreaterThanOrEqual(cut.length);
+    await expect.poll(async () => Number(await page.getByTestId('strip-failures').textContent())).toBeGreaterThanOrEqual(failedBefore + failed);
+
+    // Focused on it: only its requests, none running, each saying "router lost".
+    await chip.click();
+    await expect(page.getByTestId('axis-note')).toHaveText('incident');
+    await expect(page.getByTestId('incident-summary')).toContainText(`${failed} failed: router lost`);
+    const rows = page.locator('[data-testid="request-row"]');
+    await expect(rows).toHaveCount(failed);
+    for (const id of await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')))) expect(lost).toContain(id);
+    await expect(page.locator('[data-testid="request-row"][data-status="running"]')).toHaveCount(0);
+    await expect(page.locator('[data-testid="request-row"] [data-testid="badge-failed"][data-reason="router_lost"]')).toHaveCount(failed);
+    await page.screenshot({ path: join(SHOTS, 'hub-replica-lost.png') });
+    await rows.first().click();
+    await expect(page.getByTestId('router-lost')).toBeVisible();
+  } finally {
+    await replicated.stop();
+  }
+});

@@ -43,8 +43,10 @@ export interface TrafficStatus {
  * Something that happened to a worker, drawn as a marker across the waterfall and the charts:
  * an action taken through the dashboard (kill, hang, drain, ...), or a worker the router reported
  * going down. Kept by the host, so every page (and a page that opens late) sees the same ones.
+ * `router_lost` is the page's own, behind a dashboard hub: a router died with requests in flight
+ * (`worker` is then the router's label, `url` its URL; renderer/src/store/router-lost.ts).
  */
-export type FaultKind = SimAction | 'drain' | 'undrain' | 'add' | 'remove' | 'down';
+export type FaultKind = SimAction | 'drain' | 'undrain' | 'add' | 'remove' | 'down' | 'router_lost';
 
 export interface FaultMark {
   /** Epoch ms. */

@@ -3,7 +3,7 @@
 import type { FaultKind, FaultMark } from '../../../host/contract.ts';
 
 /** Marks that start an incident; restart, clear, undrain and add end one or are routine. */
-export const FAULT_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>(['kill', 'hang', 'reset', 'reject', 'slow', 'drain', 'remove', 'down']);
+export const FAULT_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>(['kill', 'hang', 'reset', 'reject', 'slow', 'drain', 'remove', 'down', 'router_lost']);
 
 /**
  * The last fault: of the last burst of faults (marks within `burstMs` of each other, such as a
@@ -24,6 +24,7 @@ export function lastFault(marks: readonly FaultMark[], burstMs = 2000): FaultMar
 
 export function faultLabel(m: FaultMark): string {
   const who = m.worker ?? m.url ?? '?';
+  if (m.kind === 'router_lost') return `router ${who} lost${m.detail ? `: ${m.detail}` : ''}`;
   // A worker the router blamed is `benched` at once; the health check's verdict follows it.
   if (m.kind === 'down') return `${who} ${m.detail ?? 'down'}${m.verdict && m.verdict !== m.detail ? ` → ${m.verdict}` : ''}`;
   // Discovery's drain or removal says why, from the pod's status (OOMKilled, Evicted, deleted with grace).

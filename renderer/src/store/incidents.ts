@@ -114,7 +114,7 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
   const recoveries = new Map<string, number[]>();
   for (const m of marks) {
     const key = m.url ?? (m.worker !== null ? urlOfId.get(m.worker) ?? m.worker : null);
-    if (key === null) continue;
+    if (key === null || m.kind === 'router_lost') continue;
     if (ONSET_MARKS.has(m.kind)) push(key, { t: m.t, mark: m, row: null });
     else if (RECOVERY_MARKS.has(m.kind)) recoveries.set(key, [...(recoveries.get(key) ?? []), m.t]);
   }
@@ -147,13 +147,16 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
     }
     flush();
   }
+  const workerIncidents = [...incidents];
+  incidents.push(...routerLost(marks, requests.values(), quiet));
   incidents.sort((a, b) => a.start - b.start || a.worker.localeCompare(b.worker));
 
   // A request that found no worker at all belongs to the incident under way when it failed (the
-  // latest to start, of those whose failures reach within `quiet` of it).
+  // latest to start, of those whose failures reach within `quiet` of it); a router's loss is no
+  // reason for its peers to find no worker.
   for (const r of noWorker.sort((a, b) => a.ended_at - b.ended_at || a.request_id.localeCompare(b.request_id))) {
     let owner: Building | null = null;
-    for (const i of incidents) {
+    for (const i of workerIncidents) {
       if (i.start <= r.ended_at && r.ended_at <= i.lastFailure + quiet && (owner === null || i.start >= owner.start)) owner = i;
     }
     if (!owner || owner.touched.has(r.request_id)) continue;
@@ -162,6 +165,40 @@ export function deriveIncidents(rows: readonly TraceRow[], marks: readonly Fault
     count(owner, r, null);
   }
   return incidents.map(({ touched: _t, lastFailure: _l, ...i }) => i);
+}
+
+/**
+ * One incident per router lost with requests in flight (a `router_lost` mark, behind a dashboard
+ * hub): the requests it cut are those of its label whose row says `router_lost`, each given to
+ * the mark of its router nearest in time (within `quiet`). Its workers are not to blame.
+ */
+function routerLost(marks: readonly FaultMark[], requests: Iterable<RequestRow>, quiet: number): Building[] {
+  const lost = marks.filter((m) => m.kind === 'router_lost').sort((a, b) => a.t - b.t || (a.worker ?? '').localeCompare(b.worker ?? ''));
+  if (lost.length === 0) return [];
+  const out = lost.map((m): Building => {
+    const label = m.worker ?? m.url ?? '?';
+    return {
+      id: `router:${label}@${m.t}`, worker: m.url ?? label, workerId: label, start: m.t, end: m.t, cause: `router ${label} lost`,
+      evidence: m.detail, verdict: null, recoveredAt: null, marks: [m], requestIds: [], broken: 0, migrated: 0, failed: 0, failedBy: {},
+      open: 0, severity: 'contained', touched: new Set(), lastFailure: m.t,
+    };
+  });
+  const cut = [...requests].filter((r) => r.outcome === 'failed' && failureType(r) === 'router_lost');
+  cut.sort((a, b) => a.ended_at - b.ended_at || a.request_id.localeCompare(b.request_id));
+  for (const r of cut) {
+    let owner: Building | null = null;
+    for (const i of out) {
+      if (!r.request_id.startsWith(`${i.workerId}/`) || Math.abs(r.ended_at - i.start) > quiet) continue;
+      if (owner === null || Math.abs(r.ended_at - i.start) < Math.abs(r.ended_at - owner.start)) owner = i;
+    }
+    if (!owner) continue;
+    owner.touched.add(r.request_id);
+    owner.requestIds.push(r.request_id);
+    // Its running attempt was cut with the router.
+    owner.broken++;
+    count(owner, r, null);
+  }
+  return out;
 }
 
 function onsetKey(o: Onset): string {

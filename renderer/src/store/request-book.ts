@@ -83,6 +83,17 @@ export class RequestBook {
     return n;
   }
 
+  /**
+   * Ends a request's running attempts at `t` as failed with `error`, without blaming their workers
+   * (no error kind): they were cut by something else, such as their router dying.
+   */
+  endAttempts(id: string, t: number, error: string): void {
+    const r = this.byId.get(id);
+    if (!r || !r.attempts.some((a) => a.outcome === 'running')) return;
+    const attempts = r.attempts.map((a) => (a.outcome === 'running' ? { ...a, outcome: 'failed' as const, endedAt: Math.max(t, a.startedAt), error } : a));
+    this.byId.set(id, { ...r, attempts });
+  }
+
   private noteFinished(id: string): void {
     const r = this.byId.get(id);
     if (r && r.status !== 'running' && isNotable(r)) this.notableIds.add(id);

@@ -12,6 +12,7 @@ import { WorkerTable } from './workers.ts';
 import { NO_FILTERS, type RequestFilters } from './filters.ts';
 import { snapshotEvents } from './snapshot-events.ts';
 import { deriveIncidents, lastFaultStart } from './incidents.ts';
+import { lostAt, lostByRouter, routerLostMark, routerLostRow, routerName } from './router-lost.ts';
 import { fmtClock } from '../views/format.ts';
 
 export type View = 'live' | 'workers' | 'charts' | 'traces' | 'traffic';
@@ -73,6 +74,11 @@ export interface DashState {
   probes: ProbeNote[];
   /** Behind a dashboard hub: its routers and the worker matrix (null: one router). */
   hub: HubState | null;
+  /**
+   * Requests this page ended as `router_lost` (behind a hub, their router died with them in
+   * flight): failed, though no router counts them in its totals.
+   */
+  routerLost: number;
   sim: SimWorkerState[] | null;
   traffic: TrafficStatus | null;
   /** Something the page did on its own that the user should know (the view was reset, ...). */
@@ -163,6 +169,41 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
     model.workers.apply(events);
   };
 
+  // The page's own marks of routers lost behind a hub (the host's marks are replaced every poll).
+  let lostMarks: FaultMark[] = [];
+  const withLostMarks = (faults: FaultMark[]): FaultMark[] =>
+    lostMarks.length === 0 ? faults : [...faults, ...lostMarks].sort((a, b) => a.t - b.t);
+  /**
+   * Ends the requests the hub lists as lost with their router: their router will never write
+   * their end. Each gets a failed `router_lost` row (list, FAILED, Traces, incidents), and each
+   * router a flag; a router's later losses within the incident's quiet time join its flag.
+   * Returns how many it ended.
+   */
+  const endLost = (hub: HubState | null | undefined, now: number): number => {
+    if (!hub || hub.owner_lost.length === 0) return 0;
+    let ended = 0;
+    for (const [label, requests] of lostByRouter(hub, (id) => model.book.get(id))) {
+      const router = hub.routers.find((r) => r.label === label);
+      const name = routerName(router, label);
+      const events: BatonEvent[] = [];
+      let first = Infinity;
+      for (const r of requests) {
+        const t = lostAt(router, r, now);
+        first = Math.min(first, t);
+        const row = routerLostRow(r, t, name);
+        model.book.endAttempts(r.id, t, row.error!);
+        events.push({ type: 'request_finished', t, row });
+      }
+      ingest(events);
+      ended += requests.length;
+      const near = lostMarks.find((m) => m.worker === label && Math.abs(m.t - first) <= 10_000);
+      const cut = requests.length + (near ? Number.parseInt(near.detail ?? '0', 10) || 0 : 0);
+      const mark = routerLostMark(label, router, near ? Math.min(near.t, first) : first, cut);
+      lostMarks = [...lostMarks.filter((m) => m !== near), mark].sort((a, b) => a.t - b.t);
+    }
+    return ended;
+  };
+
   return createStore<DashState>()((set, get) => ({
     model,
     version: 0,
@@ -176,6 +217,7 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
     faults: [],
     probes: [],
     hub: null,
+    routerLost: 0,
     sim: null,
     traffic: null,
     notice: null,
@@ -210,10 +252,12 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       const inflight = new Set<string>();
       for (const e of snapshot.inflight) inflight.add('request_id' in e ? e.request_id : e.type === 'attempt_ended' ? e.row.request_id : '');
       model.book.markLost(model.book.runningIds().filter((id) => !inflight.has(id)));
+      const ended = endLost(snapshot.hub, now);
       if (get().mode !== 'file') model.series.prune(now);
       set({
         version: get().version + 1, now, frozenAt: null, routerUrl: snapshot.routerUrl, sim: snapshot.sim, traffic: snapshot.traffic,
-        router: incoming ?? get().router, faults: snapshot.faults ?? get().faults, hub: snapshot.hub ?? null,
+        router: incoming ?? get().router, faults: withLostMarks(snapshot.faults ?? get().faults.filter((m) => m.kind !== 'router_lost')), hub: snapshot.hub ?? null,
+        routerLost: get().routerLost + ended,
         connection: { status: 'live', message: null },
       });
     },
@@ -223,8 +267,10 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
       // While the feed is lost the picture stays frozen; the snapshot after the reconnect catches up.
       if (get().connection.status === 'lost') return true;
       if (live.router) model.workers.reset(live.router.workers, live.router.t);
+      const ended = endLost(live.hub, Math.max(get().now, live.t));
       set({
-        version: get().version + 1, router: live.router ?? known, faults: live.faults, probes: live.probes, hub: live.hub ?? null,
+        version: get().version + 1, router: live.router ?? known, faults: withLostMarks(live.faults), probes: live.probes, hub: live.hub ?? null,
+        routerLost: get().routerLost + ended,
         ...(live.sim !== null || get().sim === null ? { sim: live.sim } : {}),
       });
       return true;
@@ -232,7 +278,8 @@ export function createDashStore(options: BookLimits | StoreOptions = {}): DashSt
     reset(notice) {
       const fresh = newModel();
       Object.assign(model, fresh);
-      set({ version: get().version + 1, router: null, faults: [], probes: [], selected: null, cursor: null, notice, frozenAt: null });
+      lostMarks = [];
+      set({ version: get().version + 1, router: null, faults: [], probes: [], routerLost: 0, selected: null, cursor: null, notice, frozenAt: null });
     },
     tick: (now = Date.now()) => {
       if (get().frozenAt !== null || get().mode === 'file') return;

@@ -33,7 +33,7 @@ function FailedBadge({ r }: { r: RequestView }) {
       data-reason={f.type}
       {...hoverCard(() => ({ title: `the client got ${clientGotHeadline(r, f) ?? 'an error'}`, lines: [['reason', f.type], ...(f.status !== null ? [['status', String(f.status)] as [string, string]] : [])], note: f.text }))}
     >
-      {failedBadgeText(f)}
+      {f.type === 'router_lost' ? 'router lost' : failedBadgeText(f)}
     </span>
   );
 }

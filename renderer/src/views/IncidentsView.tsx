@@ -60,17 +60,19 @@ function incidentLabel(i: Incident): string {
 }
 
 function card(i: Incident) {
+  // A router lost behind the hub: the incident is on the router, and the hub (not a router) read it.
+  const onRouter = i.marks.some((m) => m.kind === 'router_lost');
   const lines: [string, string][] = [
-    ['worker', `${i.workerId ?? ''} ${i.worker}`.trim()],
+    [onRouter ? 'router' : 'worker', `${i.workerId ?? ''} ${i.worker}`.trim()],
     ['began', `${fmtClock(i.start)} · ${i.start}`],
     ['lasted', fmtMs(i.end - i.start)],
     ['cause', i.cause],
   ];
-  if (i.evidence) lines.push(['router read', i.evidence]);
+  if (i.evidence) lines.push([onRouter ? 'hub saw' : 'router read', i.evidence]);
   if (i.verdict) lines.push(['health check', i.verdict]);
   lines.push(['recovered', i.recoveredAt === null ? 'not seen' : fmtClock(i.recoveredAt)]);
   lines.push(['requests', incidentSummary(i)]);
-  return { title: `incident on ${i.workerId ?? i.worker}`, lines };
+  return { title: `incident on ${onRouter ? 'router ' : ''}${i.workerId ?? i.worker}`, lines };
 }
 
 export function IncidentStrip({ incidents }: { incidents: readonly Incident[] }) {

@@ -11,6 +11,7 @@ import { budgetBar } from '../store/budget.ts';
 import { rebuildRequest } from '../store/rebuild.ts';
 import { marksIn } from '../store/faults.ts';
 import { clientFailure, clientGotHeadline, requestErrorLine } from '../store/failure-reason.ts';
+import { ROUTER_LOST } from '../store/router-lost.ts';
 import { withIso } from '../store/trace-file.ts';
 import { replayAddress, splitHubId } from '../store/hub-labels.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
@@ -178,7 +179,7 @@ export function RequestDetail({ id }: { id: string }) {
     <aside className="detail" data-testid="request-detail" data-request-id={r.id} data-source={found.source} aria-label={`Request ${r.id}`}>
       {head}
       <Badges r={r} />
-      <RouterOwner id={r.id} running={r.status === 'running'} />
+      <RouterOwner id={r.id} running={r.status === 'running'} endedLost={clientFailure(r)?.type === ROUTER_LOST} />
       {found.source !== 'live' && (
         <p className="note" data-testid="detail-rebuilt">
           Rebuilt from {traceRowsOf(r).length} trace rows ({found.source === 'page-rows' ? (mode === 'file' ? 'from the file' : 'held by this page') : 'held by the router'}): this request has left the live list.

@@ -66,13 +66,14 @@ export function RoutersPanel() {
 }
 
 /** On a request behind a hub: which router owns it, and "router lost" when it died. */
-export function RouterOwner({ id, running }: { id: string; running: boolean }) {
+export function RouterOwner({ id, running, endedLost }: { id: string; running: boolean; endedLost: boolean }) {
   const hub = useDash((s) => s.hub);
   if (!hub) return null;
   const cut = id.indexOf('/');
   const router = cut > 0 ? hub.routers.find((r) => r.label === id.slice(0, cut)) : undefined;
   if (!router) return null;
-  const lost = running && (hub.owner_lost.includes(id) || router.state === 'lost');
+  // `endedLost`: the page ended it `router_lost`; a request that ended otherwise was not lost with it.
+  const lost = endedLost || (running && (hub.owner_lost.includes(id) || router.state === 'lost'));
   return (
     <p className="note" data-testid="detail-router">
       router <span className="mono">{router.label}</span> ({router.url.replace(/^https?:\/\//, '')})

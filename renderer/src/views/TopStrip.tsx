@@ -51,7 +51,9 @@ export function TopStrip() {
   }
   const inFlight = totals?.in_flight ?? book.running;
   const migrations = totals?.migrations ?? series.totals.migrations;
-  const failures = totals?.failed ?? series.totals.failures;
+  // Requests a lost router took with it are failures its totals will never count (behind a hub).
+  const routerLost = store.getState().routerLost;
+  const failures = totals ? totals.failed + routerLost : series.totals.failures;
   return (
     <div className={`strip${lost ? ' frozen' : ''}`} role="status">
       <div className="figure"><div className="label">In flight</div><div className="value" data-testid="strip-inflight">{inFlight}</div><div className="sub">{totals ? 'requests, at the router' : 'requests'}</div></div>
