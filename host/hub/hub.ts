@@ -243,12 +243,19 @@ export class Hub {
       case 'attempt_ended':
       case 'request_finished': {
         const out = renamed(e, prefix) as Extract<BatonEvent, { row: TraceRow }>;
-        if (!this.keep(d, out.row)) return;
-        d.inflight.add(out);
+        if (!this.keep(d, out.row)) {
+          // A finish already held (read from /traces first) still ends what the stream tracked since.
+          if (out.type === 'request_finished') d.inflight.add(out);
+          return;
+        }
+        if (out.type === 'request_finished' || !d.keys.has(`q|${out.row.request_id}`)) d.inflight.add(out);
         return this.bus.emit(out);
       }
       default: {
         const out = renamed(e, prefix);
+        // /traces and the stream race: a request whose end the hub already holds is not in flight
+        // (tracked, it would be listed owner_lost when its router goes).
+        if ('request_id' in out && d.keys.has(`q|${out.request_id}`)) return this.bus.emit(out);
         d.inflight.add(out);
         return this.bus.emit(out);
       }

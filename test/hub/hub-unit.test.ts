@@ -169,6 +169,30 @@ describe('hub over stand-in routers', () => {
     expect(h.hub.matrix()[0]).toMatchObject({ healthy: 1, of: 1 });
   });
 
+  it('lists as owner_lost only requests still in flight: not one whose end came from /traces before its stream events', async () => {
+    const r = await fakeRouter([worker('w0', 'http://a:1', 'healthy', 0)]);
+    routers.push(r);
+    const done: RequestRow = {
+      kind: 'request', format: 'sglang', request_id: 'done', attempts: 1, migrations: 0, admitted: true, admission_reason: null, prompt_tokens: 4, completion_tokens: 3,
+      cached_tokens: 0, finish_reason: 'length', outcome: 'finished', duration_ms: 1, started_at: Date.now() - 2, ended_at: Date.now() - 1, stream: true, max_new_tokens: 3, error: null, trace_id: null,
+    };
+    r.traces = [done];
+    hub = await startHub({ routers: [r.url] });
+    const h = hub;
+    await until(() => h.status().routers[0]!.state === 'connected' && h.hub.rows().some((x) => x.request_id === 'r0/done'));
+    // The stream brings what /traces already ended ('done': admitted, then its finish again), and one request still running.
+    const admitted = (id: string) => r.bus.emit({ type: 'request_admitted', t: Date.now(), request_id: id, admitted: true, reason: null, stream: true, prompt_tokens: 1, max_new_tokens: 4, trace_id: null });
+    admitted('done');
+    r.bus.emit({ type: 'request_finished', t: Date.now(), row: done });
+    admitted('live');
+    await until(() => h.hub.snapshot(h.url).inflight.some((e) => 'request_id' in e && e.request_id === 'r0/live'));
+    routers.pop();
+    r.server.closeAllConnections();
+    await new Promise<void>((res) => r.server.close(() => res()));
+    await until(() => h.status().routers[0]!.state === 'lost', 5000);
+    expect(h.hub.state().owner_lost).toEqual(['r0/live']);
+  });
+
   it("names the routers' shared port to pages when it has one (--replicas), none when each router is its own (--router)", async () => {
     routers.push(await fakeRouter([worker('w0', 'http://a:1', 'healthy', 0)]));
     hub = await startHub({ routers: [routers[0]!.url] });
