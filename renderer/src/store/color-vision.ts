@@ -105,3 +105,16 @@ export function minPairwise(colors: readonly string[], vision: Vision): { deltaE
   }
   return best;
 }
+
+/** WCAG 2 relative luminance of a colour as seen with `vision`. */
+export function luminanceOf(hex: string, vision: Vision = 'normal'): number {
+  const [r, g, b] = simulate(hexToRgb(hex).map(toLinear) as Rgb, vision);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+/** WCAG 2 contrast ratio (1..21) between two colours, both seen with `vision`. */
+export function contrastRatio(a: string, b: string, vision: Vision = 'normal'): number {
+  const la = luminanceOf(a, vision);
+  const lb = luminanceOf(b, vision);
+  return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+}

@@ -59,3 +59,28 @@ export function groupMarks(marks: readonly FaultMark[], minGap: number): MarkGro
 export function marksIn(marks: readonly FaultMark[], from: number, to: number): FaultMark[] {
   return marks.filter((m) => m.t >= from && m.t <= to);
 }
+
+/**
+ * What a marker is, which its colour says the same way on the time axis, the list and the
+ * charts: `fault` breaks streams or a worker (kill, hang, reset, reject, a worker down, a router
+ * lost: red), `degrade` takes capacity away without breaking what runs (slow, drain, remove:
+ * orange), `recover` brings it back (restart, clear, undrain, add: green). Who made the mark (the
+ * dashboard or the router) is the line's dash, not its colour.
+ */
+export type MarkTone = 'fault' | 'degrade' | 'recover';
+export function markTone(kind: FaultKind): MarkTone {
+  switch (kind) {
+    case 'slow': case 'drain': case 'remove': return 'degrade';
+    case 'restart': case 'clear': case 'undrain': case 'add': return 'recover';
+    default: return 'fault';
+  }
+}
+const SEVERITY: Record<MarkTone, number> = { recover: 0, degrade: 1, fault: 2 };
+/** A group's tone: its most severe mark's. */
+export function groupTone(marks: readonly FaultMark[]): MarkTone {
+  return marks.map((m) => markTone(m.kind)).reduce<MarkTone>((a, b) => (SEVERITY[b] > SEVERITY[a] ? b : a), 'recover');
+}
+/** The CSS colour of a tone (styles.css defines --mark-* for each theme). */
+export function toneColor(tone: MarkTone): string {
+  return `var(--mark-${tone})`;
+}

@@ -8,7 +8,7 @@ import { memo } from 'react';
 import type { FaultMark } from '../../../host/contract.ts';
 import { stalledFrom, type AttemptView, type RequestView } from '../store/request-view.ts';
 import type { WorkerTable } from '../store/workers.ts';
-import { faultLabel } from '../store/faults.ts';
+import { faultLabel, markTone } from '../store/faults.ts';
 import { clientFailure, clientGotHeadline, type ClientFailure } from '../store/failure-reason.ts';
 import { useStoreApi } from './context.ts';
 import { fmtClock, fmtIso, fmtMs } from './format.ts';
@@ -138,7 +138,7 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
         />
       ))}
       {marks?.map((m, i) => (
-        <div key={`f${i}`} className={`fault-mark ${m.source}`} data-testid="fault-marker" data-kind={m.kind} style={{ left: `${pct(m.t)}%` }} {...hoverCard(() => faultCard(m))} />
+        <div key={`f${i}`} className={`fault-mark ${m.source} tone-${markTone(m.kind)}`} data-testid="fault-marker" data-kind={m.kind} style={{ left: `${pct(m.t)}%` }} {...hoverCard(() => faultCard(m))} />
       ))}
     </div>
   );

@@ -3,12 +3,14 @@
 // redrawn once a second, not per event. The charts share one time axis and one crosshair
 // (recharts' syncId), and every fault marker (kill, hang, drain, a worker going down, ...)
 // crosses each of them.
-import { useMemo, useState, type ReactElement } from 'react';
+import { useEffect, useMemo, useState, type ReactElement } from 'react';
 import {
   Area, AreaChart, Bar, BarChart, CartesianGrid, ComposedChart, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis,
 } from 'recharts';
 import type { FaultMark } from '../../../host/contract.ts';
-import { faultLabel, groupMarks, marksIn } from '../store/faults.ts';
+import { faultLabel, marksIn, markTone } from '../store/faults.ts';
+import { clockTicks } from './axis.ts';
+import { chartLabels, chartMarkStyle, type ChartLabel } from './chart-marks.ts';
 import { useDash, useSecond, useStoreApi } from './context.ts';
 import { fmtClock } from './format.ts';
 import type { FileInfo } from '../store/store.ts';
@@ -52,24 +54,41 @@ function Panel({ title, testId, children }: { title: string; testId: string; chi
   );
 }
 
-/** A marker line per fault, labelled on the first chart only (the others line up under it). */
-function faultLines(marks: readonly FaultMark[], yAxisId?: string, labelled = false, minGap = 0, from = 0, to = 1) {
-  const labels = new Map<FaultMark, string>();
-  if (labelled) for (const g of groupMarks(marks, minGap)) labels.set(g.marks[0]!, g.label);
-  return marks.map((m, i) => (
-    <ReferenceLine
-      key={`f${i}`}
-      x={m.t}
-      {...(yAxisId ? { yAxisId } : {})}
-      stroke={m.source === 'dashboard' ? 'var(--bad)' : 'var(--warn)'}
-      strokeDasharray={m.source === 'dashboard' ? undefined : '4 3'}
-      strokeWidth={1.5}
-      ifOverflow="discard"
-      className="fault-ref"
-      // A label near the right edge goes on the line's left, so the plot does not cut it.
-      {...(labels.has(m) ? { label: { value: labels.get(m)!, position: (m.t - from) / Math.max(1, to - from) > 0.55 ? 'insideTopRight' : 'insideTopLeft', fill: 'var(--text)', fontSize: 11 } } : {})}
-    />
-  ));
+/**
+ * A marker line per fault, coloured by what it is; the first chart carries the labels
+ * (chart-marks.ts lays them out on rows so they do not cover each other), the others line up under it.
+ */
+function faultLines(marks: readonly FaultMark[], yAxisId?: string, labels: readonly ChartLabel[] = []) {
+  const byMark = new Map(labels.map((l) => [l.mark, l]));
+  return marks.map((m, i) => {
+    const l = byMark.get(m);
+    return (
+      <ReferenceLine
+        key={`f${i}`}
+        x={m.t}
+        {...(yAxisId ? { yAxisId } : {})}
+        {...chartMarkStyle(m)}
+        strokeWidth={1.5}
+        ifOverflow="discard"
+        className="fault-ref"
+        {...(l ? { label: { value: l.text, position: l.right ? 'insideTopRight' : 'insideTopLeft', fill: 'var(--text)', fontSize: 11, dy: l.lane * 13 } } : {})}
+      />
+    );
+  });
+}
+
+/** The width of an element, followed as it resizes. */
+function useWidth(): [(el: HTMLElement | null) => void, number] {
+  const [width, setWidth] = useState(800);
+  const [el, setEl] = useState<HTMLElement | null>(null);
+  useEffect(() => {
+    if (!el) return undefined;
+    setWidth(el.clientWidth);
+    const ro = new ResizeObserver(() => setWidth(el.clientWidth));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [el]);
+  return [setEl, width];
 }
 
 export function ChartsView() {
@@ -110,8 +129,13 @@ export function ChartsView() {
   }, [series, workers, endMs, win.seconds, win.step]);
 
   const marks = marksIn(faults, from, to);
+  const [chartsRef, chartsWidth] = useWidth();
+  // The first chart's plot: the grid (styles.css .charts: 14 px padding, 12 px gaps, columns of at
+  // least 460 px) gives a panel, less its padding (24 px) and its left (48) and right (40) axes.
+  const cols = chartsWidth - 28 >= 2 * 460 + 12 ? 2 : 1;
+  const labels = chartLabels(marks, win.seconds * 25, from, to, Math.max(100, (chartsWidth - 28 - 12 * (cols - 1)) / cols - 112));
   const xAxis = (
-    <XAxis dataKey="t" type="number" scale="time" domain={[from, to]} tickFormatter={(t: number) => fmtClock(t).slice(0, 8)} {...axis} minTickGap={40} allowDataOverflow />
+    <XAxis dataKey="t" type="number" scale="time" domain={[from, to]} ticks={clockTicks(from, to, 6)} tickFormatter={(t: number) => fmtClock(t).slice(0, 8)} {...axis} minTickGap={40} allowDataOverflow />
   );
   const labelFormatter = (t: unknown) => fmtClock(Number(t) - (win.step * 1000) / 2);
   // An empty right axis as wide as the requests chart's, so every plot spans the same pixels and
@@ -134,7 +158,7 @@ export function ChartsView() {
         ))}
         {marks.length > 0 && (
           <span className="chart-marks" data-testid="chart-marks">
-            markers: {marks.map((m, i) => <span key={i} className={`flag-inline ${m.source}`} data-testid="chart-fault">{faultLabel(m)} {fmtClock(m.t).slice(0, 8)}</span>)}
+            markers: {marks.map((m, i) => <span key={i} className={`flag-inline ${m.source} tone-${markTone(m.kind)}`} data-testid="chart-fault">{faultLabel(m)} {fmtClock(m.t).slice(0, 8)}</span>)}
           </span>
         )}
         <span className="count">
@@ -142,7 +166,7 @@ export function ChartsView() {
         </span>
       </div>
       <div className="scroll">
-        <div className="charts" data-testid="charts" data-from={from} data-to={to} data-step={win.step} data-rps={data.map((d) => d.rps).join(',')}>
+        <div className="charts" ref={chartsRef} data-testid="charts" data-from={from} data-to={to} data-step={win.step} data-rps={data.map((d) => d.rps).join(',')}>
           <Panel title="Tokens/s per worker" testId="chart-tokens">
             <AreaChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
@@ -154,7 +178,7 @@ export function ChartsView() {
               {workerIds.map((w) => (
                 <Area key={w} dataKey={(row: Row) => row.tok[w] ?? 0} name={workers.label(w)} stackId="tok" stroke={workers.colorOf(w)} fill={workers.colorOf(w)} fillOpacity={0.55} isAnimationActive={false} dot={false} />
               ))}
-              {faultLines(marks, undefined, true, win.seconds * 25, from, to)}
+              {faultLines(marks, undefined, labels)}
             </AreaChart>
           </Panel>
           <Panel title={`Requests/s and migrations per ${win.step} s`} testId="chart-requests">

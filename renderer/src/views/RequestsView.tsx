@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { visibleIds, type RequestFilters } from '../store/filters.ts';
 import { splitHubId } from '../store/hub-labels.ts';
-import { groupMarks, marksIn } from '../store/faults.ts';
+import { groupMarks, groupTone, marksIn, markTone } from '../store/faults.ts';
 import { REQUEST_WINDOWS } from '../store/store.ts';
 import type { RequestView } from '../store/request-view.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
@@ -16,7 +16,8 @@ import { RequestRow } from './RequestRow.tsx';
 import { faultCard } from './AttemptBars.tsx';
 import type { CardContent } from './HoverCard.tsx';
 import { hoverCard, copyText } from './HoverCard.tsx';
-import { fmtClock, fmtMs, fmtOffset, niceTicks } from './format.ts';
+import { endTicks } from './axis.ts';
+import { fmtClock, fmtMs, fmtOffset } from './format.ts';
 import { curlGenerate, SAMPLE_BODY } from './curl.ts';
 import { showInfo } from './toast.tsx';
 import { IncidentStrip, focusMarks, useIncidents } from './IncidentsView.tsx';
@@ -181,7 +182,8 @@ export function RequestsView() {
   };
   const pct = (t: number) => `${((t - from) / span) * 100}%`;
   const typical = useMemo(() => (mode === 'live' ? typicalDuration(book.ids(), (id) => book.get(id)) : null), [book, version, mode]);
-  const ticks = niceTicks(span, 5).filter((t) => t > 0 && t < span);
+  // Round offsets counted back from the end, clear of the end's own label.
+  const ticks = endTicks(span, 5);
 
   const empty = () => {
     if (book.size > 0) {
@@ -249,10 +251,10 @@ export function RequestsView() {
         {hub && <span className="axis-note" data-testid="router-column-head">router</span>}
         <span className="axis-note" data-testid="axis-note">{fit ? (filters.incident ? 'incident' : 'fitted') : connection === 'lost' && mode === 'live' ? 'frozen' : held ? (mode === 'file' ? 'scrolled' : 'held') : mode === 'file' ? 'file end' : 'live'}</span>
         <span className="axis-ticks" data-testid="list-axis">
-          {ticks.map((t) => <span key={t} className="tick" style={{ left: pct(from + t) }}>{fmtOffset(t - span, '+')}</span>)}
+          {ticks.map(({ at, offset }) => <span key={offset} className="tick" style={{ left: pct(from + at) }}>{fmtOffset(offset, '+')}</span>)}
           <span className="tick end" data-testid="axis-end" data-t={to}>{held || fit || mode === 'file' ? fmtClock(to).slice(0, 8) : 'now'}</span>
           {groups.map((g, i) => (
-            <span key={i} className={`flag ${g.source}${lanes[i] ? ' lane1' : ''}${(g.t - from) / span > 0.6 ? ' right' : ''}`} style={{ left: pct(g.t) }} data-testid="fault-flag" data-kinds={g.marks.map((m) => m.kind).join(' ')} onClick={() => focusMarks(store.getState(), incidents, g.marks)} {...hoverCard(() => groupCard(g))}>{g.label}</span>
+            <span key={i} className={`flag ${g.source} tone-${groupTone(g.marks)}${lanes[i] ? ' lane1' : ''}${(g.t - from) / span > 0.6 ? ' right' : ''}`} style={{ left: pct(g.t) }} data-testid="fault-flag" data-kinds={g.marks.map((m) => m.kind).join(' ')} onClick={() => focusMarks(store.getState(), incidents, g.marks)} {...hoverCard(() => groupCard(g))}>{g.label}</span>
           ))}
         </span>
         <span className="axis">
@@ -302,7 +304,7 @@ export function RequestsView() {
           <div className={`fault-overlay ${grid}`} style={{ right: scrollbar }} aria-hidden="true">
             <span /><span />{hub && <span />}
             <span className="fault-track">
-              {marks.map((m, i) => <span key={i} className={`fault-line ${m.source}`} data-testid="fault-line" data-kind={m.kind} style={{ left: pct(m.t) }} />)}
+              {marks.map((m, i) => <span key={i} className={`fault-line ${m.source} tone-${markTone(m.kind)}`} data-testid="fault-line" data-kind={m.kind} style={{ left: pct(m.t) }} />)}
             </span>
           </div>
         )}

@@ -143,6 +143,17 @@ const TraceRowItem = memo(function TraceRowItem({ row, index, start, cursor, wor
   );
 });
 
+/**
+ * The since/until inputs' placeholder and width: the width is counted in characters (ch) from
+ * the placeholder itself, so the placeholder is never cut; the other forms (ISO, epoch ms) are in
+ * the input's tooltip.
+ */
+export function timeInputLook(label: string): { placeholder: string; widthCh: number } {
+  const placeholder = `${label} HH:MM:SS`;
+  // +3: the input's padding and border, and the proportional font's wider letters than 0.
+  return { placeholder, widthCh: placeholder.length + 3 };
+}
+
 function TimeInput({ label, value, onChange, refTime, testId }: { label: string; value: number | undefined; onChange(v: number | undefined): void; refTime: number; testId: string }) {
   const [text, setText] = useState(value === undefined ? '' : fmtClock(value));
   const [bad, setBad] = useState(false);
@@ -156,18 +167,19 @@ function TimeInput({ label, value, onChange, refTime, testId }: { label: string;
     setBad(t === null);
     if (t !== null) onChange(t);
   };
+  const look = timeInputLook(label);
   return (
     <input
       className={bad ? 'bad' : ''}
       data-testid={testId}
       aria-label={label}
-      placeholder={`${label} (HH:MM:SS, ISO or ms)`}
+      placeholder={look.placeholder}
       title={value !== undefined ? `${fmtIso(value)} · ${value}` : `${label}: a clock time (HH:MM:SS), an ISO time or epoch ms`}
       value={text}
       onChange={(e) => setText(e.target.value)}
       onBlur={commit}
       onKeyDown={(e) => { if (e.key === 'Enter') commit(); if (e.key === 'Escape') (e.target as HTMLInputElement).blur(); }}
-      style={{ width: 150 }}
+      style={{ width: `${look.widthCh}ch` }}
     />
   );
 }
