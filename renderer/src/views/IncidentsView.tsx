@@ -75,10 +75,30 @@ function card(i: Incident) {
   return { title: `incident on ${onRouter ? 'router ' : ''}${i.workerId ?? i.worker}`, lines };
 }
 
+/**
+ * Where to break a worker, said where a user looks for it (the Requests view, before any
+ * incident): the sim's Kill, Hang and Reset buttons sit on the worker cards in Workers. Only
+ * live with a simulated cluster (a real worker has no such buttons); null otherwise.
+ */
+export function killHint(mode: DashState['mode'], sim: DashState['sim']): string | null {
+  if (mode !== 'live' || !sim || sim.length === 0) return null;
+  return 'To break a worker and watch its requests migrate: Kill, Hang or Reset on its card in Workers (key 2).';
+}
+
 export function IncidentStrip({ incidents }: { incidents: readonly Incident[] }) {
   const store = useStoreApi();
   const focus = useDash((s) => s.filters.incident ?? null);
-  if (incidents.length === 0 && !focus) return null;
+  const hint = killHint(useDash((s) => s.mode), useDash((s) => s.sim));
+  if (incidents.length === 0 && !focus) {
+    if (!hint) return null;
+    return (
+      <div className="incidents" data-testid="incident-list" aria-label="Incidents">
+        <span className="incidents-title">No incidents</span>
+        <span style={{ color: 'var(--muted)' }} data-testid="kill-hint">{hint}</span>
+        <button className="link" onClick={() => store.getState().setView('workers')} data-testid="kill-hint-workers">Open Workers</button>
+      </div>
+    );
+  }
   const current = focus ? incidents.find((i) => i.id === focus.id) ?? null : null;
   const newest = [...incidents].reverse();
   return (

@@ -18,6 +18,22 @@ export const SIM_BUTTONS: { action: SimAction; label: string; destructive: boole
   { action: 'restart', label: 'Restart', destructive: false, why: 'Start the process again on the same port.' },
 ];
 
+/** The actions that cut the streams running on the worker (reject turns away only new requests). */
+const CUTS_STREAMS = new Set<SimAction>(['kill', 'hang', 'reset']);
+
+/**
+ * The confirmation of a destructive action on a simulated worker: what it does, and for one that
+ * cuts streams, how many are running there now (the router's in-flight count), which will break
+ * and move to other workers.
+ */
+export function simConfirmBody(action: SimAction, why: string, url: string, inFlight: number): string {
+  const base = `${why} (${url})`;
+  if (!CUTS_STREAMS.has(action)) return base;
+  if (inFlight === 0) return `${base} No stream is in flight there now.`;
+  const streams = inFlight === 1 ? '1 stream in flight there breaks' : `${inFlight} streams in flight there break`;
+  return `${base} ${streams} and migrate to other workers (or fail where none can take them).`;
+}
+
 const DOWN = new Set(['dead', 'unhealthy', 'circuit_open']);
 
 /**
