@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startViewServer } from '../../host/view-server.ts';
+import { PrefsFile } from '../../host/prefs.ts';
 import { startDetachedCluster } from '../../host/sim-process.ts';
 import { parseTraceQuery, traceChunks, streamTraces } from '../../router/http/traces-endpoint.ts';
 import { traceQuery } from '../../host/export-query.ts';
@@ -39,6 +40,20 @@ describe('baton view server', () => {
       expect((await fetch(server.url + '/assets/..%2F..%2Fnight%2C%201.jsonl')).status).toBe(404);
       expect((await fetch(server.url + '/events')).status).toBe(404);
       expect((await fetch(server.url + '/api/file', { method: 'POST' })).status).toBe(405);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('keeps the dashboard\'s preferences as `baton serve` does: a view on a new port gets the stored theme', async () => {
+    const prefsFile = join(dir, 'prefs.json');
+    writeFileSync(prefsFile, JSON.stringify({ theme: 'dark' }));
+    const server = await startViewServer({ file, staticRoot: join(dir, 'dist'), prefs: new PrefsFile(prefsFile) });
+    try {
+      expect(await (await fetch(server.url + '/api/prefs')).json()).toEqual({ theme: 'dark' });
+      const put = await fetch(server.url + '/api/prefs', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ theme: 'light' }) });
+      expect(put.status).toBe(200);
+      expect(JSON.parse(readFileSync(prefsFile, 'utf8'))).toEqual({ theme: 'light' });
     } finally {
       await server.close();
     }

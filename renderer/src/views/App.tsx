@@ -5,7 +5,8 @@ import { lazy, Suspense, useCallback, useEffect, useRef, useState, type DragEven
 import { flushSync } from 'react-dom';
 import type { DashboardHost } from '../host/types.ts';
 import { createDashStore, type DashStore } from '../store/store.ts';
-import { fetchFileHost, fileFromLocation, fileHost, TraceFileError, type FileHost } from '../host/file.ts';
+import { fetchFileHost, fileFromLocation, fileHost, serverPrefs, TraceFileError, type FileHost } from '../host/file.ts';
+import { hostBackedStorage, syncPrefs, type PrefsHost } from '../store/prefs-sync.ts';
 import { deriveIncidents } from '../store/incidents.ts';
 import { isTyping, keyCommand, KEY_HELP, stepIncident, VIEW_KEYS } from '../store/keys.ts';
 import { focusIncident } from './IncidentsView.tsx';
@@ -132,19 +133,24 @@ export function App({ host, store, onOpenFile = () => {}, onCloseFile = null }: 
 
 interface Source { host: DashboardHost; store: DashStore }
 
-/** A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands at its end. */
-export function fileSource(host: FileHost): Source {
+/**
+ * A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands
+ * at its end. `prefs`: the server that keeps the dashboard's preferences (`baton view`'s): a view
+ * on a new port is a new origin, whose localStorage has no theme, so the stored one is applied.
+ */
+export function fileSource(host: FileHost, prefs: PrefsHost | null = null): Source & { prefsRead: Promise<void> } {
   const n = host.file.rows + (host.context?.inflight.length ?? 0);
+  const local = typeof localStorage === 'undefined' ? null : localStorage;
   const store = createDashStore({
     limits: { maxFinished: n + 1, maxTotal: n + 1 },
     traceRows: [n + 1, n + 1],
     mode: 'file',
-    storage: typeof localStorage === 'undefined' ? null : localStorage,
+    storage: prefs ? hostBackedStorage(local, prefs) : local,
   });
   store.setState({ file: host.file, now: host.file.to, connection: { status: 'live', message: null } });
   // The colours the file recorded (or assigned in order to a file without them), not recomputed.
   for (const [id, color] of host.colors) store.getState().model.workers.fileColors.set(id, color);
-  return { host, store };
+  return { host, store, prefsRead: prefs ? syncPrefs(store, prefs) : Promise.resolve() };
 }
 
 /** The page: the live host, or a trace file, and dropping a file onto it. */
@@ -159,7 +165,7 @@ export function Root({ live }: { live: Source | null }) {
     const name = loading;
     if (!name) return;
     fetchFileHost(name).then(
-      (host) => { setFile(fileSource(host)); setLoading(null); },
+      (host) => { setFile(fileSource(host, serverPrefs)); setLoading(null); },
       (err: unknown) => { setFailure(err instanceof Error ? err.message : String(err)); setLoading(null); },
     );
   }, [loading]);
