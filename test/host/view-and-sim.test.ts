@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startViewServer } from '../../host/view-server.ts';
 import { PrefsFile } from '../../host/prefs.ts';
 import { startDetachedCluster } from '../../host/sim-process.ts';
+import { SimControl } from '../../host/sim-control.ts';
 import { parseTraceQuery, traceChunks, streamTraces } from '../../router/http/traces-endpoint.ts';
 import { traceQuery } from '../../host/export-query.ts';
 import type { TraceRow } from '../../router/trace/row.ts';
@@ -92,6 +93,18 @@ describe('the simulated cluster in its own process group', () => {
     const all = cluster.workers().map((w) => w.pid!);
     await cluster.stop();
     for (const pid of all) await expect.poll(() => pidAlive(pid), { timeout: 10_000 }).toBe(false);
+  });
+
+  it('reports how a worker killed from outside ended (its signal) to the dashboard, and forgets it on restart', async () => {
+    const cluster = await startDetachedCluster({ workers: 1, tokenIntervalMs: 1 });
+    stops.push(() => cluster.stop());
+    const control = new SimControl(cluster);
+    expect(control.workers()[0]!.exit).toBeNull();
+    process.kill(cluster.workers()[0]!.pid!, 'SIGKILL');
+    await expect.poll(() => control.workers()[0]!.alive, { timeout: 10_000 }).toBe(false);
+    expect(control.workers()[0]!.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    await cluster.restart(0);
+    expect(control.workers()[0]!.exit).toBeNull();
   });
 });
 

@@ -1,7 +1,7 @@
 // The kill dialog says how many streams break; an empty chart says so in words; the Requests
-// view says where Kill is.
+// view says where Kill is; a dead worker's card says how its process ended.
 import { describe, expect, it } from 'vitest';
-import { simConfirmBody } from '../../renderer/src/views/WorkerCard.tsx';
+import { processEnd, simConfirmBody } from '../../renderer/src/views/WorkerCard.tsx';
 import { emptyChartWords } from '../../renderer/src/store/chart-words.ts';
 import type { SeriesPoint } from '../../renderer/src/store/series.ts';
 import type { DashState } from '../../renderer/src/store/store.ts';
@@ -49,5 +49,14 @@ describe('where Kill is', () => {
   it('no hint without sim buttons (real workers) or in a trace file', () => {
     expect(killHint('live', null)).toBeNull();
     expect(killHint('file', sim)).toBeNull();
+  });
+});
+
+describe('how a dead worker\'s process ended', () => {
+  it('the card gives the signal of a kill (dashboard or outside) or the exit code', () => {
+    expect(processEnd({ code: null, signal: 'SIGKILL' })).toBe('killed (SIGKILL)');
+    expect(processEnd({ code: 1, signal: null })).toBe('exited (code 1)');
+    expect(processEnd(null)).toBe('killed');
+    expect(processEnd(undefined)).toBe('killed');
   });
 });

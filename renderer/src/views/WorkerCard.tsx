@@ -34,6 +34,17 @@ export function simConfirmBody(action: SimAction, why: string, url: string, inFl
   return `${base} ${streams} and migrate to other workers (or fail where none can take them).`;
 }
 
+/**
+ * How a dead simulated worker's process ended, as the card says it: the signal that killed it
+ * (`killed (SIGKILL)`, from Kill or from an outside `kill -9` alike) or its exit code
+ * (`exited (code 1)`); just `killed` when the host did not say.
+ */
+export function processEnd(exit: SimWorkerState['exit']): string {
+  if (exit?.signal) return `killed (${exit.signal})`;
+  if (exit && exit.code !== null) return `exited (code ${exit.code})`;
+  return 'killed';
+}
+
 const DOWN = new Set(['dead', 'unhealthy', 'circuit_open']);
 
 /**
@@ -89,7 +100,8 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
   const killed = sim !== null && !sim.alive;
   const down = killed || DOWN.has(worker.health);
   const health = killed ? 'killed' : worker.health;
-  const healthText = killed && worker.health !== 'healthy' ? `killed · router: ${worker.health.replace('_', ' ')}` : health.replace('_', ' ');
+  const ended = killed ? processEnd(sim.exit) : null;
+  const healthText = ended !== null ? (worker.health !== 'healthy' ? `${ended} · router: ${worker.health.replace('_', ' ')}` : ended) : health.replace('_', ' ');
   const format = (worker as { format?: string | null }).format ?? null;
   const disabledWhy = enabled ? undefined : 'The host does not answer: actions are disabled until it does.';
   return (
