@@ -103,6 +103,7 @@ async function runHub(routers: string[], v: { port?: string; host?: string; work
     if (sources.length === 0) throw new UsageError(`${v['router-discovery']} turns on no discovery source (docs/kubernetes.md)`);
   }
   const { HostError } = await import('../host/host-error.ts');
+  const { defaultPrefsFile, PrefsFile } = await import('../host/prefs.ts');
   let hub: Awaited<ReturnType<typeof startHub>>;
   try {
     hub = await startHub({
@@ -111,6 +112,8 @@ async function runHub(routers: string[], v: { port?: string; host?: string; work
       host: v.host ?? '127.0.0.1',
       staticRoot: RENDERER_DIST,
       sources,
+      // The theme and windows every other `baton serve` page uses (host/prefs.ts).
+      prefs: new PrefsFile(defaultPrefsFile()),
       ...(v['router-token'] ? { headers: { authorization: `Bearer ${v['router-token']}` } } : {}),
     });
   } catch (err) {

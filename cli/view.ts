@@ -46,7 +46,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   let server;
   try {
-    server = await startViewServer({ file, port: intFlag('port', v.port, 0), ...(v.host !== undefined ? { host: v.host } : {}), staticRoot: RENDERER_DIST });
+    const { defaultPrefsFile, PrefsFile } = await import('../host/prefs.ts');
+    server = await startViewServer({ file, port: intFlag('port', v.port, 0), ...(v.host !== undefined ? { host: v.host } : {}), staticRoot: RENDERER_DIST, prefs: new PrefsFile(defaultPrefsFile()) });
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') throw new UsageError(`port ${v.port} is already in use (try --port 0)`);

@@ -16,6 +16,11 @@ export interface SimWorkerState {
   alive: boolean;
   /** The fault last injected through the dashboard, null when cleared or restarted. */
   fault: Exclude<SimAction, 'clear' | 'restart'> | null;
+  /**
+   * How a dead worker's process ended, as the cluster saw it: the signal that killed it
+   * (`SIGKILL` from Kill or an outside `kill -9`) or its exit code; null while it runs or unknown.
+   */
+  exit?: { code: number | null; signal: string | null } | null;
 }
 
 /** The embedded traffic generator's knobs; every field is adjustable while it runs. */

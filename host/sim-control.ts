@@ -5,7 +5,7 @@ import type { SimAction, SimWorkerState } from './contract.ts';
 export type SimFaultKind = 'crash' | 'hang' | 'reset' | 'reject' | 'slow' | 'clear';
 
 export interface SimClusterLike {
-  workers(): { index: number; url: string; port: number; pid?: number | null; alive: boolean }[];
+  workers(): { index: number; url: string; port: number; pid?: number | null; alive: boolean; exit?: { code: number | null; signal: string | null } | null }[];
   kill(index: number): unknown;
   restart(index: number): unknown;
   fault(index: number, fault: { kind: SimFaultKind; afterTokens?: number; intervalMs?: number }): unknown;
@@ -37,6 +37,7 @@ export class SimControl {
       pid: w.pid ?? null,
       alive: w.alive,
       fault: w.alive ? this.faults.get(w.index) ?? null : 'kill',
+      exit: w.alive ? null : w.exit ?? null,
     }));
   }
 

@@ -28,6 +28,8 @@ export interface SimWorkerMirror {
   port: number;
   pid: number;
   alive: boolean;
+  /** How its process last ended while it served; null while it runs (sim/cluster.ts). */
+  exit?: { code: number | null; signal: string | null } | null;
 }
 
 /** Parent → helper. */

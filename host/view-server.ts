@@ -1,12 +1,17 @@
 // `baton view FILE`: the dashboard over one trace file, with no router. A small loopback server
 // hands out the Vite build and the file itself (GET /api/file); the page, opened as
 // /?file=NAME, reads the rows and shows the same views as live, without the live-only controls.
+// It also keeps the dashboard's preferences (GET / PUT /api/prefs, the file `baton serve` uses):
+// a view on a new port is a new origin, whose localStorage has no theme.
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { basename } from 'node:path';
 import { securityHeaders, serveStatic } from './static.ts';
 import { listenEdge } from '../router/http/server.ts';
+import { checkMutation, guarded, readJson, sendJson } from './http-json.ts';
+import { HostError } from './host-error.ts';
+import type { PrefsFile } from './prefs.ts';
 
 export interface ViewServerOptions {
   /** The trace file: JSON Lines or CSV as Baton exports them. */
@@ -15,6 +20,8 @@ export interface ViewServerOptions {
   host?: string;
   /** The Vite build (dist/renderer). */
   staticRoot: string;
+  /** Where the dashboard's preferences are kept (host/prefs.ts); absent: nowhere. */
+  prefs?: PrefsFile | null;
 }
 
 export interface ViewServer {
@@ -32,6 +39,15 @@ export async function startViewServer(opts: ViewServerOptions): Promise<ViewServ
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const head = req.method === 'HEAD';
+    if (url.pathname === '/api/prefs' && (req.method === 'GET' || req.method === 'PUT')) {
+      const prefs = opts.prefs ?? null;
+      return void guarded(res, async () => {
+        if (req.method === 'GET') return sendJson(res, 200, prefs ? await prefs.read() : {});
+        checkMutation(req);
+        if (!prefs) throw new HostError(404, 'this host keeps no preferences');
+        sendJson(res, 200, await prefs.update(await readJson(req)));
+      });
+    }
     if (req.method !== 'GET' && !head) {
       res.writeHead(405, { allow: 'GET, HEAD', ...securityHeaders() });
       return void res.end();

@@ -47,6 +47,13 @@ export interface SimWorkerProc {
   role: DisaggregationMode;
   /** A prefill's bootstrap port (null otherwise). */
   bootstrapPort: number | null;
+  /** How its process last ended while it served (an exit code, or the signal that killed it); null while it runs. */
+  exit: ProcessExit | null;
+}
+
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
 }
 
 export interface ClusterChange {
@@ -90,6 +97,7 @@ interface Slot {
   child: ChildProcess | null;
   alive: boolean;
   exited: Promise<void>;
+  exit: ProcessExit | null;
 }
 
 export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
@@ -140,6 +148,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
         slot.url = m.url;
         if (m.bootstrapPort !== undefined) slot.bootstrapPort = m.bootstrapPort;
         slot.alive = true;
+        slot.exit = null;
         notify(slot, null, null);
         resolve();
       });
@@ -148,7 +157,10 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
         if (slot.child !== child) return;
         const wasAlive = slot.alive;
         slot.alive = false;
-        if (wasAlive) notify(slot, code, signal);
+        if (wasAlive) {
+          slot.exit = { code, signal };
+          notify(slot, code, signal);
+        }
         else reject(new Error(`worker ${slot.index} exited before listening (code ${code}, signal ${signal})`));
       });
     });
@@ -185,7 +197,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
     const role = roles?.[i] ?? disaggregationMode ?? 'null';
     // A fixed bootstrap port is given to the first prefill (more would collide); the others pick free ones.
     const bootstrapPort = role === 'prefill' && disaggregationBootstrapPort && !slots.some((s) => s.role === 'prefill') ? disaggregationBootstrapPort : null;
-    slots.push({ index: i, role, bootstrapPort, port, url: '', child: null, alive: false, exited: Promise.resolve() });
+    slots.push({ index: i, role, bootstrapPort, port, url: '', child: null, alive: false, exited: Promise.resolve(), exit: null });
   }
   try {
     await Promise.all(slots.map(launch));
@@ -203,7 +215,7 @@ export async function startCluster(opts: ClusterOptions): Promise<SimCluster> {
   };
 
   return {
-    workers: () => slots.map((s) => ({ index: s.index, url: s.url, port: s.port, pid: s.child?.pid ?? 0, alive: s.alive, role: s.role, bootstrapPort: s.bootstrapPort })),
+    workers: () => slots.map((s) => ({ index: s.index, url: s.url, port: s.port, pid: s.child?.pid ?? 0, alive: s.alive, role: s.role, bootstrapPort: s.bootstrapPort, exit: s.exit })),
     kill,
     restart: async (i) => {
       if (stopping) throw new Error('cluster is stopping');

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startViewServer } from '../../host/view-server.ts';
+import { PrefsFile } from '../../host/prefs.ts';
 import { startDetachedCluster } from '../../host/sim-process.ts';
+import { SimControl } from '../../host/sim-control.ts';
 import { parseTraceQuery, traceChunks, streamTraces } from '../../router/http/traces-endpoint.ts';
 import { traceQuery } from '../../host/export-query.ts';
 import type { TraceRow } from '../../router/trace/row.ts';
@@ -39,6 +41,20 @@ describe('baton view server', () => {
       expect((await fetch(server.url + '/assets/..%2F..%2Fnight%2C%201.jsonl')).status).toBe(404);
       expect((await fetch(server.url + '/events')).status).toBe(404);
       expect((await fetch(server.url + '/api/file', { method: 'POST' })).status).toBe(405);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('keeps the dashboard\'s preferences as `baton serve` does: a view on a new port gets the stored theme', async () => {
+    const prefsFile = join(dir, 'prefs.json');
+    writeFileSync(prefsFile, JSON.stringify({ theme: 'dark' }));
+    const server = await startViewServer({ file, staticRoot: join(dir, 'dist'), prefs: new PrefsFile(prefsFile) });
+    try {
+      expect(await (await fetch(server.url + '/api/prefs')).json()).toEqual({ theme: 'dark' });
+      const put = await fetch(server.url + '/api/prefs', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ theme: 'light' }) });
+      expect(put.status).toBe(200);
+      expect(JSON.parse(readFileSync(prefsFile, 'utf8'))).toEqual({ theme: 'light' });
     } finally {
       await server.close();
     }
@@ -77,6 +93,18 @@ describe('the simulated cluster in its own process group', () => {
     const all = cluster.workers().map((w) => w.pid!);
     await cluster.stop();
     for (const pid of all) await expect.poll(() => pidAlive(pid), { timeout: 10_000 }).toBe(false);
+  });
+
+  it('reports how a worker killed from outside ended (its signal) to the dashboard, and forgets it on restart', async () => {
+    const cluster = await startDetachedCluster({ workers: 1, tokenIntervalMs: 1 });
+    stops.push(() => cluster.stop());
+    const control = new SimControl(cluster);
+    expect(control.workers()[0]!.exit).toBeNull();
+    process.kill(cluster.workers()[0]!.pid!, 'SIGKILL');
+    await expect.poll(() => control.workers()[0]!.alive, { timeout: 10_000 }).toBe(false);
+    expect(control.workers()[0]!.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    await cluster.restart(0);
+    expect(control.workers()[0]!.exit).toBeNull();
   });
 });
 

@@ -127,6 +127,17 @@ export function fileFromLocation(w: Window = window): string | null {
   return new URLSearchParams(w.location.search).get('file');
 }
 
+/** The preferences `baton view`'s server keeps (GET / PUT /api/prefs), as `baton serve` does. */
+export const serverPrefs = {
+  async prefs(): Promise<Record<string, unknown> | null> {
+    const res = await fetch('/api/prefs');
+    return res.ok ? ((await res.json()) as Record<string, unknown>) : null;
+  },
+  async savePrefs(prefs: Record<string, unknown>): Promise<void> {
+    await fetch('/api/prefs', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(prefs) });
+  },
+};
+
 export async function fetchFileHost(name: string): Promise<FileHost> {
   const res = await fetch('/api/file');
   if (!res.ok) throw new TraceFileError(`could not load ${name}: ${res.status} ${res.statusText}`);

@@ -1,11 +1,15 @@
 // The dashboard: header, banner, strip of figures, the current view, and the request panel; and
 // around it the page's two sources: the live host, or a trace file (opened with `baton view`,
 // with "Open file…", or dropped on the page), shown in the same views with a store of its own.
-import { lazy, Suspense, useCallback, useEffect, useState, type DragEvent } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useRef, useState, type DragEvent } from 'react';
 import { flushSync } from 'react-dom';
 import type { DashboardHost } from '../host/types.ts';
 import { createDashStore, type DashStore } from '../store/store.ts';
-import { fetchFileHost, fileFromLocation, fileHost, TraceFileError, type FileHost } from '../host/file.ts';
+import { fetchFileHost, fileFromLocation, fileHost, serverPrefs, TraceFileError, type FileHost } from '../host/file.ts';
+import { hostBackedStorage, syncPrefs, type PrefsHost } from '../store/prefs-sync.ts';
+import { deriveIncidents } from '../store/incidents.ts';
+import { isTyping, keyCommand, KEY_HELP, stepIncident, VIEW_KEYS } from '../store/keys.ts';
+import { focusIncident } from './IncidentsView.tsx';
 import { DashContext, useDash, useStoreApi } from './context.ts';
 import { useFeed } from './feed.ts';
 import { Nav } from './Nav.tsx';
@@ -22,26 +26,56 @@ import { Toast, showError } from './toast.tsx';
 // recharts is most of the bundle: load it when the Charts view is first opened.
 const ChartsView = lazy(() => import('./ChartsView.tsx').then((m) => ({ default: m.ChartsView })));
 
-function useGlobalKeys(): void {
+function useGlobalKeys(toggleHelp: () => void, closeHelp: () => boolean): void {
   const store = useStoreApi();
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
-      if (e.key === '/' && !typing) {
+      const state = store.getState();
+      const views = VIEW_KEYS.map((v) => v.view).filter((v) => !(v === 'traffic' && state.mode === 'file'));
+      const cmd = keyCommand(e, isTyping(e.target), views);
+      if (!cmd) return;
+      // A confirmation dialog owns the keyboard: no view switch or incident jump behind it.
+      if (document.querySelector('[data-testid=confirm-dialog]')) return;
+      if (cmd.kind === 'search') {
         e.preventDefault();
-        const state = store.getState();
         // Focus now, in this keydown: the keys typed right after `/` go to the focused element,
         // and a focus deferred to the next frame let the first of them fall on the page. A view
         // switch is rendered synchronously so that its search box exists already.
         if (state.view !== 'live' && state.view !== 'traces') flushSync(() => state.setView('live'));
         document.getElementById(store.getState().view === 'traces' ? 'trace-search' : 'request-search')?.focus();
-      } else if (e.key === 'Escape' && !typing && !document.querySelector('[data-testid=confirm-dialog]')) {
-        store.getState().select(null);
+      } else if (cmd.kind === 'escape') {
+        if (!closeHelp()) state.select(null);
+      } else if (cmd.kind === 'help') {
+        toggleHelp();
+      } else if (cmd.kind === 'view') {
+        state.setView(cmd.view);
+      } else {
+        // The same list the strip shows, derived now: the hook's copy is up to a second old.
+        const incidents = deriveIncidents(state.model.traces.all(), state.faults);
+        const next = stepIncident(incidents, state.filters.incident?.id ?? null, cmd.step);
+        if (next) focusIncident(state, next);
       }
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [store]);
+  }, [store, toggleHelp, closeHelp]);
+}
+
+/** The `?` overlay: every key and what it does. */
+function KeyHelp({ onClose }: { onClose(): void }) {
+  return (
+    <div className="modal-back" onClick={onClose}>
+      <div className="modal key-help" role="dialog" aria-modal="true" aria-labelledby="key-help-title" data-testid="key-help" onClick={(e) => e.stopPropagation()}>
+        <strong id="key-help-title">Keys</strong>
+        <table>
+          <tbody>
+            {KEY_HELP.map(([k, what]) => <tr key={k}><td className="mono"><kbd>{k}</kbd></td><td>{what}</td></tr>)}
+          </tbody>
+        </table>
+        <div className="buttons"><button onClick={onClose} data-testid="key-help-close">Close</button></div>
+      </div>
+    </div>
+  );
 }
 
 function useTheme(): void {
@@ -56,7 +90,12 @@ function useTheme(): void {
 function Shell({ onOpenFile, onCloseFile }: { onOpenFile(file: File): void; onCloseFile: (() => void) | null }) {
   const view = useDash((s) => s.view);
   const selected = useDash((s) => s.selected);
-  useGlobalKeys();
+  const [help, setHelp] = useState(false);
+  const helpOpen = useRef(false);
+  helpOpen.current = help;
+  const toggleHelp = useCallback(() => setHelp((h) => !h), []);
+  const closeHelp = useCallback(() => { if (!helpOpen.current) return false; setHelp(false); return true; }, []);
+  useGlobalKeys(toggleHelp, closeHelp);
   useTheme();
   return (
     <div className="app">
@@ -73,6 +112,7 @@ function Shell({ onOpenFile, onCloseFile }: { onOpenFile(file: File): void; onCl
       </div>
       <HoverCardLayer />
       <Toast />
+      {help && <KeyHelp onClose={() => setHelp(false)} />}
     </div>
   );
 }
@@ -93,19 +133,24 @@ export function App({ host, store, onOpenFile = () => {}, onCloseFile = null }: 
 
 interface Source { host: DashboardHost; store: DashStore }
 
-/** A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands at its end. */
-export function fileSource(host: FileHost): Source {
+/**
+ * A store for a trace file: nothing is evicted (the file is the whole truth) and the clock stands
+ * at its end. `prefs`: the server that keeps the dashboard's preferences (`baton view`'s): a view
+ * on a new port is a new origin, whose localStorage has no theme, so the stored one is applied.
+ */
+export function fileSource(host: FileHost, prefs: PrefsHost | null = null): Source & { prefsRead: Promise<void> } {
   const n = host.file.rows + (host.context?.inflight.length ?? 0);
+  const local = typeof localStorage === 'undefined' ? null : localStorage;
   const store = createDashStore({
     limits: { maxFinished: n + 1, maxTotal: n + 1 },
     traceRows: [n + 1, n + 1],
     mode: 'file',
-    storage: typeof localStorage === 'undefined' ? null : localStorage,
+    storage: prefs ? hostBackedStorage(local, prefs) : local,
   });
   store.setState({ file: host.file, now: host.file.to, connection: { status: 'live', message: null } });
   // The colours the file recorded (or assigned in order to a file without them), not recomputed.
   for (const [id, color] of host.colors) store.getState().model.workers.fileColors.set(id, color);
-  return { host, store };
+  return { host, store, prefsRead: prefs ? syncPrefs(store, prefs) : Promise.resolve() };
 }
 
 /** The page: the live host, or a trace file, and dropping a file onto it. */
@@ -120,7 +165,7 @@ export function Root({ live }: { live: Source | null }) {
     const name = loading;
     if (!name) return;
     fetchFileHost(name).then(
-      (host) => { setFile(fileSource(host)); setLoading(null); },
+      (host) => { setFile(fileSource(host, serverPrefs)); setLoading(null); },
       (err: unknown) => { setFailure(err instanceof Error ? err.message : String(err)); setLoading(null); },
     );
   }, [loading]);

@@ -14,6 +14,7 @@ import { chartLabels, chartMarkStyle, type ChartLabel } from './chart-marks.ts';
 import { useDash, useSecond, useStoreApi } from './context.ts';
 import { fmtClock } from './format.ts';
 import type { FileInfo } from '../store/store.ts';
+import { emptyChartWords } from '../store/chart-words.ts';
 
 /** Point sizes for a whole file: the first that keeps it under 120 points. */
 const FILE_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
@@ -45,11 +46,15 @@ const axis = { stroke: 'var(--muted)', fontSize: 11 };
 const tooltipStyle = { background: 'var(--panel)', border: '1px solid var(--border)', borderRadius: 6, color: 'var(--text)', fontSize: 12 };
 const SYNC = 'baton-charts';
 
-function Panel({ title, testId, children }: { title: string; testId: string; children: ReactElement }) {
+function Panel({ title, testId, empty, children }: { title: string; testId: string; empty: string | null; children: ReactElement }) {
   return (
     <section className="chart" data-testid={testId}>
       <h3>{title}</h3>
-      <ResponsiveContainer width="100%" height={220}>{children}</ResponsiveContainer>
+      <div className="chart-plot">
+        <ResponsiveContainer width="100%" height={220}>{children}</ResponsiveContainer>
+        {/* Over the axes, which stay drawn (and with them any fault marker in the window). */}
+        {empty && <div className="chart-empty" data-testid="chart-empty">{empty}</div>}
+      </div>
     </section>
   );
 }
@@ -105,7 +110,7 @@ export function ChartsView() {
   const endMs = file ? fileSpan(file).endMs : second * 1000;
   const { series, workers } = store.getState().model;
 
-  const { data, workerIds, kinds, from, to } = useMemo(() => {
+  const { data, workerIds, kinds, from, to, empty } = useMemo(() => {
     const points = series.points(endMs, win.seconds, win.step);
     // Series are keyed by worker URL (what attempts carry); the legend shows the worker id.
     const ids = new Set(workers.list().map((w) => w.url));
@@ -125,7 +130,11 @@ export function ChartsView() {
       fail: Object.fromEntries([...kindSet].map((k) => [k, p.failures[k] ?? 0])) as Record<string, number>,
     }));
     const start = points[0]?.t ?? endMs - win.seconds * 1000;
-    return { data: rows, workerIds: [...ids], kinds: [...kindSet], from: start, to: start + win.seconds * 1000 };
+    const empty = {
+      tokens: emptyChartWords('tokens', points), requests: emptyChartWords('requests', points),
+      ttft: emptyChartWords('ttft', points), failures: emptyChartWords('failures', points),
+    };
+    return { data: rows, workerIds: [...ids], kinds: [...kindSet], from: start, to: start + win.seconds * 1000, empty };
   }, [series, workers, endMs, win.seconds, win.step]);
 
   const marks = marksIn(faults, from, to);
@@ -167,7 +176,7 @@ export function ChartsView() {
       </div>
       <div className="scroll">
         <div className="charts" ref={chartsRef} data-testid="charts" data-from={from} data-to={to} data-step={win.step} data-rps={data.map((d) => d.rps).join(',')}>
-          <Panel title="Tokens/s per worker" testId="chart-tokens">
+          <Panel title="Tokens/s per worker" testId="chart-tokens" empty={empty.tokens}>
             <AreaChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
@@ -181,7 +190,7 @@ export function ChartsView() {
               {faultLines(marks, undefined, labels)}
             </AreaChart>
           </Panel>
-          <Panel title={`Requests/s and migrations per ${win.step} s`} testId="chart-requests">
+          <Panel title={`Requests/s and migrations per ${win.step} s`} testId="chart-requests" empty={empty.requests}>
             <ComposedChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
@@ -194,7 +203,7 @@ export function ChartsView() {
               {faultLines(marks, 'rps')}
             </ComposedChart>
           </Panel>
-          <Panel title="Time to first token (ms)" testId="chart-ttft">
+          <Panel title="Time to first token (ms)" testId="chart-ttft" empty={empty.ttft}>
             <LineChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
@@ -207,7 +216,7 @@ export function ChartsView() {
               {faultLines(marks)}
             </LineChart>
           </Panel>
-          <Panel title="Failed requests by kind" testId="chart-failures">
+          <Panel title="Failed requests by kind" testId="chart-failures" empty={empty.failures}>
             <BarChart data={data} syncId={SYNC} syncMethod="value">
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}

@@ -11,6 +11,7 @@ import type { DashState } from '../store/store.ts';
 import { useDash, useSecond, useStoreApi } from './context.ts';
 import { fmtClock, fmtMs } from './format.ts';
 import { hoverCard } from './HoverCard.tsx';
+import { processEnd } from './WorkerCard.tsx';
 
 /** The incidents in this page's rows and marks; recomputed once a second at most (live), or when a file loads. */
 export function useIncidents(): Incident[] {
@@ -59,7 +60,7 @@ function incidentLabel(i: Incident): string {
   return `${i.workerId ?? i.worker} · ${i.cause} · ${fmtClock(i.start).slice(0, 8)}`;
 }
 
-function card(i: Incident) {
+function card(i: Incident, sim: DashState['sim']) {
   // A router lost behind the hub: the incident is on the router, and the hub (not a router) read it.
   const onRouter = i.marks.some((m) => m.kind === 'router_lost');
   const lines: [string, string][] = [
@@ -70,15 +71,39 @@ function card(i: Incident) {
   ];
   if (i.evidence) lines.push([onRouter ? 'hub saw' : 'router read', i.evidence]);
   if (i.verdict) lines.push(['health check', i.verdict]);
+  // A simulated worker still down: how its process ended (the signal of a kill, dashboard or
+  // outside, or an exit code), as the cluster saw it.
+  const proc = i.recoveredAt === null ? sim?.find((s) => s.url === i.worker && !s.alive && s.exit) : undefined;
+  if (proc) lines.push(['process', processEnd(proc.exit)]);
   lines.push(['recovered', i.recoveredAt === null ? 'not seen' : fmtClock(i.recoveredAt)]);
   lines.push(['requests', incidentSummary(i)]);
   return { title: `incident on ${onRouter ? 'router ' : ''}${i.workerId ?? i.worker}`, lines };
 }
 
+/**
+ * Where to break a worker, said where a user looks for it (the Requests view, before any
+ * incident): the sim's Kill, Hang and Reset buttons sit on the worker cards in Workers. Only
+ * live with a simulated cluster (a real worker has no such buttons); null otherwise.
+ */
+export function killHint(mode: DashState['mode'], sim: DashState['sim']): string | null {
+  if (mode !== 'live' || !sim || sim.length === 0) return null;
+  return 'To break a worker and watch its requests migrate: Kill, Hang or Reset on its card in Workers (key 2).';
+}
+
 export function IncidentStrip({ incidents }: { incidents: readonly Incident[] }) {
   const store = useStoreApi();
   const focus = useDash((s) => s.filters.incident ?? null);
-  if (incidents.length === 0 && !focus) return null;
+  const hint = killHint(useDash((s) => s.mode), useDash((s) => s.sim));
+  if (incidents.length === 0 && !focus) {
+    if (!hint) return null;
+    return (
+      <div className="incidents" data-testid="incident-list" aria-label="Incidents">
+        <span className="incidents-title">No incidents</span>
+        <span style={{ color: 'var(--muted)' }} data-testid="kill-hint">{hint}</span>
+        <button className="link" onClick={() => store.getState().setView('workers')} data-testid="kill-hint-workers">Open Workers</button>
+      </div>
+    );
+  }
   const current = focus ? incidents.find((i) => i.id === focus.id) ?? null : null;
   const newest = [...incidents].reverse();
   return (
@@ -102,7 +127,7 @@ export function IncidentStrip({ incidents }: { incidents: readonly Incident[] })
             data-severity={i.severity}
             data-failed={i.failed}
             onClick={() => focusIncident(store.getState(), i)}
-            {...hoverCard(() => card(i))}
+            {...hoverCard(() => card(i, store.getState().sim))}
           >
             <span className="sev" aria-label={i.severity} />
             {i.workerId ?? i.worker} · {fmtClock(i.start).slice(0, 8)} · {i.broken} broken{i.failed > 0 ? ` · ${i.failed} failed` : ''}

@@ -18,6 +18,33 @@ export const SIM_BUTTONS: { action: SimAction; label: string; destructive: boole
   { action: 'restart', label: 'Restart', destructive: false, why: 'Start the process again on the same port.' },
 ];
 
+/** The actions that cut the streams running on the worker (reject turns away only new requests). */
+const CUTS_STREAMS = new Set<SimAction>(['kill', 'hang', 'reset']);
+
+/**
+ * The confirmation of a destructive action on a simulated worker: what it does, and for one that
+ * cuts streams, how many are running there now (the router's in-flight count), which will break
+ * and move to other workers.
+ */
+export function simConfirmBody(action: SimAction, why: string, url: string, inFlight: number): string {
+  const base = `${why} (${url})`;
+  if (!CUTS_STREAMS.has(action)) return base;
+  if (inFlight === 0) return `${base} No stream is in flight there now.`;
+  const streams = inFlight === 1 ? '1 stream in flight there breaks' : `${inFlight} streams in flight there break`;
+  return `${base} ${streams} and migrate to other workers (or fail where none can take them).`;
+}
+
+/**
+ * How a dead simulated worker's process ended, as the card says it: the signal that killed it
+ * (`killed (SIGKILL)`, from Kill or from an outside `kill -9` alike) or its exit code
+ * (`exited (code 1)`); just `killed` when the host did not say.
+ */
+export function processEnd(exit: SimWorkerState['exit']): string {
+  if (exit?.signal) return `killed (${exit.signal})`;
+  if (exit && exit.code !== null) return `exited (code ${exit.code})`;
+  return 'killed';
+}
+
 const DOWN = new Set(['dead', 'unhealthy', 'circuit_open']);
 
 /**
@@ -73,7 +100,8 @@ export function WorkerCard({ worker, now = Date.now(), sim, tokensPerSec, sparkl
   const killed = sim !== null && !sim.alive;
   const down = killed || DOWN.has(worker.health);
   const health = killed ? 'killed' : worker.health;
-  const healthText = killed && worker.health !== 'healthy' ? `killed · router: ${worker.health.replace('_', ' ')}` : health.replace('_', ' ');
+  const ended = killed ? processEnd(sim.exit) : null;
+  const healthText = ended !== null ? (worker.health !== 'healthy' ? `${ended} · router: ${worker.health.replace('_', ' ')}` : ended) : health.replace('_', ' ');
   const format = (worker as { format?: string | null }).format ?? null;
   const disabledWhy = enabled ? undefined : 'The host does not answer: actions are disabled until it does.';
   return (

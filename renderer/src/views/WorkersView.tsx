@@ -6,7 +6,7 @@ import type { SimAction } from '../../../host/contract.ts';
 import { useDash, useHost, useSecond, useStoreApi } from './context.ts';
 import { RoutersPanel } from './Routers.tsx';
 import { ConfirmDialog, type PendingConfirm } from './ConfirmDialog.tsx';
-import { WorkerCard } from './WorkerCard.tsx';
+import { simConfirmBody, WorkerCard } from './WorkerCard.tsx';
 import type { DiscoveryStatus } from '../../../router/events/types.ts';
 import { fmtClock } from './format.ts';
 
@@ -159,7 +159,7 @@ function LiveWorkers() {
                   onSim={(action, destructive, why) => {
                     const index = w.sim_index!;
                     if (!destructive) return void simAction(index, action);
-                    setPending({ title: `${action[0]!.toUpperCase()}${action.slice(1)} ${w.id}?`, body: `${why} (${w.url})`, action: `${action[0]!.toUpperCase()}${action.slice(1)}`, run: () => void simAction(index, action) });
+                    setPending({ title: `${action[0]!.toUpperCase()}${action.slice(1)} ${w.id}?`, body: simConfirmBody(action, why, w.url, w.in_flight), action: `${action[0]!.toUpperCase()}${action.slice(1)}`, run: () => void simAction(index, action) });
                   }}
                   onDrain={() => host.drainWorker(w.id, !w.draining).catch(showError)}
                   onRemove={() =>
