@@ -38,4 +38,8 @@ it('serves chat traffic through the OpenAI front, migrates it when a worker dies
   expect(out.token_text).toHaveLength(out.output_ids.length);
   expect(out.attempts.length).toBe(2);
   expect(out.token_text!.join('').length).toBeGreaterThan(0);
+  // The chat request whole for the panel: the messages it was sent, the answer the client got.
+  expect(out.chat?.messages.map((m) => m.role)).toContain('user');
+  expect(out.chat?.answer.content).toBe(out.token_text!.join(''));
+  expect(out.chat?.answer.finish_reason).toBe(migrated!.finish_reason);
 }, 90_000);
