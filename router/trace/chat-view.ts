@@ -2,7 +2,7 @@
 // tools it was sent, and the answer as the client got it (reasoning, content, tool calls, finish).
 // Kept in the outputs ring beside the token ids, so every field is bounded: a debugging view of
 // the request, not a copy of it (a long conversation keeps its first and last messages, each text
-// is cut at TEXT_LIMIT characters, with `clipped` saying so).
+// is cut at TEXT_LIMIT characters and the whole at VIEW_BUDGET, with `clipped` saying so).
 import { isObject } from '../format/json.ts';
 import type { JsonObject } from '../format/types.ts';
 
@@ -55,11 +55,29 @@ export interface ChatView {
   clipped: boolean;
 }
 
-/** Clips a text to the limit, noting it in `flag`. */
-export function clip(text: string, flag: { clipped: boolean }, limit = TEXT_LIMIT): string {
-  if (text.length <= limit) return text;
-  flag.clipped = true;
-  return text.slice(0, limit);
+/**
+ * Characters kept of a request's side (its messages and tools) and, apart, of its answer: the
+ * outputs ring holds up to 1,024 requests, so a view is at most ~2 x 8,000 characters however
+ * long the conversation (texts past the budget are kept empty, `clipped` set).
+ */
+export const VIEW_BUDGET = 8000;
+
+interface Budget {
+  clipped: boolean;
+  /** Characters still to keep. */
+  left: number;
+}
+
+/** Clips a text to the limit and what is left of the budget, noting a cut in `b`. */
+export function clip(text: string, b: Budget, limit = TEXT_LIMIT): string {
+  const n = Math.min(limit, b.left);
+  if (text.length <= n) {
+    b.left -= text.length;
+    return text;
+  }
+  b.clipped = true;
+  b.left -= n;
+  return text.slice(0, n);
 }
 
 function textOf(c: unknown): string {
@@ -68,7 +86,7 @@ function textOf(c: unknown): string {
   return '';
 }
 
-function callsOf(v: unknown, flag: { clipped: boolean }): ChatViewCall[] | undefined {
+function callsOf(v: unknown, flag: Budget): ChatViewCall[] | undefined {
   if (!Array.isArray(v) || v.length === 0) return undefined;
   if (v.length > CALL_LIMIT) flag.clipped = true;
   return v.slice(0, CALL_LIMIT).map((c) => {
@@ -83,7 +101,7 @@ function callsOf(v: unknown, flag: { clipped: boolean }): ChatViewCall[] | undef
  * tool_choice. The answer starts empty; the session fills it in.
  */
 export function chatViewOf(body: JsonObject): ChatView {
-  const flag = { clipped: false };
+  const flag: Budget = { clipped: false, left: VIEW_BUDGET };
   const all = Array.isArray(body.messages) ? body.messages : [];
   const kept = all.length <= MESSAGE_LIMIT ? all : [...all.slice(0, HEAD_MESSAGES), ...all.slice(all.length - (MESSAGE_LIMIT - HEAD_MESSAGES))];
   const messages = kept.map((m): ChatViewMessage => {
@@ -121,20 +139,18 @@ export function chatViewOf(body: JsonObject): ChatView {
 
 /** Appends to the answer as the session writes it, within the limits. */
 export class ChatAnswerLog {
-  readonly flag = { clipped: false };
+  readonly flag: Budget = { clipped: false, left: VIEW_BUDGET };
   private reasoning = '';
   private content = '';
   private calls: ChatViewCall[] = [];
   private finish: string | null = null;
 
   addReasoning(t: string): void {
-    if (t.length > 0 && this.reasoning.length < TEXT_LIMIT) this.reasoning = clip(this.reasoning + t, this.flag);
-    else if (t.length > 0) this.flag.clipped = true;
+    if (t.length > 0) this.reasoning += clip(t, this.flag, TEXT_LIMIT - this.reasoning.length);
   }
 
   addContent(t: string): void {
-    if (t.length > 0 && this.content.length < TEXT_LIMIT) this.content = clip(this.content + t, this.flag);
-    else if (t.length > 0) this.flag.clipped = true;
+    if (t.length > 0) this.content += clip(t, this.flag, TEXT_LIMIT - this.content.length);
   }
 
   /** A streamed call delta: a name starts call `index`, arguments add to it. */
@@ -145,11 +161,12 @@ export class ChatAnswerLog {
     }
     if (name !== null) this.calls[index] = { name, arguments: '' };
     const c = this.calls[index];
-    if (c && args.length > 0) c.arguments = clip(c.arguments + args, this.flag);
+    if (c && args.length > 0) c.arguments += clip(args, this.flag, TEXT_LIMIT - c.arguments.length);
   }
 
   /** The whole answer's calls (non-streamed, or a forced tool_choice's array), replacing any. */
   setCalls(calls: readonly { name: string; arguments: string }[]): void {
+    for (const c of this.calls) if (c !== undefined) this.flag.left += c.arguments.length;
     if (calls.length > CALL_LIMIT) this.flag.clipped = true;
     this.calls = calls.slice(0, CALL_LIMIT).map((c) => ({ name: c.name, arguments: clip(c.arguments, this.flag) }));
   }

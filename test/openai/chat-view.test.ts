@@ -1,7 +1,7 @@
 // What the router keeps of a chat request for the dashboard is bounded: a long conversation keeps
 // its head and tail, long texts are cut, tools and calls past their limits are left out.
 import { expect, it } from 'vitest';
-import { CALL_LIMIT, ChatAnswerLog, chatViewOf, MESSAGE_LIMIT, TEXT_LIMIT, TOOL_LIMIT } from '../../router/trace/chat-view.ts';
+import { CALL_LIMIT, ChatAnswerLog, chatViewOf, MESSAGE_LIMIT, TEXT_LIMIT, TOOL_LIMIT, VIEW_BUDGET } from '../../router/trace/chat-view.ts';
 
 it('keeps a long conversation bounded: its head and tail, texts cut, tools counted', () => {
   const messages = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: i === 39 ? 'x'.repeat(TEXT_LIMIT + 10) : `m${i}` }));
@@ -45,5 +45,12 @@ it('logs the answer as streamed within its limits', () => {
   expect(v.answer.reasoning).toHaveLength(TEXT_LIMIT);
   expect(v.answer.tool_calls).toEqual([{ name: 'f', arguments: '{"a":1}' }]);
   expect(v.answer.finish_reason).toBe('tool_calls');
+  expect(v.clipped).toBe(true);
+});
+
+it('keeps at most VIEW_BUDGET characters of a request however long its messages', () => {
+  const v = chatViewOf({ messages: Array.from({ length: MESSAGE_LIMIT }, () => ({ role: 'user', content: 'y'.repeat(TEXT_LIMIT), reasoning_content: 'z'.repeat(TEXT_LIMIT) })) });
+  expect(v.messages.reduce((n, m) => n + m.content.length + (m.reasoning?.length ?? 0), 0)).toBe(VIEW_BUDGET);
+  expect(v.messages).toHaveLength(MESSAGE_LIMIT);
   expect(v.clipped).toBe(true);
 });

@@ -65,6 +65,6 @@ export function chatLayout(chat: ChatView): ChatLayout {
       calls: callLines(a.tool_calls),
       finish: a.finish_reason ?? 'none (the request did not finish)',
     },
-    clippedNote: chat.clipped ? 'Cut: the router keeps the first 4,000 characters of a text and the first 16 tool calls.' : null,
+    clippedNote: chat.clipped ? 'Cut: the router keeps the first 4,000 characters of a text, 8,000 of the request and of the answer, and 16 tool calls.' : null,
   };
 }
