@@ -1,5 +1,6 @@
 // `baton serve`: the router with the dashboard in browser mode, and by default a simulated
 // cluster with traffic, all in this process (the simulated workers are child processes).
+import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from '../router/format/openai/parsers/names.ts';
 import { intFlag, parseFlags, UsageError } from './args.ts';
 import { clusterConfig, RENDERER_DIST, resolveAppOptions, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
 import { parseReplicas, startReplicatedApp, type ReplicatedAppHandle } from '../host/replicated-app.ts';
@@ -35,6 +36,14 @@ const HELP = `usage: baton serve [options]
                                    half decode (default 2 + 2), behind the
                                    router in P/D mode (docs/pd.md)
   --sim-pd               the same as --sim-format pd
+  --tool-call-parser NAME
+                         parse tool calls out of chat answers, as baton
+                         router does (docs/openai.md); with --sim-format
+                         openai the default is qwen25 (the simulated Qwen3
+                         model's <tool_call> format)
+  --reasoning-parser NAME
+                         separate <think> reasoning, as baton router does;
+                         with --sim-format openai the default is qwen3
   --replicas N           the router as N processes on the one --port
                          (docs/replicas.md), the dashboard from a hub over
                          them on a port of its own (default 1: one router,
@@ -72,6 +81,8 @@ const OPTIONS = {
   'token-interval-ms': { type: 'string' },
   'sim-format': { type: 'string' },
   'sim-pd': { type: 'boolean' },
+  'tool-call-parser': { type: 'string' },
+  'reasoning-parser': { type: 'string' },
   config: { type: 'string' },
   replicas: { type: 'string' },
   router: { type: 'string', multiple: true },
@@ -168,6 +179,10 @@ export function appOptionsFromArgv(argv: string[]): AppOptions & { replicas: num
   if (simFormatFlag !== undefined && simFormatFlag !== 'sglang' && simFormatFlag !== 'vllm' && simFormatFlag !== 'mixed' && simFormatFlag !== 'openai' && simFormatFlag !== 'pd') throw new UsageError(`--sim-format must be sglang, vllm, mixed, openai or pd, got '${simFormatFlag}'`);
   const simFormat: 'sglang' | 'vllm' | 'mixed' | 'openai' | 'pd' | undefined = simFormatFlag;
   if (simFormat === 'pd' && v.sim !== undefined && intFlag('sim', v.sim, 0) === 1) throw new UsageError('--sim-pd needs at least 2 simulated workers (a prefill and a decode)');
+  const tp = v['tool-call-parser'];
+  if (tp !== undefined && !Object.hasOwn(TOOL_PARSER_NAMES, tp)) throw new UsageError(`--tool-call-parser must be one of ${Object.keys(TOOL_PARSER_NAMES).join(', ')}, got '${tp}'`);
+  const rp = v['reasoning-parser'];
+  if (rp !== undefined && !Object.hasOwn(REASONING_PARSER_NAMES, rp)) throw new UsageError(`--reasoning-parser must be one of ${Object.keys(REASONING_PARSER_NAMES).join(', ')}, got '${rp}'`);
   const router = v.config !== undefined ? routerSettings(v.config) : undefined;
   const { replicas: fromFile, ...settings } = router ?? {};
   let replicas = fromFile ?? 1;
@@ -186,6 +201,8 @@ export function appOptionsFromArgv(argv: string[]): AppOptions & { replicas: num
     ...(v.policy !== undefined ? { policy: v.policy } : {}),
     ...(v['token-interval-ms'] !== undefined ? { simTokenIntervalMs: intFlag('token-interval-ms', v['token-interval-ms'], 20) } : {}),
     ...(simFormat !== undefined ? { simFormat } : {}),
+    ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
+    ...(v['reasoning-parser'] !== undefined ? { reasoningParser: v['reasoning-parser'] } : {}),
     ...(router !== undefined ? { router: settings } : {}),
     replicas,
   };

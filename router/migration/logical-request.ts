@@ -328,6 +328,8 @@ export class LogicalRequest implements ProgressSource {
     const kept: RequestOutput = { request_id: this.id, output_ids: this.out.ids.slice(), attempts: this.segments.map((s) => ({ ...s })) };
     const texts = this.out.tokenTexts?.() ?? null;
     if (texts !== null) kept.token_text = texts.slice();
+    const chat = this.out.chatView?.() ?? null;
+    if (chat !== null) kept.chat = chat;
     return kept;
   }
 

@@ -2,6 +2,8 @@
 // (token ids with the migration points marked). Bounded by count: a debugging aid, not a store.
 // A ring of the last `capacity` added and a map by request id: adding one is two map operations,
 // with no iterator to find the oldest.
+import type { ChatView } from './chat-view.ts';
+
 export interface RequestOutput {
   request_id: string;
   output_ids: number[];
@@ -12,6 +14,8 @@ export interface RequestOutput {
    * detokenization, so a character split over tokens lands on the token that completes it).
    */
   token_text?: string[];
+  /** A chat request's messages, tools and answer (reasoning, tool calls, finish), bounded. */
+  chat?: ChatView;
 }
 
 export class RecentOutputs {

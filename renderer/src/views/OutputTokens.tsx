@@ -5,6 +5,7 @@
 import { memo, useEffect, useMemo, useState, type CSSProperties } from 'react';
 import type { RequestOutput } from '../../../host/contract.ts';
 import { outputLayout, type OutputPiece } from '../store/output-segments.ts';
+import { chatLayout, type ChatCallLine } from '../store/chat-view.ts';
 import type { WorkerTable } from '../store/workers.ts';
 import { useHost } from './context.ts';
 
@@ -85,6 +86,8 @@ export const OutputTokens = memo(function OutputTokens({ id, finished, passedThr
     );
   }
   return (
+    <>
+    {output?.chat && <ChatSection chat={output.chat} />}
     <section data-testid="output-section">
       <h3>
         Output tokens
@@ -94,8 +97,63 @@ export const OutputTokens = memo(function OutputTokens({ id, finished, passedThr
       </h3>
       {body}
     </section>
+    </>
   );
 });
+
+/** A chat request whole: the messages it was sent, the tools it offered, the answer it got. */
+function ChatSection({ chat }: { chat: NonNullable<RequestOutput['chat']> }) {
+  const l = useMemo(() => chatLayout(chat), [chat]);
+  return (
+    <section data-testid="chat-section">
+      <h3>Chat</h3>
+      <div className="chat-messages">
+        {l.lines.map((m) => m.kind === 'gap'
+          ? <p key="gap" className="out-note" data-testid="chat-gap">… {m.omitted} message{m.omitted > 1 ? 's' : ''} not kept …</p>
+          : (
+            <div key={m.index} className="chat-msg" data-testid="chat-message" data-role={m.role}>
+              <span className="chat-role">{m.role}{m.toolCallId ? ` (${m.toolCallId})` : ''}</span>
+              {m.reasoning && <pre className="chat-reasoning">{m.reasoning}</pre>}
+              {m.content && <pre className="chat-text">{m.content}</pre>}
+              <Calls calls={m.calls} />
+            </div>
+          ))}
+      </div>
+      {l.toolsNote && (
+        <details data-testid="chat-tools">
+          <summary>{l.toolsNote}</summary>
+          {l.tools.map((t, i) => (
+            <div key={i} className="chat-tool">
+              <b className="mono">{t.name}</b> {t.description}
+              {t.parameters && <pre className="json">{t.parameters}</pre>}
+            </div>
+          ))}
+        </details>
+      )}
+      <div className="chat-msg chat-answer" data-testid="chat-answer">
+        <span className="chat-role">answer · finish {l.answer.finish}</span>
+        {l.answer.reasoning && <pre className="chat-reasoning" data-testid="chat-answer-reasoning">{l.answer.reasoning}</pre>}
+        {l.answer.content && <pre className="chat-text">{l.answer.content}</pre>}
+        <Calls calls={l.answer.calls} />
+      </div>
+      {l.clippedNote && <p className="out-note">{l.clippedNote}</p>}
+    </section>
+  );
+}
+
+function Calls({ calls }: { calls: ChatCallLine[] }) {
+  if (calls.length === 0) return null;
+  return (
+    <>
+      {calls.map((c, i) => (
+        <div key={i} className="chat-call" data-testid="chat-tool-call">
+          <span className="mono">→ {c.name}</span>
+          <pre className="json">{c.arguments}</pre>
+        </div>
+      ))}
+    </>
+  );
+}
 
 /** One line per run: which worker produced which token range. */
 function RunLegend({ pieces, workers }: { pieces: OutputPiece[]; workers: WorkerTable }) {

@@ -11,6 +11,7 @@ import type { JsonObject, TokenConstraint, TokenSampling } from '../types.ts';
 import { readConstraint, readToolChoice, type ToolChoice } from './constraints.ts';
 import { chatParsing, ParsingInputError, type ChatParsing, type OutputParsers } from './parsers/index.ts';
 import { chatMessages, contentString } from './messages.ts';
+import { chatViewOf, type ChatView } from '../../trace/chat-view.ts';
 
 export type OpenAiKind = 'completion' | 'chat';
 
@@ -89,6 +90,8 @@ export interface OpenAiRequest {
   role?: string;
   /** SGLang's `stop_regex`: patterns searched in the output's tail text after each token. */
   stopRegex?: { source: string; re: RegExp }[];
+  /** A chat request's messages and tools as the dashboard shows them (bounded: trace/chat-view.ts). */
+  chatView?: ChatView;
 }
 
 /** One prompt of a completions request: its ids, its text (for echo) and its output budget. */
@@ -405,5 +408,6 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
     chatEcho,
     role,
     stopRegex: stopRegex(body),
+    chatView: kind === 'chat' ? chatViewOf(body) : undefined,
   };
 }

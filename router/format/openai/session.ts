@@ -14,6 +14,7 @@ import { JsonFrameAttempt } from '../frames.ts';
 import type { AttemptHost, AttemptSpec, FormatAttempt, FormatSession, JsonObject, TokenFinish, TokenLogprob, TokenReader, TokenWorker, WorkerView } from '../types.ts';
 import type { OpenAiRequest } from './request.ts';
 import { forcedToolCalls, type ForcedCall } from './forced-tools.ts';
+import { ChatAnswerLog, type ChatView } from '../../trace/chat-view.ts';
 import { ChatParser, reasoningKeys, type ChatParsing, type ParseOut } from './parsers/index.ts';
 
 export function openAiError(status: number, message: string, type: string, param: string | null = null): { error: { message: string; type: string; param: string | null; code: number } } {
@@ -212,6 +213,8 @@ export class OpenAiSession implements FormatSession {
   private readonly parsing: ChatParsing | null;
   /** The chat output parsers (tool calls, reasoning), when the router has them and the request asks. */
   private readonly parser: ChatParser | null;
+  /** The answer as the client got it, for the dashboard (chat only; bounded). */
+  private readonly answer: ChatAnswerLog | null;
   /** A forced tool_choice's content, held until the end decides whether it is a call array (forced-tools.ts). */
   private forcedText = '';
   private reasoningChunk: TextChunk | null = null;
@@ -250,6 +253,11 @@ export class OpenAiSession implements FormatSession {
     this.stopRegex = req.stopRegex ?? null;
     this.parsing = req.kind !== 'chat' ? null : req.forcedTools ? (req.forcedParsing ?? null) : (req.parsing ?? null);
     this.parser = this.parsing ? new ChatParser(this.parsing, !sink.streaming) : null;
+    this.answer = req.chatView ? new ChatAnswerLog() : null;
+  }
+
+  chatView(): ChatView | null {
+    return this.answer !== null && this.req.chatView ? this.answer.view(this.req.chatView) : null;
   }
 
   get budget(): number | null {
@@ -540,6 +548,12 @@ export class OpenAiSession implements FormatSession {
       if (calls.length > 0) o.calls = [...calls, ...o.calls];
     }
     if (this.req.forcedTools) this.holdForced(o, end !== null);
+    if (this.answer !== null) {
+      this.answer.addReasoning(o.reasoning);
+      this.answer.addContent(o.content);
+      for (const d of o.calls) this.answer.callDelta(d.index, d.name, d.arguments);
+      if (this.toolCalls !== null) this.answer.setCalls(this.toolCalls);
+    }
     const req = this.req;
     const rows = this.pendingLogprobs;
     const first = !this.echoed;
@@ -616,7 +630,9 @@ export class OpenAiSession implements FormatSession {
 
   /** SGLang's and vLLM's finish_reason "tool_calls": a call was made and the model stopped. */
   private finishReason(end: Ended): string {
-    return end.reason === 'stop' && this.called ? 'tool_calls' : end.reason;
+    const reason = end.reason === 'stop' && this.called ? 'tool_calls' : end.reason;
+    this.answer?.setFinish(reason);
+    return reason;
   }
 
   /** One streamed chunk with the pending text and logprobs (and the finish, when given). */
@@ -628,10 +644,13 @@ export class OpenAiSession implements FormatSession {
       this.textChunk ??= new TextChunk(this.head(), req.kind, req.includeUsage, this.index);
       const text = this.pendingText;
       this.pendingText = '';
+      this.answer?.addContent(text);
       this.sink.writeJson(this.textChunk.json(text));
       return;
     }
     let text = this.pendingText;
+    this.answer?.addContent(text);
+    if (end !== null && this.toolCalls !== null) this.answer?.setCalls(this.toolCalls);
     const first = !this.echoed;
     if (first) {
       // vLLM's echo in a stream: the prompt's text (chat: the last message's) leads the first chunk.
@@ -686,6 +705,7 @@ export class OpenAiSession implements FormatSession {
     const choice: JsonObject = { index: this.index };
     if (req.kind === 'chat' && this.toolCalls) {
       choice.message = { role: 'assistant', content: null, tool_calls: this.toolCalls.map(toolCallJson) };
+      this.answer?.setCalls(this.toolCalls);
     } else if (this.parser !== null) {
       // SGLang's _build_chat_response: reasoning split first, then the tool calls. A chat echo
       // leads the content unparsed: it is the client's own text, not the model's.
@@ -704,7 +724,13 @@ export class OpenAiSession implements FormatSession {
       if (this.parsing!.reasoning !== null) for (const k of reasoningKeys(this.parsing!.reasoningField)) message[k] = m.reasoning;
       if (calls.length > 0) message.tool_calls = calls.map(toolCallJson);
       choice.message = message;
-    } else if (req.kind === 'chat') choice.message = { role: req.role ?? 'assistant', content: text };
+      this.answer?.addReasoning(m.reasoning ?? '');
+      this.answer?.addContent(content ?? '');
+      this.answer?.setCalls(calls);
+    } else if (req.kind === 'chat') {
+      choice.message = { role: req.role ?? 'assistant', content: text };
+      this.answer?.addContent(text.slice(lead.length));
+    }
     else choice.text = text;
     choice.logprobs = this.logprobsOf(rows, req.kind === 'completion' && req.echo);
     choice.finish_reason = this.finishReason(end);
