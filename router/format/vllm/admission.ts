@@ -1,4 +1,4 @@
-// vLLM's admission rules (issue 12; vLLM vllm/sampling_params.py): the stateful or non-exact
+// vLLM's admission rules (vLLM vllm/sampling_params.py): the stateful or non-exact
 // sampling of vLLM's SamplingParams, and the request fields that bind a request to one worker.
 // Stateless per-token controls (logit_bias, allowed_token_ids, stop_token_ids) stay admitted.
 import type { AdmissionRules } from '../../migration/admission.ts';
