@@ -12,8 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  MODEL, armKill, engineGap, expectedArgs, finalText, insideArguments, migrationsSince, question, report, startStack, thought1, thought2, type Stack,
-} from './stack.ts';
+  MODEL, engineGap, expectedArgs, finalText, question, report, startStack, thought1, thought2, type Stack, killInArguments } from './stack.ts';
 
 const gap = engineGap(['@openai/agents']);
 if (gap) console.log(`@openai/agents tests skipped: ${gap}`);
@@ -153,14 +152,7 @@ describe.skipIf(gap !== null)(`@openai/agents${gap ? ` (skipped: ${gap})` : ''}`
   });
 
   it('a worker SIGKILLed inside the streamed call\'s arguments: the run gets the same call, items and final output as a fault-free run', async () => {
-    const reference = await runAgent(chatModel, true, 'Bern');
-    const since = Date.now();
-    const { kill, killed } = await armKill(stack);
-    const faulted = await runAgent(chatModel, true, 'Bern', kill);
-    await killed();
-    const cuts = await migrationsSince(stack, since, 'Bern');
-    expect(cuts).toHaveLength(1);
-    expect(insideArguments(cuts[0]!.cut, 'Bern')).toBe(true);
+    const { reference, faulted } = await killInArguments(stack, 'Bern', (kill) => runAgent(chatModel, true, 'Bern', kill));
     expect(faulted.calls).toEqual([expectedArgs('Bern')]);
     expect(faulted).toEqual(reference);
     expectAnswered(faulted, 'Bern');

@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AIMessage, BaseMessage } from '@langchain/core/messages';
 import {
-  MODEL, armKill, engineGap, expectedArgs, finalText, insideArguments, migrationsSince, question, report, startStack, thought1, thought2, type Stack,
-} from './stack.ts';
+  MODEL, engineGap, expectedArgs, finalText, question, report, startStack, thought1, thought2, type Stack, killInArguments } from './stack.ts';
 
 const gap = engineGap(['@langchain/openai', '@langchain/core']);
 if (gap) console.log(`LangChain tests skipped: ${gap}`);
@@ -126,14 +125,7 @@ describe.skipIf(gap !== null)(`LangChain${gap ? ` (skipped: ${gap})` : ''}`, () 
   });
 
   it('a worker SIGKILLed inside the streamed call\'s arguments: the loop gets the same call, thoughts and final text as a fault-free run', async () => {
-    const reference = await loop(false, true, 'Bern');
-    const since = Date.now();
-    const { kill, killed } = await armKill(stack);
-    const faulted = await loop(false, true, 'Bern', kill);
-    await killed();
-    const cuts = await migrationsSince(stack, since, 'Bern');
-    expect(cuts).toHaveLength(1);
-    expect(insideArguments(cuts[0]!.cut, 'Bern')).toBe(true);
+    const { reference, faulted } = await killInArguments(stack, 'Bern', (kill) => loop(false, true, 'Bern', kill));
     expect(faulted).toEqual(reference);
     expectAnswered(faulted, 'Bern');
   });

@@ -162,6 +162,23 @@ function findPackage(name: string, dir: string): { pj: PackageJson; dir: string 
 }
 
 /**
+ * A fault-free run, then the same run with the busy worker SIGKILLed as the client sees the first
+ * fragment of the call's arguments (`run` is handed the kill). Exactly one migration, cut inside
+ * the arguments: the faulted run is the comparison a client test makes against the reference.
+ */
+export async function killInArguments<T>(stack: Stack, city: string, run: (kill?: () => void) => Promise<T>): Promise<{ reference: T; faulted: T }> {
+  const reference = await run();
+  const since = Date.now();
+  const { kill, killed } = await armKill(stack);
+  const faulted = await run(kill);
+  await killed();
+  const cuts = await migrationsSince(stack, since, city);
+  expect(cuts).toHaveLength(1);
+  expect(insideArguments(cuts[0]!.cut, city)).toBe(true);
+  return { reference, faulted };
+}
+
+/**
  * Null when this Node runs every one of `pkgs`; otherwise why not: the first package, among them
  * and the dependencies they load (peer dependencies too), whose package.json `engines.node` (a
  * `>=N` bound) this Node's major version is below. Such a client runs in CI's Node 24 leg
