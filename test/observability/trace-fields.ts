@@ -1,4 +1,4 @@
-// The trace-row fields as issue 4 and docs/trace-rows.md list them, written out here rather than
+// The trace-row fields as docs/trace-rows.md lists them, written out here rather than
 // imported, so that a renamed or dropped field fails the tests. Also the documented way to read
 // a CSV export back into rows.
 import { parse } from 'csv-parse/sync';
@@ -17,11 +17,11 @@ export const ATTEMPT_FIELDS = [
 export const REQUEST_FIELDS = [
   'kind', 'request_id', 'attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens',
   'completion_tokens', 'cached_tokens', 'finish_reason', 'outcome', 'duration_ms',
-  // beyond the issue's list, documented in docs/trace-rows.md
+  // documented in docs/trace-rows.md
   'started_at', 'ended_at', 'stream', 'max_new_tokens', 'error',
   // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
   'trace_id', 'format',
-  // issue 32: the error the client got (docs/trace-rows.md)
+  // the error the client got (docs/trace-rows.md)
   'client_error', 'client_status',
 ] as const;
 
