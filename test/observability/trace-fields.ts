@@ -8,9 +8,9 @@ export const ATTEMPT_FIELDS = [
   'kind', 'request_id', 'attempt', 'rid', 'worker', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent',
   'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'cached_tokens', 'outcome', 'error_kind', 'error',
   'error_evidence', 'finish_reason',
-  // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
+  // the OpenTelemetry trace (docs/tracing.md), null when not traced
   'trace_id', 'format',
-  // issue 29: what placed the attempt (docs/routing.md), null unless cache_aware placed it
+  // what placed the attempt (docs/routing.md), null unless cache_aware placed it
   'placement_prefix', 'placement_reason',
 ] as const;
 
@@ -19,7 +19,7 @@ export const REQUEST_FIELDS = [
   'completion_tokens', 'cached_tokens', 'finish_reason', 'outcome', 'duration_ms',
   // documented in docs/trace-rows.md
   'started_at', 'ended_at', 'stream', 'max_new_tokens', 'error',
-  // issue 14: the OpenTelemetry trace (docs/tracing.md), null when not traced
+  // the OpenTelemetry trace (docs/tracing.md), null when not traced
   'trace_id', 'format',
   // the error the client got (docs/trace-rows.md)
   'client_error', 'client_status',
