@@ -8,7 +8,9 @@ import { parseTraceFile, renderTraceFile } from '../../renderer/src/store/trace-
 import { contextRecord, csvHeaderColumns } from '../../host/export-query.ts';
 import { traceChunks } from '../../router/http/traces-endpoint.ts';
 import { fileHost } from '../../renderer/src/host/file.ts';
-import { fileSpan } from '../../renderer/src/views/ChartsView.tsx';
+import { chartEnd, fileSpan } from '../../renderer/src/views/ChartsView.tsx';
+import { marksIn } from '../../renderer/src/store/faults.ts';
+import type { FaultMark } from '../../host/contract.ts';
 import { exportContext } from '../../renderer/src/store/export-context.ts';
 import { createDashStore } from '../../renderer/src/store/store.ts';
 import { workerColor } from '../../renderer/src/store/colors.ts';
@@ -144,5 +146,17 @@ describe('self-contained exports', () => {
     const file = { name: 'x', rows: 1, skipped: 0, from: T0, to: T0 + 600_000 };
     expect(fileSpan(file)).toEqual({ seconds: 600, step: 5, endMs: T0 + 600_000 });
     expect(fileSpan({ ...file, to: T0 + 8 * 3600_000 }).step).toBe(300);
+  });
+
+  it("a kill in a short file's last partial second is on the charts' axis", () => {
+    // Rows from 39.626 s to an in-flight event at 40.734 s: one whole-second point, [39, 40).
+    const file = { name: 'x', rows: 6, skipped: 0, from: 39_626, to: 40_734 };
+    const { seconds, endMs } = fileSpan(file);
+    const start = (Math.floor(endMs / 1000) - seconds) * 1000;
+    const kill: FaultMark = { t: 40_198, kind: 'kill', worker: 'w0', url: null, source: 'dashboard', detail: null };
+    expect(marksIn([kill], start, start + seconds * 1000)).toEqual([]);
+    expect(marksIn([kill], start, chartEnd(start, seconds, endMs))).toEqual([kill]);
+    // Live, the end is a whole second: the axis ends where the points do.
+    expect(chartEnd(50_000, 60, 110_000)).toBe(110_000);
   });
 });

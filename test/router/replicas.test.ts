@@ -117,9 +117,15 @@ describe('router replicas', () => {
     // The shared port answers meanwhile, or refuses at once: under node:cluster the other replica
     // accepts what the dead one had not; with SO_REUSEPORT a connection the kernel had queued on
     // the dead process's socket is reset. Never a hang.
+    // (Under SO_REUSEPORT the kernel hashes each new connection to a socket: all four may land on
+    // the dying one, so which of the two answers these get is chance, not a property.)
     const during = await Promise.all(Array.from({ length: 4 }, (_, i) => generate(router.url, `during-${i}`).then((a) => a.status, (e: NodeJS.ErrnoException) => e.code ?? e.message)));
     for (const d of during) expect([200, 'ECONNRESET']).toContain(d);
-    expect(during).toContain(200);
+    // Once the dead process is gone, its socket left the port with it: every connection is answered
+    // (by the other replica, or by the victim's successor if it is already back).
+    await waitUntil(async () => { try { process.kill(victim.pid, 0); return false; } catch { return true; } }, 10_000, 'the victim reaped');
+    const meanwhile = await Promise.all(Array.from({ length: 4 }, (_, i) => generate(router.url, `meanwhile-${i}`).then((a) => a.status)));
+    expect(meanwhile).toEqual([200, 200, 200, 200]);
     let after: Entry[] = [];
     await waitUntil(async () => {
       after = await replicas(before[1]!.url);
@@ -132,7 +138,9 @@ describe('router replicas', () => {
     // The new process serves on its own url, and its rids carry the new epoch.
     await generate(after[0]!.url, 'after-restart');
     const rows = await traceRows(after[0]!.url, 'kind=attempt');
-    expect(rows.map((r) => ridReplica(r.rid as string))).toEqual([{ replica: victim.id, epoch: 1 }]);
+    // (The successor may also have answered some of the requests above.)
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    for (const r of rows) expect(ridReplica(r.rid as string)).toEqual({ replica: victim.id, epoch: 1 });
   }, 100_000);
 
   it('stops every replica on SIGTERM and exits 0', async () => {

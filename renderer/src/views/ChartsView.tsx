@@ -31,6 +31,15 @@ export function fileSpan(file: FileInfo): { seconds: number; step: number; endMs
   return { seconds: Math.ceil(span / step) * step, step, endMs };
 }
 
+/**
+ * Where the time axis ends. Points are whole seconds up to the end's second; a file's axis runs on
+ * to its last moment, so a marker in its last partial second (a kill just before the export) is
+ * drawn, not dropped. Live, the end is a whole second and the two agree.
+ */
+export function chartEnd(startMs: number, seconds: number, endMs: number): number {
+  return Math.max(startMs + seconds * 1000, endMs);
+}
+
 export const CHART_WINDOWS = [
   { label: '1 min', seconds: 60, step: 1 },
   { label: '5 min', seconds: 300, step: 5 },
@@ -134,7 +143,7 @@ export function ChartsView() {
       tokens: emptyChartWords('tokens', points), requests: emptyChartWords('requests', points),
       ttft: emptyChartWords('ttft', points), failures: emptyChartWords('failures', points),
     };
-    return { data: rows, workerIds: [...ids], kinds: [...kindSet], from: start, to: start + win.seconds * 1000, empty };
+    return { data: rows, workerIds: [...ids], kinds: [...kindSet], from: start, to: chartEnd(start, win.seconds, endMs), empty };
   }, [series, workers, endMs, win.seconds, win.step]);
 
   const marks = marksIn(faults, from, to);
