@@ -136,7 +136,7 @@ const NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy' | 'bad_request' | 'repe
   unresolved_budget: 2,
 };
 
-/** vLLM's share of each reason (router/format/vllm/admission.ts names them so). */
+/** vLLM's share of each reason (router/formats/vllm/admission.ts names them so). */
 const VLLM_NOT_ADMITTED: Record<Exclude<TrafficKind, 'greedy' | 'bad_request'>, number> = {
   sampling_seed: 4,
   frequency_penalty: 2,

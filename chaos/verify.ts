@@ -246,7 +246,7 @@ function refuses(ctx: TraceContext, url: string): boolean {
   return (ctx.refusingUrl !== undefined && ctx.refusingUrl !== null && ctx.refusingUrl === url) || (ctx.refusingUrls?.includes(url) ?? false);
 }
 
-/** Failure kinds that bench a worker (router/migration/failure.ts BLAMES_WORKER). */
+/** Failure kinds that bench a worker (router/core/failure.ts BLAMES_WORKER). */
 const BLAMING = new Set(['connect', 'http_5xx', 'stream_broken', 'stalled', 'engine_abort']);
 
 type Window = { url: string; start: number; end: number };
@@ -611,7 +611,7 @@ const NO_WORKER = /no worker left|no healthy worker|at its limit of \d+ concurre
  * row: then there is no attempt row either.
  */
 /**
- * The router refused the request before any worker saw it (router/format/sglang/request.ts: a
+ * The router refused the request before any worker saw it (router/formats/sglang/request.ts: a
  * key SGLang's SamplingParams does not take): a 4xx, or for a stream SGLang's in-band error frame
  * after a 200. Such a refusal writes no trace row, as for any other body the router refuses.
  */

@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES, pdPolicies } from './pool/policies/index.ts';
 import { autoReplicas } from './cpu-limit.ts';
-import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
+import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './parsers/names.ts';
 
 export interface RouterConfig {
   host: string;

@@ -1,6 +1,6 @@
 // startRouter(): the whole router behind one call, for the CLI, the Electron main process,
 // `baton serve` and the tests alike. It builds the parts and wires them; the layers
-// (docs/architecture.md "Layers"): edge (here, http/) → fronts (format/fronts.ts) → the loop
+// (docs/architecture.md "Layers"): edge (here, http/) → fronts (fronts/index.ts) → the loop
 // (migration/) → pool and upstream → telemetry.
 import type { AddressInfo } from 'node:net';
 import type { RouterHandle, RouteHandler, TraceFilter } from './api.ts';
@@ -21,7 +21,7 @@ import { addRouterRoutes } from './http/admin-api.ts';
 import { applyWrite, type ReplicaWrites } from './http/worker-writes.ts';
 import { PrefixShare } from './pool/prefix-share.ts';
 import { endEventStreams } from './http/events-endpoint.ts';
-import { FRONTS, ServedModels, UNROUTED } from './format/fronts.ts';
+import { FRONTS, ServedModels, UNROUTED } from './fronts/index.ts';
 import type { LoopContext } from './migration/logical-request.ts';
 import type { TraceRow } from './trace/row.ts';
 import { applyGcScavenge } from './gc.ts';

@@ -62,4 +62,4 @@ export function stopPrefixPending(tok: SimTokenizer, outputIds: readonly number[
 
 // The detokenizer manager's DecodeStatus lives with the router, which renders a migrated
 // answer's text with it too: one implementation of SGLang's algorithm for both.
-export { SglangDetokenizer, findPrintableText } from '../router/format/sglang/detokenize.ts';
+export { SglangDetokenizer, findPrintableText } from '../router/formats/sglang/detokenize.ts';

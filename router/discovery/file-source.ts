@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { FormatName } from '../format/types.ts';
+import type { FormatName } from '../core/types.ts';
 import { normalizeWorkerUrl } from '../pool/worker-pool.ts';
 import type { DiscoveredWorker, DiscoverySink, DiscoverySource } from './types.ts';
 

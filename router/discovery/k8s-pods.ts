@@ -12,7 +12,7 @@
 //    The gateway reads only `sglang.ai/bootstrap-port` (the P/D bootstrap port, not the serving
 //    port), so there is no gateway annotation to honour here.
 import type { DiscoveredWorker, DiscoverySink, DiscoverySource } from './types.ts';
-import type { FormatName } from '../format/types.ts';
+import type { FormatName } from '../core/types.ts';
 import type { K8sClient, K8sObject } from './k8s-api.ts';
 import { WatchLoop } from './k8s-watch.ts';
 

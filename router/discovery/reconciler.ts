@@ -15,7 +15,7 @@
 // A key whose URL a hand-added worker (or another key) already serves is owned with no worker
 // of its own: the hand-added one stays as it is.
 import type { DiscoveryStatus, WorkerDiscovery } from '../events/types.ts';
-import type { FormatName } from '../format/types.ts';
+import type { FormatName } from '../core/types.ts';
 import type { Worker } from '../pool/worker.ts';
 import type { DiscoveredWorker, DiscoverySink, DiscoveryState } from './types.ts';
 

@@ -2,7 +2,7 @@
 // A source (static list, watched file, Kubernetes Pods, Kubernetes EndpointSlices) reports what it
 // sees; the reconciler (reconciler.ts) owns the workers sources added, and only those: a worker
 // added by hand or through the worker API is never touched by discovery.
-import type { FormatName } from '../format/types.ts';
+import type { FormatName } from '../core/types.ts';
 
 /** One worker as a source sees it, keyed by something stable across restarts of the source (a pod UID). */
 export interface DiscoveredWorker {

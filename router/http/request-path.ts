@@ -1,15 +1,15 @@
 // The one request path every front shares: admit (the router's concurrency limit), read the body,
 // guard and parse it with the front (its parse and its error shapes), register it while in flight
 // (duplicate rids, aborts), then run the migration loop or pass it through to one worker. A front
-// (router/format/fronts.ts) brings only a `Front`; nothing here names a format.
+// (router/fronts/index.ts) brings only a `Front`; nothing here names a format.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../api.ts';
 import type { InboundTrace, Telemetry } from '../telemetry.ts';
 import type { WorkerPool } from '../pool/worker-pool.ts';
-import type { FormatRequest, WireFormat } from '../format/types.ts';
-import { ClientSink } from '../format/client-sink.ts';
+import type { FormatRequest, WireFormat } from '../core/types.ts';
+import { ClientSink } from '../core/client-sink.ts';
 import { LogicalRequest, type LoopContext } from '../migration/logical-request.ts';
-import { classifyTransportError } from '../migration/failure.ts';
+import { classifyTransportError } from '../core/failure.ts';
 import { passThrough } from '../upstream/passthrough.ts';
 import { BodyError, readBody } from './body.ts';
 import { isHeaderSafe } from './guards.ts';
@@ -31,7 +31,7 @@ export interface Parsed {
   rids: string[];
   /**
    * Served as several logical requests whose answers one client sink joins (the OpenAI front's
-   * n > 1 and prompt lists: format/openai/fanout.ts); `format`/`parsed` are then the first's.
+   * n > 1 and prompt lists: fronts/openai/fanout.ts); `format`/`parsed` are then the first's.
    */
   fanout?: FanOut;
 }
@@ -160,7 +160,7 @@ export class RequestPath {
       return front.duplicate!(res, parsed.stream, `Duplicate request ID detected: ${duplicate}`, idHeaders);
     }
     try {
-      // A request every worker would fail alike (format/sglang/request.ts unknownSamplingKey):
+      // A request every worker would fail alike (formats/sglang/request.ts unknownSamplingKey):
       // refused here, after the rid checks as SGLang orders them, as the worker's request error.
       if (parsed.refusal) return format.writeRequestError(res, parsed.stream, 400, parsed.refusal, idHeaders);
       const trace = this.telemetry.inboundTrace(req, format.generatePath);

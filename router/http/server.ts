@@ -11,7 +11,7 @@ import { httpError, sendJson } from './admin-api.ts';
 /** Request targets whose URL pathname is the target itself: segments of these characters only (no dots, no %, no query). */
 const PLAIN_PATH = /^(?:\/[A-Za-z0-9_-]+)+$/;
 
-/** What the server answers for paths and methods no route serves (format/fronts.ts UNROUTED: Starlette's answers). */
+/** What the server answers for paths and methods no route serves (fronts/index.ts UNROUTED: Starlette's answers). */
 export interface Unrouted {
   notFound(res: ServerResponse): void;
   methodNotAllowed(res: ServerResponse, allowed: string[]): void;

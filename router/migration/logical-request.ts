@@ -1,13 +1,13 @@
 // The migration loop: one logical request, served by one attempt after another until one
 // finishes, the client leaves, or migration may not go on. It knows no wire format: the format
-// (router/format/<name>/, through the seam in ../format/types.ts) reads each attempt's frames,
+// (router/formats/<name>/, through the seam in ../core/types.ts) reads each attempt's frames,
 // forwards or rebases them for the client, and builds each attempt's body; the loop picks
 // workers, counts budgets, classifies failures into migrate / stop, and reports to telemetry.
-import type { Admission, AttemptHost, FormatAttempt, FormatRequest, FormatSession, WireFormat } from '../format/types.ts';
-import type { ClientSink } from '../format/client-sink.ts';
+import type { Admission, AttemptHost, FormatAttempt, FormatRequest, FormatSession, WireFormat } from '../core/types.ts';
+import type { ClientSink } from '../core/client-sink.ts';
 import { upstreamRid } from './rid.ts';
-import { remainingBudget, remainingMinTokens } from './continuation.ts';
-import { BLAMES_WORKER, MIGRATES, classifyTransportFact, needsEvidence, type Failure } from './failure.ts';
+import { remainingBudget, remainingMinTokens } from '../core/continuation.ts';
+import { BLAMES_WORKER, MIGRATES, classifyTransportFact, needsEvidence, type Failure } from '../core/failure.ts';
 import { frameSpacing } from '../upstream/stall-watch.ts';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import type { StallWatch } from '../upstream/stall-watch.ts';

@@ -9,8 +9,9 @@ import { randomFillSync } from 'node:crypto';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import { StallWatch } from '../upstream/stall-watch.ts';
 import type { Worker } from '../pool/worker.ts';
-import type { JsonObject } from '../format/types.ts';
-import { classifyTransportFact, type Failure, type Verdict } from './failure.ts';
+import type { WaitingEvidence } from '../pool/evidence.ts';
+import type { JsonObject } from '../core/types.ts';
+import { classifyTransportFact, type Failure, type Verdict } from '../core/failure.ts';
 
 // --- Rooms ------------------------------------------------------------------------------------
 
@@ -271,19 +272,6 @@ export function prefillFailure(leg: PrefillLeg): Failure {
     status: 502,
     evidence: `prefill leg: ${f?.evidence ?? f?.kind ?? 'ended without its token'}, before the decode leg's first token`,
   };
-}
-
-/**
- * What the router reads about a prefill server whose leg passed the P/D first-token deadline
- * unanswered (WorkerPool.waitingEvidence), to tell a queue from a fault.
- */
-export interface WaitingEvidence {
-  /** The router's own health checks have taken the server out (dead, unhealthy); null: in service. */
-  outOfService: string | null;
-  /** `GET /health` on a connection of its own, bounded by the health timeout (null: not probed). */
-  probe: { ok: boolean; refused: boolean; detail: string } | null;
-  /** `GET /get_load` on a connection of its own, bounded alike: its scheduler's answer (null: not probed). */
-  load: { answered: boolean; detail: string } | null;
 }
 
 /**

@@ -10,7 +10,7 @@
 // differ at or before the first `~`; the same id's rids differ in the attempt number (followed
 // by `~`) or in the fixed-length suffix. No rid is then a prefix of another. The id stays
 // readable in the worker's logs, and a rid is plain ASCII that no JSON writer escapes, so its
-// bytes in a worker's frame are exactly `"<rid>"` (see swapId in format/sglang/session.ts).
+// bytes in a worker's frame are exactly `"<rid>"` (see swapId in formats/sglang/session.ts).
 import { randomBytes } from 'node:crypto';
 
 const SAFE = /^[A-Za-z0-9._-]*$/;

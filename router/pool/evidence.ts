@@ -1,7 +1,7 @@
-// Evidence against a worker, for a failure that does not carry its own (migration/failure.ts
+// Evidence against a worker, for a failure that does not carry its own (core/failure.ts
 // `needsEvidence`): what other requests saw on it, and a health probe run right then.
 import { Client } from 'undici';
-import type { WorkerEvidence } from '../migration/failure.ts';
+import type { WorkerEvidence } from '../core/failure.ts';
 import type { ErrorKind } from '../trace/row.ts';
 
 interface TokenedFailure {
@@ -74,4 +74,17 @@ export async function probeLoad(url: string, timeoutMs: number): Promise<{ answe
   } finally {
     void client.destroy().catch(() => undefined);
   }
+}
+
+/**
+ * What the router reads about a prefill server whose leg passed the P/D first-token deadline
+ * unanswered (WorkerPool.waitingEvidence), to tell a queue from a fault (migration/pd.ts judgeWaiting).
+ */
+export interface WaitingEvidence {
+  /** The router's own health checks have taken the server out (dead, unhealthy); null: in service. */
+  outOfService: string | null;
+  /** `GET /health` on a connection of its own, bounded by the health timeout (null: not probed). */
+  probe: { ok: boolean; refused: boolean; detail: string } | null;
+  /** `GET /get_load` on a connection of its own, bounded alike: its scheduler's answer (null: not probed). */
+  load: { answered: boolean; detail: string } | null;
 }

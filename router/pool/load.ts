@@ -7,7 +7,7 @@
 // - vLLM: `GET /metrics` (Prometheus text), `vllm:num_requests_running` + `vllm:num_requests_waiting`
 //   summed over their label sets (vllm/v1/metrics/loggers.py).
 import type { Pool } from 'undici';
-import type { FormatName } from '../format/types.ts';
+import type { FormatName } from '../core/types.ts';
 
 const RUNNING = 'vllm:num_requests_running';
 const WAITING = 'vllm:num_requests_waiting';

@@ -1,6 +1,6 @@
 // Workers that answer text, and a router without a tokenizer: then nothing can migrate. A SGLang
 // worker started without --skip-tokenizer-init (its /server_info `skip_tokenizer_init: false`,
-// format/sglang/probe.ts) takes text and answers text; a continuation must be stitched from token
+// formats/sglang/probe.ts) takes text and answers text; a continuation must be stitched from token
 // ids, so the router pins a request to token-only workers unless it writes the answer's text
 // itself, which needs the model's tokenizer (pool/worker-pool.ts pinMismatch, docs/openai.md
 // "Native /generate with a tokenizer"). With every worker in text mode and no tokenizer, every

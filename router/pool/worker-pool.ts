@@ -5,13 +5,13 @@ import type { SpareStats } from '../metrics.ts';
 import type { CircuitOptions } from './circuit-breaker.ts';
 import type { Placement, Policy } from './policies/policy.ts';
 import { readLoad } from './load.ts';
-import { checkHealth } from './probe.ts';
+import { checkHealth } from '../core/probe.ts';
 import { TokenedFailures, probeHealth, probeLoad } from './evidence.ts';
-import type { WaitingEvidence } from '../migration/pd.ts';
-import { judge, type Verdict } from '../migration/failure.ts';
+import type { WaitingEvidence } from './evidence.ts';
+import { judge, type Verdict } from '../core/failure.ts';
 import type { ErrorKind } from '../trace/row.ts';
-import type { FormatName, ProbeResult } from '../format/types.ts';
-import { FORMATS } from '../format/registry.ts';
+import type { FormatName, ProbeResult } from '../core/types.ts';
+import { FORMATS } from '../formats/registry.ts';
 import { Worker } from './worker.ts';
 import { PowerOfTwo } from './policies/power-of-two.ts';
 import type { PageKeys } from './prefix-tree.ts';
@@ -391,7 +391,7 @@ export class WorkerPool {
   }
 
   /**
-   * Whether a failure on `w` that needs evidence (migration/failure.ts needsEvidence) is the
+   * Whether a failure on `w` that needs evidence (core/failure.ts needsEvidence) is the
    * worker's: a stream with tokens that failed on it since the attempt started, else a health
    * probe run now on a connection of its own. Only the router's own probe and failures of
    * requests that had tokens count, never what requests without tokens did.

@@ -3,7 +3,7 @@
 import { Pool, buildConnector } from 'undici';
 import { H1Pool, KEEP_ALIVE_MARGIN_MS } from '../upstream/h1.ts';
 import type { WorkerDiscovery, WorkerHealth, WorkerInfo } from '../events/types.ts';
-import type { FormatName } from '../format/types.ts';
+import type { FormatName } from '../core/types.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
 import { SpareConnections } from './spares.ts';
 
@@ -64,7 +64,7 @@ export class Worker {
   /** Prompt tokens sent and cached tokens reported over its attempts (the Workers view's hit rate). */
   promptTokens = 0;
   cachedTokens = 0;
-  /** The abort endpoint it serves, as probed (vLLM: format/vllm/probe.ts); undefined: the format's own. */
+  /** The abort endpoint it serves, as probed (vLLM: formats/vllm/probe.ts); undefined: the format's own. */
   abortPath: string | null | undefined = undefined;
   /** Tokens per streamed frame when a request names none (probed; null: unknown, taken as 1). */
   streamInterval: number | null = null;

@@ -2,7 +2,7 @@
 // (token ids with the migration points marked). Bounded by count: a debugging aid, not a store.
 // A ring of the last `capacity` added and a map by request id: adding one is two map operations,
 // with no iterator to find the oldest.
-import type { ChatView } from './chat-view.ts';
+import type { ChatView } from '../core/chat-view.ts';
 
 export interface RequestOutput {
   request_id: string;

@@ -1,44 +1,13 @@
 // Trace rows: the debugging record of Baton. Field names are part of the product (exports,
 // docs/trace-rows.md, the dashboard), so they are snake_case like SGLang's own meta_info.
 
+import type { ErrorKind } from '../core/failure.ts';
+
+export type { ErrorKind, Failure } from '../core/failure.ts';
+
 /** `drained`: moved off a draining worker before its deadline (error_kind `drain`): not a failure. */
 export type AttemptOutcome = 'finished' | 'failed' | 'cancelled' | 'budget_exhausted' | 'drained';
 export type RequestOutcome = 'finished' | 'failed' | 'cancelled';
-
-/** Why an attempt failed, as a short table of named kinds (see router/migration/failure.ts). */
-export type ErrorKind =
-  | 'connect'          // worker unreachable: refused, DNS, connect timeout
-  | 'http_5xx'         // 5xx before any body (503 overloaded, 529, ...)
-  | 'http_4xx'         // client error from the worker: passed through, never migrated
-  | 'stream_broken'    // socket closed or reset mid-body, or ended without a finished chunk
-  | 'stalled'          // no chunk within the inter-token timeout
-  | 'first_token_timeout' // no first byte within the first-token timeout (queue + prefill): migrated, worker not blamed
-  | 'engine_abort'     // in-band abort with a 5xx status_code, or an in-band error frame with a 5xx code / retryable
-  | 'validation'       // the request's refusal (in-band error frame, 4xx abort): passed through, never migrated
-  | 'worker_abort'     // aborted at the worker without an error status (/abort_request): passed through
-  | 'weights_changed'  // a continuation's worker reported other weights than the request started on
-  | 'client_cancel'    // the client went away
-  | 'protocol'         // the worker answered something Baton cannot stitch (text mode, bad JSON)
-  | 'no_worker'        // no eligible worker was left to try
-  | 'drain'            // the worker is draining (deadline near): continued elsewhere, the worker not blamed
-  | 'prefill_failed';  // P/D: the prefill leg failed or hung before the KV transfer: a new pair, the decode worker not blamed
-
-/**
- * A classified failure (router/migration/failure.ts makes them): what an attempt's row records
- * of it (error_kind, error, error_evidence) and what the client is shown. It lives here, at the
- * bottom of the layers, so that the transport can carry one it is handed without importing the loop.
- */
-export interface Failure {
-  kind: ErrorKind;
-  message: string;
-  /** HTTP status to show the client when this failure is passed through or exhausts migration. */
-  status: number;
-  /** What the classification was read from (trace rows: `error_evidence`). */
-  evidence?: string;
-  /** For pass-through failures: the worker's own body, forwarded as SGLang wrote it. */
-  body?: Buffer;
-  contentType?: string;
-}
 
 export interface AttemptRow {
   kind: 'attempt';

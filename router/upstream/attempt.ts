@@ -2,27 +2,18 @@
 // the connection-level facts (status, bytes, framing, aborts, stalls) and hands whole SSE frames
 // to its owner; it knows nothing of rebasing or budgets. It ends exactly once, with a result.
 // What went wrong on the wire it reports as a fact (TransportFact); which failure that is, and
-// whether it migrates, is the loop's table (migration/failure.ts classifyTransportFact).
-import type { Failure } from '../trace/row.ts';
-import { SseSplitter, type FrameSink } from '../format/sse.ts';
+// whether it migrates, is the loop's table (core/failure.ts classifyTransportFact).
+import type { Failure, TransportFact } from '../core/failure.ts';
+import { SseSplitter, type FrameSink } from '../core/sse.ts';
 import type { StallWatch, Watched } from './stall-watch.ts';
 import type { H1Exchange, H1Handler } from './h1.ts';
 import type { Worker } from '../pool/worker.ts';
 
-/** What the transport saw go wrong, unclassified. */
-export type TransportFact =
-  /** The worker answered `status` (not 200) before any body; `body` is its answer (capped). */
-  | { kind: 'status'; status: number; body: Buffer; contentType: string }
-  /** A transport error (its `code`: refused, reset, DNS, connect timeout), before or after the head. */
-  | { kind: 'error'; err: unknown; responseStarted: boolean }
-  /** Nothing for `idleMs`: before the first byte (`firstToken`) or after `reads` reads. */
-  | { kind: 'stall'; idleMs: number; firstToken: boolean; reads: number; spacing: number; deadlineMs: number }
-  /** The answer ended (an SSE stream, or a `unary` body) and its owner had not ended the attempt. */
-  | { kind: 'ended'; reads: number; unary: boolean };
+export type { TransportFact } from '../core/failure.ts';
 
 export type AttemptResult =
   | { kind: 'finished' }
-  /** A failure the owner found in the stream (format/<name>/failure.ts), or a fact the loop classified. */
+  /** A failure the owner found in the stream (formats/<name>/failure.ts), or a fact the loop classified. */
   | { kind: 'failed'; failure: Failure }
   | { kind: 'transport'; fact: TransportFact }
   | { kind: 'cancelled' };

@@ -4,11 +4,11 @@
 // is not read while the client's socket is full); one that reads nothing for `writeTimeoutMs` is
 // cut off, which ends the upstream call (the worker sees its client go, as SGLang aborts a
 // request whose connection closed). A transport error is named by the caller's `classify` (the
-// loop's table, migration/failure.ts classifyTransportError): the transport reports the fact.
+// loop's table, core/failure.ts classifyTransportError): the transport reports the fact.
 import type { ServerResponse } from 'node:http';
 import type { Worker } from '../pool/worker.ts';
 import type { Failure } from '../trace/row.ts';
-import { drained, writeTimeoutFailure } from '../format/client-sink.ts';
+import { drained, writeTimeoutFailure } from '../core/client-sink.ts';
 
 /** Names a transport error (`responseStarted`: the head had gone out to the client). */
 export type ClassifyTransportError = (err: unknown, responseStarted: boolean) => Failure;

@@ -1,7 +1,7 @@
 // What the router keeps of a chat request for the dashboard is bounded: a long conversation keeps
 // its head and tail, long texts are cut, tools and calls past their limits are left out.
 import { expect, it } from 'vitest';
-import { CALL_LIMIT, ChatAnswerLog, chatViewOf, MESSAGE_LIMIT, TEXT_LIMIT, TOOL_LIMIT, VIEW_BUDGET } from '../../router/trace/chat-view.ts';
+import { CALL_LIMIT, ChatAnswerLog, chatViewOf, MESSAGE_LIMIT, TEXT_LIMIT, TOOL_LIMIT, VIEW_BUDGET } from '../../router/core/chat-view.ts';
 
 it('keeps a long conversation bounded: its head and tail, texts cut, tools counted', () => {
   const messages = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: i === 39 ? 'x'.repeat(TEXT_LIMIT + 10) : `m${i}` }));

@@ -1,4 +1,4 @@
-// The fan-out's own edges (format/openai/fanout.ts): a client that leaves mid-stream cancels
+// The fan-out's own edges (fronts/openai/fanout.ts): a client that leaves mid-stream cancels
 // every choice's logical request, and a request with more choices than the router may serve at
 // once is a 400 that says so. Real router and simulated worker processes.
 import { afterAll, beforeAll, expect, it } from 'vitest';

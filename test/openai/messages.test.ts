@@ -1,4 +1,4 @@
-// The chat messages agent clients send, as SGLang renders them (router/format/openai/messages.ts,
+// The chat messages agent clients send, as SGLang renders them (router/fronts/openai/messages.ts,
 // chat-template.ts; SGLang serving_chat.py _apply_jinja_template, protocol.py
 // ChatCompletionMessageParam): the assistant turn a client sends back (content null or absent,
 // tool_calls with JSON-string arguments, reasoning_content null), SGLang's roles, the text parts,
@@ -10,8 +10,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { loadTokenizer, type Tokenizer } from '../../router/tokenizer/index.ts';
-import { OpenAiError, parseOpenAi, type ModelLookup } from '../../router/format/openai/request.ts';
-import { tokenizeBody } from '../../router/format/openai/tokenize.ts';
+import { OpenAiError, parseOpenAi, type ModelLookup } from '../../router/fronts/openai/request.ts';
+import { tokenizeBody } from '../../router/fronts/openai/tokenize.ts';
 import { contentFormat } from '../../router/tokenizer/chat-template.ts';
 
 const require = createRequire(import.meta.url);

@@ -3,7 +3,7 @@
 // non-streaming answer's fields), plus the request fields that switch the parsers on and off, and
 // the config's refusal of an unknown parser name; then vLLM's Qwen3 reasoning cases.
 import { describe, expect, it } from 'vitest';
-import { ChatParser, chatParsing, resolveParsers, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/format/openai/parsers/index.ts';
+import { ChatParser, chatParsing, resolveParsers, type ChatParsing, type ParseOut, type ToolFormat } from '../../router/parsers/index.ts';
 import { configFromArgv } from '../../cli/router.ts';
 import { loadTokenizer } from '../../router/tokenizer/index.ts';
 import { dirname } from 'node:path';

@@ -1,6 +1,6 @@
 // Issue 28's qualification for `n > 1`: the official `openai` SDK streams chat completions with
 // n=3 through Baton, in front of two simulated worker processes on Qwen3's tokenizer; one worker
-// is killed -9 mid-stream. Each choice is its own logical request (format/openai/fanout.ts) and
+// is killed -9 mid-stream. Each choice is its own logical request (fronts/openai/fanout.ts) and
 // migrates on its own: every choice's text, finish_reason and the answer's usage equal those of
 // the fault-free run of the same requests on the same cluster (caches flushed between), and
 // some choices were migrated. The simulator's sampling is a pure function of the context (and of

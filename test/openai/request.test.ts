@@ -1,4 +1,4 @@
-// Reading OpenAI requests (router/format/openai/request.ts) with a real tokenizer (Qwen3's): what
+// Reading OpenAI requests (router/fronts/openai/request.ts) with a real tokenizer (Qwen3's): what
 // is tokenized, which defaults apply, and the clear 4xx every bad input gets.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -7,9 +7,9 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { loadTokenizer } from '../../router/tokenizer/index.ts';
-import { OpenAiError, parseOpenAi, type ModelLookup, type OpenAiKind } from '../../router/format/openai/request.ts';
-import { ServedModels, parseTokenizerSpec } from '../../router/format/openai/models.ts';
-import { contextLengthFor } from '../../router/openai-api.ts';
+import { OpenAiError, parseOpenAi, type ModelLookup, type OpenAiKind } from '../../router/fronts/openai/request.ts';
+import { ServedModels, parseTokenizerSpec } from '../../router/fronts/openai/models.ts';
+import { contextLengthFor } from '../../router/fronts/openai/api.ts';
 import type { WorkerPool } from '../../router/pool/worker-pool.ts';
 
 const require = createRequire(import.meta.url);

@@ -1,10 +1,10 @@
-// The Responses store (router/format/openai/responses/store.ts): bounded by count and bytes, and
+// The Responses store (router/fronts/openai/responses/store.ts): bounded by count and bytes, and
 // forgetting a response once its retention time has passed. The law compares it, after every
 // operation of any sequence, with the plainest model of the same rules: the newest records that fit
 // both bounds, none older than the retention time. The clock is the test's, so nothing waits.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { RECORD_OVERHEAD, ResponseKeys, ResponseStore, keyOfItemId, keyOfResponseId, replicaOfKey } from '../../router/format/openai/responses/store.ts';
+import { RECORD_OVERHEAD, ResponseKeys, ResponseStore, keyOfItemId, keyOfResponseId, replicaOfKey } from '../../router/fronts/openai/responses/store.ts';
 
 type Op =
   | { op: 'put'; id: number; size: number }

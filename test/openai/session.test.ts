@@ -9,12 +9,12 @@ import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { IncrementalDecoder, loadTokenizer } from '../../router/tokenizer/index.ts';
-import { ClientSink } from '../../router/format/client-sink.ts';
-import { OpenAiSession, TextChunk } from '../../router/format/openai/session.ts';
-import { OPENAI_ERRORS } from '../../router/format/openai/index.ts';
-import { SGLANG_TOKENS } from '../../router/format/sglang/tokens.ts';
-import type { OpenAiRequest } from '../../router/format/openai/request.ts';
-import type { AttemptHost } from '../../router/format/types.ts';
+import { ClientSink } from '../../router/core/client-sink.ts';
+import { OpenAiSession, TextChunk } from '../../router/fronts/openai/session.ts';
+import { OPENAI_ERRORS } from '../../router/fronts/openai/index.ts';
+import { SGLANG_TOKENS } from '../../router/formats/sglang/tokens.ts';
+import type { OpenAiRequest } from '../../router/fronts/openai/request.ts';
+import type { AttemptHost } from '../../router/core/types.ts';
 import { FakeRes } from './fake-res.ts';
 
 const require = createRequire(import.meta.url);

@@ -21,7 +21,7 @@ import { holdUnread, readJsonBody as readVllmJson, type ClientResult, type VllmA
 import { StreamAssembler } from '../../chaos/sglang-client.ts';
 import { sseMessages, workerStates } from '../../chaos/worker-events.ts';
 import { engineId, spansProblem, spansStart, VllmStreamAssembler } from '../../chaos/vllm-client.ts';
-import { VLLM } from '../../router/format/vllm/index.ts';
+import { VLLM } from '../../router/formats/vllm/index.ts';
 import { vllmReference } from '../../sim/vllm/reference.ts';
 import {
   benchedByClientMistake,

@@ -1,12 +1,12 @@
 // Admission and continuation building are pure decisions over plain data.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { admit as admitWith, type AdmissionContext } from '../../router/migration/admission.ts';
-import { remainingBudget, remainingMinTokens } from '../../router/migration/continuation.ts';
+import { admit as admitWith, type AdmissionContext } from '../../router/core/admission.ts';
+import { remainingBudget, remainingMinTokens } from '../../router/core/continuation.ts';
 import { upstreamRid } from '../../router/migration/rid.ts';
-import { attemptBody, buildContinuation, spliceFirstAttempt } from '../../router/format/sglang/continuation.ts';
-import { SGLANG_ADMISSION } from '../../router/format/sglang/admission.ts';
-import { MalformedBody, parseGenerateRequest } from '../../router/format/sglang/request.ts';
+import { attemptBody, buildContinuation, spliceFirstAttempt } from '../../router/formats/sglang/continuation.ts';
+import { SGLANG_ADMISSION } from '../../router/formats/sglang/admission.ts';
+import { MalformedBody, parseGenerateRequest } from '../../router/formats/sglang/request.ts';
 
 const admit = (r: ReturnType<typeof parseGenerateRequest>, c: AdmissionContext) => admitWith(r, c, SGLANG_ADMISSION);
 const ctx: AdmissionContext = { migrationLimit: 3, migrationMaxSeqLen: null, workerDefaults: {}, disputedDefaults: new Set(), maxReqLen: null };

@@ -1,14 +1,14 @@
 // The pure decisions behind "blame needs evidence" and the scaled stall deadline
-// (migration/failure.ts, pool/evidence.ts, upstream/stall-watch.ts, format/sglang/request.ts):
+// (core/failure.ts, pool/evidence.ts, upstream/stall-watch.ts, formats/sglang/request.ts):
 // laws over random inputs, no server. The scenarios with real processes are
 // test/reliability/blame.test.ts.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { BLAMES_WORKER, judge, needsEvidence, type Failure } from '../../router/migration/failure.ts';
+import { BLAMES_WORKER, judge, needsEvidence, type Failure } from '../../router/core/failure.ts';
 import { TokenedFailures } from '../../router/pool/evidence.ts';
 import { frameSpacing } from '../../router/upstream/stall-watch.ts';
-import { parseGenerateRequest, unknownSamplingKey } from '../../router/format/sglang/request.ts';
-import { parseVllmRequest } from '../../router/format/vllm/request.ts';
+import { parseGenerateRequest, unknownSamplingKey } from '../../router/formats/sglang/request.ts';
+import { parseVllmRequest } from '../../router/formats/vllm/request.ts';
 import type { ErrorKind } from '../../router/trace/row.ts';
 
 const KINDS = Object.keys(BLAMES_WORKER) as ErrorKind[];

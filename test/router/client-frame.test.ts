@@ -5,11 +5,11 @@
 // frame with exactly the upstream rid's JSON replaced by its own id's JSON, and nothing else.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { ClientSink } from '../../router/format/client-sink.ts';
-import type { AttemptHost } from '../../router/format/types.ts';
-import { SglangSession } from '../../router/format/sglang/session.ts';
-import { parseGenerateRequest } from '../../router/format/sglang/request.ts';
-import { SseSplitter } from '../../router/format/sglang/sse.ts';
+import type { ClientSink } from '../../router/core/client-sink.ts';
+import type { AttemptHost } from '../../router/core/types.ts';
+import { SglangSession } from '../../router/formats/sglang/session.ts';
+import { parseGenerateRequest } from '../../router/formats/sglang/request.ts';
+import { SseSplitter } from '../../router/formats/sglang/sse.ts';
 import { upstreamRid } from '../../router/migration/rid.ts';
 
 function frame(ids: number[], rid: string, finish: unknown, idFirst: boolean, n: number): string {

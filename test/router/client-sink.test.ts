@@ -1,4 +1,4 @@
-// ClientSink (router/format/client-sink.ts) on a real `node:http` server, read by a raw
+// ClientSink (router/core/client-sink.ts) on a real `node:http` server, read by a raw
 // `node:net` client and a strict chunked decoder: the frames written directly on the socket as
 // one HTTP/1.1 chunk each (while the response owns the socket), through res.write otherwise
 // (a pipelined answer queued behind another, an HTTP/1.0 client); keep-alive, pipelining,
@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ClientSink, SSE_DONE, type ErrorShapes } from '../../router/format/client-sink.ts';
+import { ClientSink, SSE_DONE, type ErrorShapes } from '../../router/core/client-sink.ts';
 import { waitUntil } from './harness/procs.ts';
 
 const ERRORS: ErrorShapes = {

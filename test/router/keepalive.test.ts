@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
 import { CLOSED, H1Pool, type H1Handler } from '../../router/upstream/h1.ts';
 import { UPSTREAM_IDLE_MS, WORKER_KEEP_ALIVE_MS, Worker } from '../../router/pool/worker.ts';
-import { checkHealth } from '../../router/pool/probe.ts';
+import { checkHealth } from '../../router/core/probe.ts';
 import { startRouter, type RouterHandle } from '../../router/index.ts';
 import { startCluster, type SimCluster } from '../../sim/cluster.ts';
 import { runModel } from '../../sim/model.ts';

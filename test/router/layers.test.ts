@@ -31,8 +31,8 @@ export function importsOf(text: string, file: string): string[] {
 
 const FILES = sources(ROUTER).map((f) => ({ file: relative(ROOT, f).split('\\').join('/'), imports: importsOf(readFileSync(f, 'utf8'), f) }));
 
-/** The folders of one format or front: only the registries (format/registry.ts, fronts.ts) name them. */
-const ONE_FORMAT = /^router\/(format\/(sglang|vllm|openai)|sglang-api)\//;
+/** The folders of one format or front: only the registries (formats/registry.ts, fronts/index.ts) name them. */
+const ONE_FORMAT = /^router\/(formats\/(?!registry\.ts$)[^/]+\/|fronts\/(?!index\.ts$))/;
 
 function violations(pick: (file: string) => boolean, banned: RegExp): string[] {
   const out: string[] = [];
@@ -44,7 +44,7 @@ describe('router layers', () => {
   it('reads the imports it checks', () => {
     expect(importsOf("import { a } from './x.ts';\nimport type { B } from '../y/z.ts';\nexport { c } from './w.ts';\nconst m = await import('./v.ts');", join(ROUTER, 'upstream/q.ts')))
       .toEqual(['router/upstream/x.ts', 'router/y/z.ts', 'router/upstream/w.ts', 'router/upstream/v.ts']);
-    expect(FILES.find((f) => f.file === 'router/upstream/attempt.ts')!.imports).toContain('router/format/sse.ts');
+    expect(FILES.find((f) => f.file === 'router/upstream/attempt.ts')!.imports).toContain('router/core/sse.ts');
   });
 
   it('router/index.ts wires only: under 200 lines, and it names no format or front', () => {
@@ -56,7 +56,7 @@ describe('router layers', () => {
   it('router/discovery/ knows the pool and types only; only router/index.ts wires it in', () => {
     // A source reports to the reconciler, which adds and removes pool workers and hands drains to
     // whoever index.ts gives it: no edge, loop, transport, format folder or telemetry at run time.
-    expect(violations((f) => f.startsWith('router/discovery/'), /^router\/(http|migration|upstream|sglang-api|otel)\/|^router\/(telemetry|metrics|index)\.ts$/)).toEqual([]);
+    expect(violations((f) => f.startsWith('router/discovery/'), /^router\/(http|migration|upstream|fronts|otel)\/|^router\/(telemetry|metrics|index)\.ts$/)).toEqual([]);
     expect(violations((f) => f.startsWith('router/discovery/'), ONE_FORMAT)).toEqual([]);
     expect(violations((f) => f !== 'router/index.ts' && !f.startsWith('router/discovery/'), /^router\/discovery\//)).toEqual([]);
   });
@@ -67,7 +67,7 @@ describe('router layers', () => {
     // edge, it knows the route table and the worker writes' data (http/worker-writes.ts: the
     // primary keeps them for replicas that start later); cache_aware's prefix batches cross it
     // unread, so it needs nothing of the pool.
-    expect(violations((f) => f.startsWith('router/replicas/'), /^router\/(pool|upstream|format|sglang-api|discovery|otel|trace)\/|^router\/(openai-api|responses-api|openai-workers|telemetry)\.ts$/)).toEqual([]);
+    expect(violations((f) => f.startsWith('router/replicas/'), /^router\/(pool|upstream|core|formats|fronts|parsers|discovery|otel|trace)\/|^router\/telemetry\.ts$/)).toEqual([]);
     expect(violations((f) => f.startsWith('router/replicas/'), /^router\/http\/(?!routes\.ts$|worker-writes\.ts$)/)).toEqual([]);
     expect(violations((f) => f.startsWith('router/replicas/') && f !== 'router/replicas/replica-main.ts', /^router\/index\.ts$/)).toEqual([]);
     expect(violations((f) => f !== 'router/index.ts' && !f.startsWith('router/replicas/'), /^router\/replicas\//)).toEqual([]);
@@ -77,4 +77,98 @@ describe('router layers', () => {
     expect(violations((f) => f.startsWith('router/upstream/'), /^router\/migration\//)).toEqual([]);
     expect(violations((f) => f.startsWith('router/upstream/'), ONE_FORMAT)).toEqual([]);
   });
+
+  it('router/core/ is the bottom: it imports nothing of the router outside itself, not even a type', () => {
+    expect(violations((f) => f.startsWith('router/core/'), /^router\/(?!core\/)/)).toEqual([]);
+  });
+
+  it('a format knows the core (and the tokenizer) only, never another format, a front, the loop or the pool', () => {
+    expect(violations((f) => f.startsWith('router/formats/') && f !== 'router/formats/registry.ts', /^router\/(?!core\/|tokenizer\/|formats\/)/)).toEqual([]);
+    for (const f of FILES.filter((x) => /^router\/formats\/[^/]+\//.test(x.file))) {
+      const own = f.file.split('/').slice(0, 3).join('/') + '/';
+      expect(f.imports.filter((i) => i.startsWith('router/formats/') && !i.startsWith(own)), f.file).toEqual([]);
+    }
+  });
+
+  it('below the fronts, a format is reached through formats/registry.ts only; only fronts/index.ts and index.ts reach the fronts', () => {
+    expect(violations((f) => !/^router\/(formats|fronts)\//.test(f), /^router\/formats\/(?!registry\.ts$)/)).toEqual([]);
+    expect(violations((f) => !f.startsWith('router/fronts/') && f !== 'router/index.ts', /^router\/fronts\//)).toEqual([]);
+  });
+
+  it('the loop (router/migration/) knows no format, front or edge; the pool and the transport know no loop', () => {
+    expect(violations((f) => f.startsWith('router/migration/'), /^router\/(formats|fronts|http|parsers|discovery)\//)).toEqual([]);
+    expect(violations((f) => /^router\/(pool|upstream)\//.test(f), /^router\/(migration|http|fronts)\//)).toEqual([]);
+  });
+
+  it('the tool and reasoning parsers (router/parsers/) know the core only', () => {
+    expect(violations((f) => f.startsWith('router/parsers/'), /^router\/(?!parsers\/|core\/)/)).toEqual([]);
+  });
+
+  it('no circle of more than two among the top-level folders and root files, counting run-time imports', () => {
+    expect(circles(runtimeEdges()).filter((c) => c.length > 2)).toEqual([]);
+    // The check sees a circle when there is one.
+    expect(circles(new Map([['a', new Set(['b'])], ['b', new Set(['c'])], ['c', new Set(['a'])]]))).toEqual([['a', 'b', 'c']]);
+  });
 });
+
+/** The top-level folder (`pool/`) or root file (`config.ts`) of a router path. */
+function room(file: string): string {
+  const parts = file.split('/').slice(1);
+  return parts.length === 1 ? parts[0]! : `${parts[0]}/`;
+}
+
+/** Edges between rooms from imports that stay at run time (not `import type`, not all-type braces). */
+function runtimeEdges(): Map<string, Set<string>> {
+  const edges = new Map<string, Set<string>>();
+  const re = /^\s*(?:import|export)\s+(?!type\s)([^;]*?)from\s*['"](\.[^'"]+)['"]/gm;
+  for (const f of sources(ROUTER)) {
+    const text = readFileSync(f, 'utf8');
+    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+      const clause = m[1]!.trim();
+      const names = /^\{[^}]*\}$/.test(clause) ? clause.slice(1, -1).split(',').map((x) => x.trim()).filter(Boolean) : null;
+      if (names && names.every((n) => n.startsWith('type '))) continue;
+      const target = relative(ROOT, resolve(dirname(f), m[2]!)).split('\\').join('/');
+      if (!target.startsWith('router/')) continue;
+      const a = room(relative(ROOT, f).split('\\').join('/'));
+      const b = room(target);
+      if (a === b) continue;
+      if (!edges.has(a)) edges.set(a, new Set());
+      edges.get(a)!.add(b);
+    }
+  }
+  return edges;
+}
+
+/** Strongly connected components of more than one node (Tarjan), each sorted. */
+function circles(edges: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    on.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const c: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        c.push(w);
+      } while (w !== v);
+      if (c.length > 1) out.push(c.sort());
+    }
+  };
+  for (const v of new Set([...edges.keys(), ...[...edges.values()].flatMap((s) => [...s])])) if (!index.has(v)) visit(v);
+  return out;
+}

@@ -8,7 +8,7 @@ import { configFromArgv, decodePolicyWarning, foldPrefillPorts } from '../../cli
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Failure } from '../../router/migration/failure.ts';
+import type { Failure } from '../../router/core/failure.ts';
 
 describe('rooms', () => {
   it('are 63-bit and never issued twice, even when the random source repeats itself', () => {

@@ -3,7 +3,7 @@
 // byte scan agrees with a JSON parse on what a frame is.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { FrameKind, SseSplitter, classifyFrame, framePayload, runningAt, scanCompletionTokens, scanOutputIds } from '../../router/format/sglang/sse.ts';
+import { FrameKind, SseSplitter, classifyFrame, framePayload, runningAt, scanCompletionTokens, scanOutputIds } from '../../router/formats/sglang/sse.ts';
 
 const chunkArb = fc.record({
   output_ids: fc.array(fc.nat(32000), { maxLength: 8 }),

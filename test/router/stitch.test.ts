@@ -1,7 +1,7 @@
 // Stitching as pure data: very long logprob lists, and the counters the router does not own.
 import { describe, expect, it } from 'vitest';
-import { AttemptOutput, LogicalOutput } from '../../router/format/sglang/stitch.ts';
-import type { JsonObject } from '../../router/format/sglang/request.ts';
+import { AttemptOutput, LogicalOutput } from '../../router/formats/sglang/stitch.ts';
+import type { JsonObject } from '../../router/formats/sglang/request.ts';
 
 const info = (over: Partial<LogicalOutput['info']> = {}) => ({ id: 'req', promptTokens: 5, budget: 400_000, startedAt: Date.now(), clientIncremental: false, ...over });
 

@@ -2,7 +2,7 @@
 // `POST /inference/v1/abort_requests` only since PR #58588 (2026-10); before, `/abort_requests`
 // with `--tokens-only`, and nothing with `--enable-scale-out` alone
 // (token_in_token_out/api_router.py `attach_router`). The router probes which one a worker
-// serves (format/vllm/probe.ts), shows it in GET /workers, and aborts there; a worker that serves
+// serves (formats/vllm/probe.ts), shows it in GET /workers, and aborts there; a worker that serves
 // none is aborted by closing the attempt's connection. Each shape's worker (the simulator's
 // --legacy-generate / --legacy-abort / --enable-scale-out) really stops generating: its own
 // counters say so. A real router process; the workers in-process, read through their counters.

@@ -38,7 +38,7 @@ function pretty(args: string): string {
 const callLines = (calls: readonly { name: string; arguments: string }[] | undefined): ChatCallLine[] =>
   (calls ?? []).map((c) => ({ name: c.name, arguments: pretty(c.arguments) }));
 
-/** The head messages the router keeps before a gap (router/trace/chat-view.ts). */
+/** The head messages the router keeps before a gap (router/core/chat-view.ts). */
 const HEAD_MESSAGES = 2;
 
 export function chatLayout(chat: ChatView): ChatLayout {

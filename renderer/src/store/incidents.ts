@@ -15,7 +15,7 @@ const ONSET_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['kill', 'hang', 
 /** Marks after which the worker is back: the end of its incident. */
 const RECOVERY_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['restart', 'clear', 'undrain', 'add']);
 /**
- * Attempt failures the router attributes to the worker (router/migration/failure.ts BLAMES_WORKER),
+ * Attempt failures the router attributes to the worker (router/core/failure.ts BLAMES_WORKER),
  * and a drain's move (planned, but the worker is going away). Not a first-token timeout (a slow
  * queue is not the worker's fault), nor the request's own refusals.
  */

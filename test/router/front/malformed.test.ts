@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, type SimWorker } from '../../../sim/worker.ts';
 import { startRouter, type RouterHandle } from '../../../router/index.ts';
-import { pyRepr, validationMessage } from '../../../router/sglang-api/errors.ts';
+import { pyRepr, validationMessage } from '../../../router/formats/sglang/errors.ts';
 import { send, type Exchange } from './helpers.ts';
 
 let w: SimWorker;
