@@ -1,4 +1,4 @@
-// The cache-aware bench (issue 29), apart from `baton bench`: 
+// The cache-aware bench, apart from `baton bench`: 
 //
 //   W5   many multi-turn conversations over a few shared system prompts, on 4 simulated workers
 //        whose prefix caches (--max-total-tokens) cannot hold everything, prefilling one request

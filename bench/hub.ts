@@ -1,4 +1,4 @@
-// The dashboard hub over several routers (issue 31): N `baton router` processes on one simulated
+// The dashboard hub over several routers: N `baton router` processes on one simulated
 // cluster, each sent `rate` streaming requests a second, followed by one hub (in this process).
 // Midway the hub drops every router's event stream for a second and reopens it with
 // Last-Event-ID (the forced reconnect). At the end: sequence gaps the hub counted (must be 0),

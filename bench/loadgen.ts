@@ -50,7 +50,7 @@ export interface RunResult {
   gap: HistogramData;
   /** This process's CPU during the run, µs. */
   cpuUs: number;
-  /** The counts per URL of `urls` (requests go to them in turn): the paired runs of issue 14. */
+  /** The counts per URL of `urls` (requests go to them in turn): the paired runs of tracing's cost. */
   byUrl?: UrlCounts[];
 }
 

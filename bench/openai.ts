@@ -1,4 +1,4 @@
-// The OpenAI front's row of `npm run bench` (issue 13): what Baton's tokenizing front costs next
+// The OpenAI front's row of `npm run bench`: what Baton's tokenizing front costs next
 // to its native path, on the same router process and the same simulated workers (SGLang's, on
 // Qwen3's real tokenizer, bundled):
 // - CPU per streamed token: 64 concurrent streams of 32 tokens, closed loop, alternating
@@ -208,7 +208,7 @@ export async function runOpenAiBench(o: OpenAiBenchOptions): Promise<OpenAiBench
   }
 }
 
-/** Issue 13's target: the front's CPU per streamed token at most twice the native path's. */
+/** The target: the front's CPU per streamed token at most twice the native path's. */
 export const FRONT_CPU_TARGET = 2;
 
 /** The verdict lines of the OpenAI row (the same format as report.ts's verdictLines). */

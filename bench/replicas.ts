@@ -1,4 +1,4 @@
-// The replicas bench (issue 31), apart from `baton bench`'s workloads: `baton bench --only replicas`.
+// The replicas bench, apart from `baton bench`'s workloads: `baton bench --only replicas`.
 //
 // A Node process's CPU per request depends on its own load: the busier it is, the more frames
 // share each wake-up, read and `writev`. So the two questions are asked apart:

@@ -1,4 +1,4 @@
-// From raw runs to the figures of issue 6: per target and workload, ratios of Baton to nginx and
+// From raw runs to the figures of docs/benchmarks.md: per target and workload, ratios of Baton to nginx and
 // to the bare proxy, the targets met or missed, and the markdown table. Pure functions over plain
 // data, so the maths is testable without starting a process.
 import { Histogram, percentileOf, type HistogramData } from './histogram.ts';
@@ -424,7 +424,7 @@ export interface BuildPair {
 
 /**
  * Two Baton builds in the same run (`--compare-ref`): this checkout's against another commit's,
- * per workload both ran. The acceptance of issue 12 ("the SGLang ratios do not regress by more
+ * per workload both ran. The bar for a change ("the SGLang ratios do not regress by more
  * than 5 %") compares each build's ratio to the same bare proxy; within one round that is the
  * two builds' CPU per request divided, so `byRound` is Baton / Baton@ref round by round.
  */
@@ -499,7 +499,7 @@ const x = (r: number | null) => (r === null ? 'n/a' : `${r.toFixed(2)}×`);
 const MIN_PAIRED_REQUESTS = 50;
 
 /**
- * Issue 14: Baton's CPU per request with OTLP trace export on against off, per workload, from the
+ * Tracing's cost: Baton's CPU per request with OTLP trace export on against off, per workload, from the
  * paired runs (both processes under one load at once: `baton_otel_off`, `baton_otel`).
  */
 export interface TracingCost {

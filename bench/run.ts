@@ -245,7 +245,7 @@ export class BenchRun {
       const cluster = await this.cluster(o.workers, 0, false, 'sglang');
       const urls = cluster.workers().map((w) => w.url);
       if (cumulative.length > 0) {
-        // Baton with OTLP trace export on runs beside Baton in W1 and W2 (issue 14: the cost of
+        // Baton with OTLP trace export on runs beside Baton in W1 and W2 (the cost of
         // tracing), exporting to a receiver on loopback in this process.
         this.otlp = targetsRun.includes('baton') ? await startOtlpReceiver({ keep: false }) : null;
         const names: TargetName[] = this.otlp ? [...sglangTargets, 'baton_otel_off', 'baton_otel'] : sglangTargets;
@@ -277,7 +277,7 @@ export class BenchRun {
       }
       await this.stopCluster(cluster);
     }
-    // vLLM (issue 12): W1, W2 and W4 again on simulated vLLM workers, vLLM's requests.
+    // vLLM: W1, W2 and W4 again on simulated vLLM workers, vLLM's requests.
     const vCumulative = vllm ? o.workloads.flatMap((w) => (w === 'W1' || w === 'W2' ? [VLLM_WORKLOADS[w]!] : [])) : [];
     if (vllm && (vCumulative.length > 0 || o.workloads.includes('W4'))) {
       const cluster = await this.cluster(o.workers, 0, false, 'vllm');
@@ -419,7 +419,7 @@ export class BenchRun {
       }
     }
     this.say(`warmed up ${targets.map((t) => t.name).join(', ')} on ${ws.map((w) => w.name).join(', ')}`);
-    // Tracing's cost (issue 14): Baton with export on is not a target of its own in the rotation;
+    // Tracing's cost: Baton with export on is not a target of its own in the rotation;
     // each round it shares one run with Baton (export off), so both see the same machine.
     const otelOn = targets.find((t) => t.name === 'baton_otel') ?? null;
     const otelOff = targets.find((t) => t.name === 'baton_otel_off') ?? null;

@@ -8,7 +8,7 @@ import { nginxConfig } from './nginx.ts';
 import { BATON_BIN, BENCH_DIR, waitForLine, waitForMessage, waitForPort, type Proc, type ProcessGroup } from './processes.ts';
 
 /**
- * Issue 14, the cost of tracing, in W1 and W2: two more Baton processes, `baton_otel` exporting
+ * The cost of tracing, in W1 and W2: two more Baton processes, `baton_otel` exporting
  * OpenTelemetry traces and `baton_otel_off` not, started and warmed alike; each round they take
  * one run's load together, every other request each (a paired run).
  */

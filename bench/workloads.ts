@@ -1,7 +1,7 @@
-// The four workloads of issue 6, as data: what one request looks like and how many run at once.
+// The four workloads of docs/benchmarks.md, as data: what one request looks like and how many run at once.
 // Every request asks for an explicit budget with ignore_eos, so each one produces exactly that many
 // tokens whatever the target, and tokens/s compares like with like.
-// W1, W2 and W4 also run in vLLM's wire format (issue 12): the same sizes, vLLM's request shape
+// W1, W2 and W4 also run in vLLM's wire format: the same sizes, vLLM's request shape
 // (`token_ids`, `sampling_params.max_tokens`, `stream`, `request_id`) on `/inference/v1/generate`,
 // against simulated vLLM workers.
 

@@ -8,7 +8,7 @@ import type { RouterLinkStatus } from '../host/contract.ts';
 import type { ReplicaEntry } from '../router/replicas/identity.ts';
 import type { ReplicaCampaignHooks } from './replicas.ts';
 
-/** How soon the hub must show a dead replica as lost (issue 31's acceptance). */
+/** How soon the hub must show a dead replica as lost (the hub's promise: within this bound). */
 export const LOST_WITHIN_MS = 2_000;
 /** How long the hub may take, after the traffic, to hold every replica's rows. */
 const CATCH_UP_MS = 10_000;

@@ -1,4 +1,4 @@
-// `baton bench`: what Baton costs next to direct calls, a bare Node proxy and nginx (issue 6).
+// `baton bench`: what Baton costs next to direct calls, a bare Node proxy and nginx.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

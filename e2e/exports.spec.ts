@@ -1,4 +1,4 @@
-// Issue 32, end to end in Chromium against real `baton serve` processes: an export reopened with
+// End to end in Chromium against real `baton serve` processes: an export reopened with
 // `baton view` restores the live view's worker ids, colours and fault markers, with charts over
 // the whole file; "Copy as curl" for a chat request gives a command that runs against the router
 // (exit 0, a chat answer) under a replay id linked to the original.

@@ -425,7 +425,7 @@ describe('/proc readings and the docs splice', () => {
   });
 });
 
-describe('vLLM workloads (issue 12)', () => {
+describe('vLLM workloads', () => {
   const W = workloads({ streams: 10, w3IntervalMs: 20 });
 
   it('are SGLang\'s W1, W2 and W4 in size, in vLLM\'s format, and there is no vLLM W3', () => {

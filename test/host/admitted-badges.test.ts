@@ -1,4 +1,4 @@
-// Badges from the first event (issue 32): a request's `request_admitted` event names its wire
+// Badges from the first event: a request's `request_admitted` event names its wire
 // format and the path it came on, so the dashboard badges format, front and migratability while
 // it runs, not once its rows arrive. A real router with one simulated worker of each format.
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The dashboard hub over real routers (issue 31, short version of bench/hub.ts): three
+// The dashboard hub over real routers (a short version of bench/hub.ts): three
 // `baton router` processes on one simulated cluster at 25 requests/s each through one hub, with a
 // forced reconnect of every stream midway (replayed from the routers' rings with Last-Event-ID),
 // then one router SIGKILLed and restarted on its port.

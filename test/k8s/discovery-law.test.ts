@@ -1,4 +1,4 @@
-// The discovery law (issue 30): after any schedule of pod changes and watch faults against the
+// The discovery law: after any schedule of pod changes and watch faults against the
 // fake API server, the workers the Kubernetes source gave the reconciler equal the truth by the
 // next full re-list (at most one re-list period, plus the watchdog for a silent watch and a
 // backoff), and workers added by hand are untouched, even when a pod has their URL. A drain is

@@ -1,4 +1,4 @@
-// GET /traces: the JSON Lines and CSV exports carry the same rows (field names exactly as issue 4
+// GET /traces: the JSON Lines and CSV exports carry the same rows (field names exactly as docs/trace-rows.md
 // lists them), the filters select what they say, and a bad query is a 400 with a JSON body.
 // Rows come from real traffic through in-process simulated workers, with resets and refusals so
 // that migrated, failed and cancelled requests are among them.
@@ -64,7 +64,7 @@ async function exportText(query: string): Promise<string> {
 }
 
 describe('trace rows', () => {
-  it('have exactly the fields issue 4 lists, for both kinds, and cover the outcomes', () => {
+  it('have exactly the documented fields, for both kinds, and cover the outcomes', () => {
     for (const row of rows) {
       const want = row.kind === 'attempt' ? ATTEMPT_FIELDS : REQUEST_FIELDS;
       expect(Object.keys(row).sort(), JSON.stringify(row)).toEqual([...want].sort());

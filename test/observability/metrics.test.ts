@@ -1,4 +1,4 @@
-// GET /metrics: a strict Prometheus text parse, every family issue 4 asks for with its labels,
+// GET /metrics: a strict Prometheus text parse, every family docs/metrics.md lists with its labels,
 // and the counters moving by exactly what the trace rows say when a real worker process is
 // killed under streams, refuses requests, or cuts streams past --migration-max-seq-len.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

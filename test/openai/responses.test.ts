@@ -2,7 +2,7 @@
 // scripted simulated worker processes on Qwen3's tokenizer (sim --script), with
 // --tool-call-parser hermes --reasoning-parser qwen3. Shapes and event order: vLLM's
 // (vllm/entrypoints/openai/responses/simple_streaming_events.py, protocol.py ResponsesResponse);
-// the SDK's types (openai/resources/responses). Then issue 28's qualification for /v1/responses:
+// the SDK's types (openai/resources/responses). Then the qualification for /v1/responses:
 // 16 streaming tool-calling requests with reasoning, kill -9 of one worker inside the calls'
 // arguments: function calls, reasoning, status and usage equal the fault-free run, 8 migrated.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

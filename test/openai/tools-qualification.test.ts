@@ -1,4 +1,4 @@
-// Issue 28's qualification for tool calls and reasoning: the official `openai` SDK streams 16
+// The qualification for tool calls and reasoning: the official `openai` SDK streams 16
 // tool-calling chats with thinking through Baton's OpenAI front (--tool-call-parser qwen25
 // --reasoning-parser qwen3), in front of two scripted simulated worker processes on Qwen3's
 // tokenizer (sim --script: each worker thinks, then calls a tool). Kill -9 one worker while the

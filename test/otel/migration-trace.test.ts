@@ -1,4 +1,4 @@
-// Issue 14's acceptance: a request killed mid-stream and migrated is one trace at a real OTLP/HTTP
+// A request killed mid-stream and migrated is one trace at a real OTLP/HTTP
 // receiver (decoded from protobuf and from JSON): the server span under the client's, the logical
 // generation under it, two attempt spans on different workers, the continuation linked to the
 // failed attempt, the attributes; and each worker received its attempt span's traceparent.

@@ -1,4 +1,4 @@
-// Copy as curl (issue 32): each body goes to the router front it belongs to, and the replay runs
+// Copy as curl: each body goes to the router front it belongs to, and the replay runs
 // under an id of its own that names the original (`<id>-replay-1`), in the header and, for an
 // SGLang body that has one, in its `rid` (the router takes a body's rid before the header).
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Self-contained exports (issue 32): a file carries its workers (ids, URLs, formats, colours),
+// Self-contained exports: a file carries its workers (ids, URLs, formats, colours),
 // the fault markers and where its rows stop being complete, in a `baton_context` record after
 // the rows; opening it restores the same ids and colours, the markers, and charts over the whole
 // file. Files from before the record still open, with distinct colours.

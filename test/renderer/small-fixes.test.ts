@@ -1,4 +1,4 @@
-// Issue 32's smaller dashboard problems, each held: sparklines do not spike when a page opens on
+// Smaller dashboard problems, each held: sparklines do not spike when a page opens on
 // running requests; a dead worker's circuit does not read half-open; the "another router" notice
 // gives a 24-hour time; preferences go to the host as well as to localStorage.
 import { describe, expect, it } from 'vitest';

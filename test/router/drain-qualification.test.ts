@@ -1,4 +1,4 @@
-// The drain qualification (issue 30's acceptance, without a cluster): three simulated workers on
+// The drain qualification (without a cluster): three simulated workers on
 // distinct loopback addresses and one port (as pods have distinct IPs), ~20 s streams on each;
 // one worker is drained with a 6 s grace and SIGKILLed at its deadline. Every stream's answer is
 // exact (the simulator's deterministic model), none errors, every stream of the drained worker was

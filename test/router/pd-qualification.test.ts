@@ -1,4 +1,4 @@
-// P/D qualification (issue 33), real processes: the router in --pd-disaggregation mode over two
+// P/D qualification, real processes: the router in --pd-disaggregation mode over two
 // prefill and two decode simulated SGLang workers (sim/pd.ts, SGLang's roles).
 // 1. kill -9 of a decode after 8 of 16 streams started (16 unary requests beside them): 32/32
 //    exact, every request on the killed decode continued on a new pair with a new room, and no

@@ -1,4 +1,4 @@
-// SGLang's native /generate as a wire format (the seam: ../types.ts). Client side: the body is
+// SGLang's native /generate as a wire format (the seam: ../../core/types.ts). Client side: the body is
 // read by request.ts, refusals and error bodies are SGLang's (formats/sglang/errors.ts); worker
 // side: attempt bodies (continuation.ts), frames (session.ts, sse.ts, stitch.ts), in-band
 // failure marks (failure.ts), abort (`/abort_request`) and probe (probe.ts).

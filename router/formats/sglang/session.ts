@@ -1,6 +1,6 @@
 // SGLang's side of one logical request: reading an attempt's frames, forwarding them to the
 // client (untouched bytes where nothing needs rebasing), and rendering the one answer the
-// client sees (stitch.ts). The migration loop drives it through the format seam (../types.ts).
+// client sees (stitch.ts). The migration loop drives it through the format seam (../../core/types.ts).
 //
 // The per-token path lives here, so it does as little as it can:
 // - `classifyFrame` decides running / finished / error / [DONE] by scanning bytes;

@@ -1,5 +1,5 @@
 // vLLM's native token-in/token-out generate API (`POST /inference/v1/generate`, served with
-// `--tokens-only` or `--enable-scale-out`) as a wire format (the seam: ../types.ts). Research
+// `--tokens-only` or `--enable-scale-out`) as a wire format (the seam: ../../core/types.ts). Research
 // notes with sources: ../../../../shared/docs/vllm-wire.md; checked against vLLM's
 // vllm/entrypoints/scale_out/token_in_token_out/{serving,protocol}.py (docs/vllm.md).
 import type { ServerResponse } from 'node:http';

@@ -1,5 +1,5 @@
 // The OpenAI-compatible front as a wire format over a token-only worker format (the seam:
-// ../types.ts). Client side: OpenAI's requests, chunks, answers and error bodies (request.ts,
+// ../../core/types.ts). Client side: OpenAI's requests, chunks, answers and error bodies (request.ts,
 // session.ts). Worker side: the worker format's own native request (its admission, continuation
 // body, abort and probe), read through its plain-token reader (`WireFormat.tokens`). Made per
 // request, because the worker format is the one whose workers serve the request's model.

@@ -3,7 +3,7 @@
 // completion (vllm/entrypoints/openai/responses/utils.py construct_input_messages,
 // protocol.py ResponsesRequest.build_chat_params / to_sampling_params), and so does SGLang's
 // (serving_responses.py _make_request). So does Baton: the input items become chat messages, the
-// function tools chat tools, and the chat reader (../openai/request.ts) tokenizes and checks them;
+// function tools chat tools, and the chat reader (../request.ts) tokenizes and checks them;
 // the answer is rendered as Responses output items (session.ts). Stored responses and items
 // (store.ts) a request names are looked up by the front first and arrive here resolved.
 import { isObject } from '../../../core/json.ts';
