@@ -1,5 +1,5 @@
 // `baton router`: the headless migrating router.
-import { parseFlags, UsageError } from './args.ts';
+import { parseFlags, UsageError } from '../sim/args.ts';
 import { ConfigError, isLoopback, loadConfig, type RouterConfig } from '../router/config.ts';
 import { startRouter } from '../router/index.ts';
 import { describeTracing } from '../router/otel/settings.ts';

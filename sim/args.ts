@@ -1,3 +1,8 @@
+// The command-line parsing every `baton` command shares (cli/): node:util's parser in strict mode
+// and the integer flags, each mistake a UsageError. It lives here, not in cli/, because a simulated
+// worker process (worker-main.ts) parses its own flags with it, and sim/ imports nothing of cli/
+// (cli/ starts the simulator, not the other way round).
+
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /** A mistake in the command line: printed as one line, exit code 2. */
