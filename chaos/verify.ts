@@ -491,10 +491,11 @@ export interface Benching {
 export function benchingsOf(events: readonly WorkerStateEvent[], benchMs: number, circuitOpenMs: number): Benching[] {
   const outUntil = new Map<string, number>();
   const out: Benching[] = [];
-  // Within one ms a recovery goes first, whatever order the events came in: the count must not
-  // depend on the order of events the clock cannot tell apart (the laws in campaign-logic.test.ts).
-  const recoveryFirst = (a: WorkerStateEvent, b: WorkerStateEvent) => a.t - b.t || Number(b.health === 'healthy') - Number(a.health === 'healthy');
-  for (const e of [...events].sort(recoveryFirst)) {
+  // Within one ms a recovery goes first and a death last, whatever order the events came in: the
+  // count must not depend on the order of events the clock cannot tell apart (the laws in
+  // campaign-logic.test.ts). A blame after a death reads as "back from dead" below, which a blame
+  // in the same ms as the death is not.
+  for (const e of [...events].sort(sameMsOrder)) {
     const until = outUntil.get(e.url) ?? -Infinity;
     if (OUT_BY_BLAME.has(e.health)) {
       if (e.t > until) out.push({ url: e.url, t: e.t, health: e.health });
@@ -504,6 +505,15 @@ export function benchingsOf(events: readonly WorkerStateEvent[], benchMs: number
     } else if (e.health === 'healthy') outUntil.delete(e.url); // a blame in the same ms after it is a new benching
   }
   return out;
+}
+
+/** Events by time; within one ms: a recovery, then blames, then a death. */
+function sameMsOrder(a: WorkerStateEvent, b: WorkerStateEvent): number {
+  return a.t - b.t || sameMsRank(a.health) - sameMsRank(b.health);
+}
+
+function sameMsRank(health: string): number {
+  return health === 'healthy' ? 0 : health === 'dead' ? 2 : 1;
 }
 
 /** A fault the campaign injected on a worker: when it was applied and when it was cleared. */

@@ -947,6 +947,11 @@ describe('workers benched by a client\'s mistake', () => {
       const later = { t: 10, url: 'w0', health: 'benched', circuit: 'closed' } as const;
       expect(benchingsOf([benched, benched, healthy, later], BENCH, OPEN)).toHaveLength(1);
       expect(benchingsOf([healthy, benched, benched, later], BENCH, OPEN)).toHaveLength(1);
+      // A blame in the same ms as a death is not "back from dead": a blame a bench later is not a new benching.
+      const dead = { t: 9, url: 'w0', health: 'dead', circuit: 'closed' } as const;
+      const afterBench = { t: 9 + BENCH + 1, url: 'w0', health: 'benched', circuit: 'closed' } as const;
+      expect(benchingsOf([dead, benched, afterBench], BENCH, OPEN)).toHaveLength(1);
+      expect(benchingsOf([benched, dead, afterBench], BENCH, OPEN)).toHaveLength(1);
     });
 
     it('laws: each benching is an event that shows blame; at most one per worker per bench; none without blame', () => {
