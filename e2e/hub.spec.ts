@@ -58,6 +58,19 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
   await expect(page.getByTestId('copy-id')).toHaveAttribute('data-copy', pageId.slice('r1/'.length));
   await page.getByTestId('detail-close').click();
 
+  // Traces the same way: the router's column and filter, the client's id in the id column.
+  await page.getByTestId('nav-traces').click();
+  const traceRow = page.locator('[data-testid="trace-row"][data-request-id^="r1/"]').first();
+  await expect(traceRow).toBeVisible({ timeout: 10_000 });
+  const traceId = (await traceRow.getAttribute('data-request-id'))!;
+  await expect(traceRow.getByTestId('trace-router')).toHaveText('r1');
+  await expect(traceRow.getByTestId('trace-id')).toHaveText(traceId.slice('r1/'.length));
+  await page.getByTestId('trace-filter-router').selectOption('r2');
+  await expect(page.locator('[data-testid="trace-row"][data-request-id^="r1/"]')).toHaveCount(0);
+  await expect(page.locator('[data-testid="trace-row"][data-request-id^="r2/"]').first()).toBeVisible();
+  await page.screenshot({ path: join(SHOTS, 'hub-traces.png') });
+  await page.getByTestId('trace-filter-router').selectOption('');
+
   await page.getByTestId('nav-workers').click();
   const strip = page.getByTestId('router-strip');
   await expect(strip.getByTestId('router-row')).toHaveCount(3);
