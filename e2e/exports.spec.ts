@@ -167,6 +167,10 @@ test('copy as curl for a chat request runs against the router under a linked rep
     await expect(answer.getByTestId('chat-tool-call').first()).toContainText('"city"');
     await expect(answer.getByTestId('chat-answer-reasoning')).toContainText('get_weather tool');
     await page.getByTestId('request-detail').screenshot({ path: join(SHOTS, 'chat-detail.png') });
+    if (process.env.BATON_DOC_SHOTS === '1') {
+      await section.scrollIntoViewIfNeeded();
+      await section.screenshot({ path: join(import.meta.dirname, '../docs/images/dashboard-chat.png') });
+    }
   } finally {
     await serve.stop();
   }

@@ -69,6 +69,7 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
   await expect(page.locator('[data-testid="trace-row"][data-request-id^="r1/"]')).toHaveCount(0);
   await expect(page.locator('[data-testid="trace-row"][data-request-id^="r2/"]').first()).toBeVisible();
   await page.screenshot({ path: join(SHOTS, 'hub-traces.png') });
+  if (process.env.BATON_DOC_SHOTS === '1') await page.screenshot({ path: join(import.meta.dirname, '../docs/images/dashboard-hub-traces.png') });
   await page.getByTestId('trace-filter-router').selectOption('');
 
   await page.getByTestId('nav-workers').click();
