@@ -8,6 +8,7 @@ import { buildComparisons, checks, markdown, ratios, sideBySide, spliceIntoDoc, 
 import { parseRefs } from '../bench/ref-build.ts';
 import { openAiTable, openAiVerdicts, runOpenAiBench, type OpenAiBenchResult } from '../bench/openai.ts';
 import { parsersTable, parsersVerdicts, runParsersBench, type ParsersBenchResult } from '../bench/openai-parsers.ts';
+import { chatLogTable, chatLogVerdicts, runChatLogBench, type ChatLogBenchResult } from '../bench/chat-log.ts';
 import type { TargetName } from '../bench/targets.ts';
 import type { BaseWorkloadName, Layout, WireFormat } from '../bench/workloads.ts';
 
@@ -36,10 +37,12 @@ options:
   --w4-interval-ms T       token interval of W4's paced part (default 5)
   --w4-budget-ms T         most time W4 may take, both parts (default 130000; quick 25000)
   --targets LIST           comma-separated subset of direct,bare,nginx,baton
-  --only LIST              comma-separated subset of W1,W2,W3,W4,openai,openai-parsers (openai:
-                           the OpenAI front's row, CPU per streamed token against the native
-                           path; openai-parsers: chat with --tool-call-parser and
-                           --reasoning-parser against chat without; both after the workloads;
+  --only LIST              comma-separated subset of W1,W2,W3,W4,openai,openai-parsers,chat-log
+                           (openai: the OpenAI front's row, CPU per streamed token against the
+                           native path; openai-parsers: chat with --tool-call-parser and
+                           --reasoning-parser against chat without; chat-log: the chat answer
+                           log's cost per chunk against the chunk's frame, in process; all
+                           three after the workloads;
                            cache: bench/cache.ts, cache-aware routing's W5, W1 by policy and
                            W4S, only when named, e.g. --only cache --quick; replicas:
                            bench/replicas.ts, W1 through --replicas 1 and 2: CPU per request,
@@ -70,7 +73,7 @@ const WORKLOADS: BaseWorkloadName[] = ['W1', 'W2', 'W3', 'W4'];
  * run after the workloads, and `cache` (bench/cache.ts: W5, W1 by policy, W4S), which runs last
  * and only when named: its own processes, tables and verdicts.
  */
-const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'cache', 'replicas', 'hub'] as const;
+const ONLY_NAMES = [...WORKLOADS, 'openai', 'openai-parsers', 'chat-log', 'cache', 'replicas', 'hub'] as const;
 const FORMATS: Record<string, WireFormat[]> = { sglang: ['sglang'], vllm: ['vllm'], both: ['sglang', 'vllm'] };
 const LAYOUTS: Record<string, Layout[]> = { shared: ['shared'], pinned: ['pinned'], both: ['shared', 'pinned'] };
 
@@ -82,7 +85,7 @@ function listFlag<T extends string>(name: string, value: string | undefined, all
   return allowed.filter((a) => items.includes(a));
 }
 
-export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; cache: boolean; replicas: boolean; hub: boolean }) | null {
+export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean; openai: boolean; openaiParsers: boolean; chatLog: boolean; cache: boolean; replicas: boolean; hub: boolean }) | null {
   const v = parseFlags(argv, {
     quick: { type: 'boolean' },
     workers: { type: 'string' },
@@ -147,6 +150,7 @@ export function optionsFromArgv(argv: string[]): (BenchOptions & { docs: boolean
     workloads: listFlag('only', v.only, [...ONLY_NAMES]).filter((w): w is BaseWorkloadName => (WORKLOADS as string[]).includes(w)),
     openai: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai'),
     openaiParsers: listFlag('only', v.only, [...ONLY_NAMES]).includes('openai-parsers'),
+    chatLog: listFlag('only', v.only, [...ONLY_NAMES]).includes('chat-log'),
     cache: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('cache'),
     replicas: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('replicas'),
     hub: v.only !== undefined && listFlag('only', v.only, [...ONLY_NAMES]).includes('hub'),
@@ -173,7 +177,7 @@ export async function run(argv: string[]): Promise<void> {
     return;
   }
   // `--only replicas` alone: its script only (bench/replicas.ts), none of the workloads' tables.
-  if (opts.replicas && opts.workloads.length === 0 && !opts.openai && !opts.openaiParsers && !opts.cache) return runBenchScript('replicas.ts', opts.quick);
+  if (opts.replicas && opts.workloads.length === 0 && !opts.openai && !opts.openaiParsers && !opts.chatLog && !opts.cache) return runBenchScript('replicas.ts', opts.quick);
   const bench = new BenchRun(opts, (line) => console.log(line));
   let interrupted = false;
   const onSignal = (sig: NodeJS.Signals) => {
@@ -190,26 +194,28 @@ export async function run(argv: string[]): Promise<void> {
   let out;
   let openai: OpenAiBenchResult | null = null;
   let parsers: ParsersBenchResult | null = null;
+  let chatLog: ChatLogBenchResult | null = null;
   try {
     out = await bench.run();
     if (opts.openai) openai = await runOpenAiBench({ quick: opts.quick, workers: opts.workers, say: (line) => console.log(line) });
     if (opts.openaiParsers) parsers = await runParsersBench({ quick: opts.quick, workers: opts.workers, say: (line) => console.log(line) });
+    if (opts.chatLog) chatLog = runChatLogBench({ quick: opts.quick, say: (line) => console.log(line) });
   } catch (err) {
     if (interrupted) return;
     console.error(`baton bench: ${(err as Error).message}`);
     process.exit(1);
   }
   const figures = summarize(out.samples);
-  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide) + (openai ? `\n\n${openAiTable(openai)}` : '') + (parsers ? `\n\n${parsersTable(parsers)}` : '');
+  const table = markdown(out.info, figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide) + (openai ? `\n\n${openAiTable(openai)}` : '') + (parsers ? `\n\n${parsersTable(parsers)}` : '') + (chatLog ? `\n\n${chatLogTable(chatLog)}` : '');
   const verdicts = checks(figures, out.gaps, out.nginxPresent, out.samples, out.memory, out.buildPairs, out.pinnedMissing, out.sideBySide);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = out.info.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
   const jsonPath = `${RESULTS_DIR}${stamp}.json`;
-  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySideRatios: sideBySide(out.sideBySide), checks: verdicts, openai, parsers };
+  const json = { ...out, figures, ratios: ratios(figures, out.samples), builds: buildComparisons(figures, out.samples, out.buildPairs), sideBySideRatios: sideBySide(out.sideBySide), checks: verdicts, openai, parsers, chatLog };
   writeFileSync(jsonPath, JSON.stringify(json, null, 1));
   console.log(`\n${table}\n`);
   // One line per target, last, so that a quick run ends with what it found.
-  console.log([...verdictLines(verdicts), ...(openai ? openAiVerdicts(openai) : []), ...(parsers ? parsersVerdicts(parsers) : [])].join('\n'));
+  console.log([...verdictLines(verdicts), ...(openai ? openAiVerdicts(openai) : []), ...(parsers ? parsersVerdicts(parsers) : []), ...(chatLog ? chatLogVerdicts(chatLog) : [])].join('\n'));
   console.log('');
   console.log(`results: ${jsonPath}`);
   if (opts.docs) {

@@ -1,7 +1,8 @@
 // End to end in Chromium against real `baton serve` processes: an export reopened with
 // `baton view` restores the live view's worker ids, colours and fault markers, with charts over
 // the whole file; "Copy as curl" for a chat request gives a command that runs against the router
-// (exit 0, a chat answer) under a replay id linked to the original.
+// (exit 0, a chat answer) under a replay id linked to the original; the detail panel shows an
+// agent's chat request whole (messages, tools, the tool call it answered with, the finish).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,7 +92,7 @@ test('an export reopened offline has the same worker ids and colours, the kill m
   }
 });
 
-test('copy as curl for a chat request: the command runs against the router and gets a chat answer under a linked replay id', async ({ page, context }) => {
+test('copy as curl for a chat request runs against the router under a linked replay id; an agent\'s chat request shows whole in the detail panel', async ({ page, context }) => {
   test.setTimeout(120_000);
   const serve = await startServe(['--port', '0', '--sim', '2', '--sim-format', 'openai', '--traffic']);
   try {
@@ -130,6 +131,46 @@ test('copy as curl for a chat request: the command runs against the router and g
     // The router ran it as a request of its own, named after the original.
     const rows = await (await fetch(`${serve.url}api/requests/${encodeURIComponent(`${id}-replay-1`)}/rows`)).json() as { rows: { kind: string; format: string }[] };
     expect(rows.rows.find((r) => r.kind === 'request')).toMatchObject({ format: 'openai' });
+    await page.getByTestId('detail-close').click();
+
+    // An agent's chat request answered with a tool call (the demo traffic's agent turns), found
+    // through the router's kept outputs, shown whole in the detail panel.
+    type Chat = { messages: { role: string }[]; tools: { name: string }[]; answer: { tool_calls: { name: string; arguments: string }[]; finish_reason: string | null } };
+    let agent: { id: string; chat: Chat } | null = null;
+    await expect.poll(async () => {
+      const finished = (await (await fetch(`${serve.url}traces?kind=request&outcome=finished`)).text()).trim().split('\n').filter(Boolean)
+        .map((l) => JSON.parse(l) as { request_id: string; format: string }).filter((r) => r.format === 'openai').reverse();
+      for (const r of finished.slice(0, 40)) {
+        const out = await fetch(`${serve.url}requests/${encodeURIComponent(r.request_id)}/output`);
+        if (!out.ok) continue;
+        const chat = ((await out.json()) as { chat?: Chat }).chat;
+        if (chat && chat.answer.tool_calls.length > 0) return (agent = { id: r.request_id, chat }).id;
+      }
+      return null;
+    }, { timeout: 60_000 }).not.toBeNull();
+    const { id: agentId, chat } = agent!;
+    await page.getByTestId('search').fill(agentId);
+    await page.locator(`[data-testid="request-row"][data-request-id="${agentId}"]`).click();
+    const section = page.getByTestId('request-detail').getByTestId('chat-section');
+    await expect(section).toBeVisible();
+    await expect(section.getByTestId('chat-message')).toHaveCount(chat.messages.length);
+    await expect(section.getByTestId('chat-message').first()).toHaveAttribute('data-role', 'user');
+    await expect(section.getByTestId('chat-message').first()).toContainText('What is the weather in');
+    await expect(section.getByTestId('chat-tools')).toContainText('1 tool');
+    await section.getByTestId('chat-tools').locator('summary').click();
+    await expect(section.getByTestId('chat-tools')).toContainText('get_weather');
+    const answer = section.getByTestId('chat-answer');
+    await expect(answer).toContainText(`finish ${chat.answer.finish_reason}`);
+    expect(chat.answer.finish_reason).toBe('tool_calls');
+    await expect(answer.getByTestId('chat-tool-call')).toHaveCount(chat.answer.tool_calls.length);
+    await expect(answer.getByTestId('chat-tool-call').first()).toContainText('→ get_weather');
+    await expect(answer.getByTestId('chat-tool-call').first()).toContainText('"city"');
+    await expect(answer.getByTestId('chat-answer-reasoning')).toContainText('get_weather tool');
+    await page.getByTestId('request-detail').screenshot({ path: join(SHOTS, 'chat-detail.png') });
+    if (process.env.BATON_DOC_SHOTS === '1') {
+      await section.scrollIntoViewIfNeeded();
+      await section.screenshot({ path: join(import.meta.dirname, '../docs/images/dashboard-chat.png') });
+    }
   } finally {
     await serve.stop();
   }

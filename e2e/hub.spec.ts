@@ -58,6 +58,20 @@ test('three routers merged on one page; one lost, then back', async ({ page }) =
   await expect(page.getByTestId('copy-id')).toHaveAttribute('data-copy', pageId.slice('r1/'.length));
   await page.getByTestId('detail-close').click();
 
+  // Traces the same way: the router's column and filter, the client's id in the id column.
+  await page.getByTestId('nav-traces').click();
+  const traceRow = page.locator('[data-testid="trace-row"][data-request-id^="r1/"]').first();
+  await expect(traceRow).toBeVisible({ timeout: 10_000 });
+  const traceId = (await traceRow.getAttribute('data-request-id'))!;
+  await expect(traceRow.getByTestId('trace-router')).toHaveText('r1');
+  await expect(traceRow.getByTestId('trace-id')).toHaveText(traceId.slice('r1/'.length));
+  await page.getByTestId('trace-filter-router').selectOption('r2');
+  await expect(page.locator('[data-testid="trace-row"][data-request-id^="r1/"]')).toHaveCount(0);
+  await expect(page.locator('[data-testid="trace-row"][data-request-id^="r2/"]').first()).toBeVisible();
+  await page.screenshot({ path: join(SHOTS, 'hub-traces.png') });
+  if (process.env.BATON_DOC_SHOTS === '1') await page.screenshot({ path: join(import.meta.dirname, '../docs/images/dashboard-hub-traces.png') });
+  await page.getByTestId('trace-filter-router').selectOption('');
+
   await page.getByTestId('nav-workers').click();
   const strip = page.getByTestId('router-strip');
   await expect(strip.getByTestId('router-row')).toHaveCount(3);
@@ -182,5 +196,65 @@ test('serve --replicas 2: a replica killed -9 ends its cut requests as router lo
     await expect(page.getByTestId('router-lost')).toBeVisible();
   } finally {
     await replicated.stop();
+  }
+});
+
+// The same loss with two separate `baton router` processes behind `serve --router A --router B`:
+// B SIGKILLed with streams in flight; the hub lists them lost with it (`owner_lost`), and the page
+// ends each as "router lost" within 2 s, counted in FAILED, with a flag and an incident.
+test('serve --router A --router B: a router killed -9 ends its cut requests as router lost, with a flag and an incident', async ({ page }) => {
+  const own = await startCluster({ workers: 2, port: 0, tokenIntervalMs: 20 });
+  const pair = [await spawnRouter(own.workers().map((w) => w.url)), await spawnRouter(own.workers().map((w) => w.url))];
+  const hub = await startServe(['--port', '0', ...pair.flatMap((r) => ['--router', r.url])]);
+  const streams: Promise<unknown>[] = [];
+  try {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(hub.url);
+    const hubState = async () => (await (await fetch(new URL('/hub', hub.url))).json()) as { routers: { label: string; url: string; state: string }[]; owner_lost: string[] };
+    await expect.poll(async () => (await hubState()).routers.filter((r) => r.state === 'connected').length, { timeout: 15_000 }).toBe(2);
+    const victim = (await hubState()).routers.find((r) => r.url.replace(/\/$/, '') === pair[1]!.url)!;
+    // Long streams on B (300 tokens at 20 ms: six seconds each); the kill cuts them, so their
+    // clients' reads fail.
+    for (let i = 0; i < 6; i++) {
+      streams.push(fetch(`${pair[1]!.url}/generate`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input_ids: [5, 6, 7, i], sampling_params: { max_new_tokens: 300, temperature: 0, ignore_eos: true }, stream: true }),
+      }).then((r) => r.text()).catch(() => null));
+    }
+    const running = page.locator(`[data-testid="request-row"][data-status="running"][data-request-id^="${victim.label}/"]`);
+    await expect(running).toHaveCount(6, { timeout: 15_000 });
+    const failedBefore = Number(await page.getByTestId('strip-failures').textContent());
+    const runningIds = await running.evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')!));
+
+    pair[1]!.proc.kill('SIGKILL');
+    const killedAt = Date.now();
+    const left = () => Math.max(0, 2_000 - (Date.now() - killedAt));
+    await expect.poll(async () => (await hubState()).owner_lost.filter((id) => id.startsWith(`${victim.label}/`)).length, { timeout: 3_000 }).toBeGreaterThan(0);
+    const lost = (await hubState()).owner_lost;
+    const cut = runningIds.filter((id) => lost.includes(id));
+    expect(cut.length, `running on ${victim.label} at the kill: ${runningIds.join(' ')}; owner_lost: ${lost.join(' ')}`).toBe(6);
+
+    for (const id of cut) await expect(page.locator(`[data-testid="request-row"][data-request-id="${id}"]`)).toHaveAttribute('data-status', 'failed', { timeout: left() });
+    const chip = page.locator(`[data-testid="incident"][data-incident^="router:${victim.label}@"]`).first();
+    await expect(chip).toBeVisible({ timeout: left() });
+    await expect(page.locator('[data-testid="fault-flag"][data-kinds~="router_lost"]').first()).toBeVisible({ timeout: left() });
+    expect(Date.now() - killedAt).toBeLessThanOrEqual(2_000);
+    await expect(chip).toHaveAttribute('data-failed', '6');
+    await expect.poll(async () => Number(await page.getByTestId('strip-failures').textContent())).toBeGreaterThanOrEqual(failedBefore + 6);
+
+    // Focused on it: the six, none running, each failed "router lost"; A's requests are not in it.
+    await chip.click();
+    await expect(page.getByTestId('incident-summary')).toContainText('6 failed: router lost');
+    const rows = page.locator('[data-testid="request-row"]');
+    await expect(rows).toHaveCount(6);
+    await expect(page.locator('[data-testid="request-row"] [data-testid="badge-failed"][data-reason="router_lost"]')).toHaveCount(6);
+    await page.screenshot({ path: join(SHOTS, 'hub-router-killed.png') });
+    await rows.first().click();
+    await expect(page.getByTestId('router-lost')).toBeVisible();
+  } finally {
+    await hub.stop();
+    await Promise.all(pair.map((r) => stopProc(r.proc)));
+    await Promise.all(streams);
+    await own.stop();
   }
 });

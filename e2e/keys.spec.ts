@@ -46,12 +46,19 @@ test('keys switch views, ? lists them, typing is not a command; Kill is hinted, 
   await expect(card.getByTestId('worker-health')).toContainText('killed (SIGKILL)');
 
   await page.keyboard.press('l');
+  // The kill's flag on the axis: the mark that opened the incident has reached the page, and it
+  // keys the incident's id from now on (`<worker>@<the mark's time>`), whatever rows arrive.
+  await expect(page.locator('[data-testid="fault-flag"][data-kinds~="kill"]').first()).toBeVisible({ timeout: 15_000 });
   const chip = page.getByTestId('incident').first();
   await expect(chip).toBeVisible({ timeout: 15_000 });
+  const id = (await chip.getAttribute('data-incident'))!;
   await page.keyboard.press('w');
   await page.keyboard.press('n');
   await expect(page.getByTestId('nav-live')).toHaveAttribute('aria-current', 'page');
-  // The killed worker's incident (its id is `<worker>@<start>`; the start may settle as rows arrive).
-  const worker = (await chip.getAttribute('data-incident'))!.split('@')[0]!;
-  await expect(page.getByTestId('incident-focus')).toHaveAttribute('data-incident', new RegExp(`^${worker.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}@`));
+  await expect(page.getByTestId('incident-focus')).toHaveAttribute('data-incident', id);
+  // Rows keep arriving (the attempts the kill broke end, their continuations finish): the focused
+  // incident keeps its id, and its chip stays the active one.
+  await page.waitForTimeout(3000);
+  await expect(page.getByTestId('incident-focus')).toHaveAttribute('data-incident', id);
+  await expect(page.locator(`[data-testid="incident"][data-incident="${id}"]`)).toHaveClass(/\bactive\b/);
 });

@@ -726,7 +726,7 @@ export class LogicalRequest implements ProgressSource {
       finish_reason: outcome === 'finished' ? a.reader.finishReason() : null,
       trace_id: null,
       format: this.format.name,
-      ...(a.pd !== null ? { prefill_worker: a.pd.worker.url, decode_worker: a.worker.url, bootstrap_room: a.pd.room.toString(), ...(a.failedLeg !== null ? { failed_leg: a.failedLeg } : {}) } : {}),
+      ...(a.pd !== null ? { prefill_worker: a.pd.worker.url, decode_worker: a.worker.url, bootstrap_room: a.pd.room.toString(), prefill_ended_at: a.pd.ownEnd, ...(a.failedLeg !== null ? { failed_leg: a.failedLeg } : {}) } : {}),
     });
   }
 }

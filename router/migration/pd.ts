@@ -139,6 +139,8 @@ export class PrefillLeg {
   readonly call: UpstreamCall;
   readonly startedAt = Date.now();
   endedAt: number | null = null;
+  /** The attempt's end closed it while it still waited: it did not end on its own. */
+  private closedWaiting = false;
 
   constructor(
     readonly worker: Worker,
@@ -161,7 +163,16 @@ export class PrefillLeg {
 
   /** Stop the leg (the attempt ended): closing its connection is SGLang's abort too. */
   stop(): void {
+    if (this.state === 'waiting') this.closedWaiting = true;
     this.call.abort({ kind: 'cancelled' });
+  }
+
+  /**
+   * When it ended on its own, answered or failed (epoch ms; the attempt row's `prefill_ended_at`);
+   * null while it waits, and when the attempt's end closed it still waiting.
+   */
+  get ownEnd(): number | null {
+    return this.closedWaiting ? null : this.endedAt;
   }
 
   private settle(r: AttemptResult): void {

@@ -9,7 +9,7 @@ export const TRACE_COLUMNS = [
   'attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens',
   'duration_ms', 'stream', 'max_new_tokens', 'trace_id', 'format', 'placement_prefix', 'placement_reason',
   'prefill_worker', 'decode_worker', 'bootstrap_room', 'failed_leg',
-  'client_error', 'client_status',
+  'client_error', 'client_status', 'prefill_ended_at',
 ] as const;
 
 export type TraceColumn = (typeof TRACE_COLUMNS)[number];

@@ -52,6 +52,11 @@ export interface AttemptRow {
   bootstrap_room?: string | null;
   /** P/D: the leg the failure was attributed to; null: none failed. */
   failed_leg?: 'prefill' | 'decode' | null;
+  /**
+   * P/D: when the prefill leg ended on its own (epoch ms): it answered after the KV transfer, or
+   * failed; null: it was still waiting when the attempt ended, which closed it.
+   */
+  prefill_ended_at?: number | null;
 }
 
 export interface RequestRow {

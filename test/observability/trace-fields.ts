@@ -28,7 +28,7 @@ export const REQUEST_FIELDS = [
 const NUMBERS = new Set([
   'attempt', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before',
   'budget_after', 'cached_tokens', 'attempts', 'migrations', 'prompt_tokens', 'completion_tokens', 'duration_ms',
-  'max_new_tokens', 'placement_prefix', 'client_status',
+  'max_new_tokens', 'placement_prefix', 'client_status', 'prefill_ended_at',
 ]);
 const BOOLEANS = new Set(['admitted', 'stream']);
 

@@ -5,7 +5,7 @@
 // order of the input never matters, and ordinary traffic changes nothing.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { blamedWorker, deriveIncidents, fitWindow, incidentOfMark, incidentSummary, lastFaultStart, type Incident } from '../../renderer/src/store/incidents.ts';
+import { blamedWorker, deriveIncidents, fitWindow, followFocus, incidentOfMark, incidentSummary, lastFaultStart, type Incident } from '../../renderer/src/store/incidents.ts';
 import { clientFailure, uncovered } from '../../renderer/src/store/failure-reason.ts';
 import type { FaultMark } from '../../host/contract.ts';
 import type { AttemptRow, ErrorKind, RequestRow, TraceRow } from '../../router/trace/row.ts';
@@ -155,6 +155,44 @@ function shuffle<T>(xs: readonly T[], seed: number): T[] {
   }
   return out;
 }
+
+describe('an incident\'s id', () => {
+  it('stays the same as rows arrive: keyed by the fault mark that opened it, not by its start', () => {
+    const t = 2_000_000;
+    const kill = mark(t, 'kill');
+    const broken = [attempt('a', 0, W0, t - 900, t + 5, 'stream_broken'), attempt('b', 0, W0, t - 800, t + 9, 'stream_broken')];
+    const before = deriveIncidents(broken, [kill]);
+    expect(before.map((i) => i.id)).toEqual([`${W0}@${t}`]);
+    // An attempt that broke just before the kill was recorded, whose row arrives after the mark:
+    // the incident starts earlier, and keeps its id (a focused chip stays found).
+    const late = attempt('c', 0, W0, t - 700, t - 3, 'stream_broken');
+    const after = deriveIncidents([...broken, late], [kill]);
+    expect(after).toHaveLength(1);
+    expect(after[0]!.start).toBe(t - 3);
+    expect(after[0]!.id).toBe(before[0]!.id);
+  });
+
+  it('an incident the rows opened keeps its id when the health check\'s verdict comes seconds later', () => {
+    const t = 3_000_000;
+    const broken = [attempt('a', 0, W0, t - 900, t, 'stream_broken'), attempt('b', 0, W0, t - 800, t + 40, 'stream_broken')];
+    const first = deriveIncidents(broken, []);
+    const confirmed = deriveIncidents(broken, [mark(t + 5000, 'down', W0, { verdict: 'dead' })]);
+    expect(confirmed.map((i) => i.id)).toEqual(first.map((i) => i.id));
+    expect(first[0]!.id).toBe(`${W0}@${t}`);
+  });
+
+  it('a focus follows its incident when the id moves (the kill mark read after the rows it explains)', () => {
+    const t = 4_000_000;
+    const broken = [attempt('a', 0, W0, t - 900, t + 30, 'stream_broken'), attempt('b', 0, W1, t - 800, t + 40, 'stream_broken')];
+    const clicked = deriveIncidents(broken, []).find((i) => i.worker === W0)!;
+    const focus = { id: clicked.id, ids: new Set(clicked.requestIds) };
+    const now = deriveIncidents(broken, [mark(t, 'kill')]);
+    const followed = followFocus(now, focus);
+    expect(followed?.id).toBe(`${W0}@${t}`);
+    expect(followed?.id).not.toBe(focus.id);
+    expect(followFocus(now, { id: `${W0}@1`, ids: new Set(['other']) })).toBeNull();
+  });
+});
 
 describe('a P/D cluster: a failed prefill leg is its prefill server\'s', () => {
   const P0 = 'http://127.0.0.1:9100';

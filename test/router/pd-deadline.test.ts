@@ -82,6 +82,11 @@ describe('the P/D first-token deadline and a prefill queue', () => {
       expect(rows.length, `${rid}: ${JSON.stringify(rows.map((r) => [r.outcome, r.error_kind, r.error_evidence]))}`).toBe(1);
       expect(rows[0]).toMatchObject({ outcome: 'finished' });
       expect(rows[0]!.failed_leg).toBeUndefined();
+      // The prefill leg answered on its own, within the attempt: its own end is on the row.
+      const legEnd = rows[0]!.prefill_ended_at as number;
+      expect(legEnd, rid).toEqual(expect.any(Number));
+      expect(legEnd).toBeGreaterThanOrEqual(rows[0]!.started_at as number);
+      expect(legEnd).toBeLessThanOrEqual(rows[0]!.ended_at as number);
       if ((rows[0]!.ttft_ms as number) > DEADLINE) late++;
     }
     // The deadline did pass for the back of each queue (the test is about those).
@@ -109,7 +114,10 @@ describe('the P/D first-token deadline and a prefill queue', () => {
         onHung++;
         expect(rows[0]).toMatchObject({ outcome: 'failed', error_kind: 'prefill_failed', failed_leg: 'prefill' });
         expect(rows[0]!.error_evidence).toMatch(/P\/D first-token deadline/);
+        // The hung leg never ended on its own: the attempt's end closed it.
+        expect(rows[0]!.prefill_ended_at).toBeNull();
         expect(rows[1]!.prefill_worker).not.toBe(hung.url);
+        expect(rows[1]!.prefill_ended_at).toEqual(expect.any(Number));
       }
       expect(onHung).toBe(1); // round_robin: one of the two went to the hung server
     } finally {

@@ -12,6 +12,11 @@ import { lastFault } from './faults.ts';
 
 /** Marks that start or continue an incident (as "since the last fault" counts them). */
 const ONSET_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['kill', 'hang', 'reset', 'reject', 'slow', 'drain', 'remove', 'down']);
+/**
+ * Onset marks that name a fault's cause, whose time keys its incident. Not `down`: the health
+ * check's verdict comes seconds after the failures it confirms.
+ */
+const CAUSE_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>([...ONSET_MARKS].filter((k) => k !== 'down'));
 /** Marks after which the worker is back: the end of its incident. */
 const RECOVERY_MARKS: ReadonlySet<FaultKind> = new Set<FaultKind>(['restart', 'clear', 'undrain', 'add']);
 /**
@@ -33,7 +38,12 @@ export function blamedWorker(row: Pick<AttemptRow, 'worker' | 'prefill_worker' |
 export type Severity = 'contained' | 'minor' | 'major';
 
 export interface Incident {
-  /** `<worker>@<start>`: stable while the incident grows. */
+  /**
+   * `<worker>@<t>`, stable while the incident grows: `t` is the time of the fault mark that
+   * opened it (a kill, hang, reset, ... in its group: a mark's time never moves), else of its
+   * first onset. Not `start`, which moves earlier when a row that ended just before the mark
+   * arrives after it (the page reads marks by poll, rows by events).
+   */
   id: string;
   /** The worker's URL (or its id, for a mark that named no URL). */
   worker: string;
@@ -230,8 +240,9 @@ function build(worker: string, group: Onset[], workerId: string | null, requests
   const marks = group.flatMap((o) => (o.mark ? [o.mark] : []));
   const down = marks.find((m) => m.kind === 'down') ?? null;
   const firstRow = group.find((o) => o.row !== null)?.row ?? null;
+  const opener = marks.find((m) => CAUSE_MARKS.has(m.kind));
   const i: Building = {
-    id: `${worker}@${start}`,
+    id: `${worker}@${opener ? opener.t : start}`,
     worker,
     workerId: workerId ?? marks.find((m) => m.worker !== null)?.worker ?? null,
     start,
@@ -268,6 +279,19 @@ function build(worker: string, group: Onset[], workerId: string | null, requests
     count(i, requests.get(id), kindOf(id));
   }
   return i;
+}
+
+/**
+ * The incident a focus on `focus` (an id, and the requests it held when clicked) now is: the one
+ * of that id, else, when its id moved (a cause mark read after the rows it explains, or two
+ * incidents of a worker joined by a failure between them), the incident of the same worker that
+ * holds one of its requests. Null: gone (its rows were let go).
+ */
+export function followFocus(incidents: readonly Incident[], focus: { id: string; ids: ReadonlySet<string> }): Incident | null {
+  const exact = incidents.find((i) => i.id === focus.id);
+  if (exact) return exact;
+  const worker = focus.id.slice(0, focus.id.lastIndexOf('@'));
+  return incidents.find((i) => i.id.slice(0, i.id.lastIndexOf('@')) === worker && i.requestIds.some((id) => focus.ids.has(id))) ?? null;
 }
 
 /** "31 broken · 29 migrated · 2 failed: no worker left". */

@@ -50,6 +50,8 @@ export interface TraceViewFilter {
   /** Rows that ended in [since, until] (epoch ms). */
   since?: number;
   until?: number;
+  /** Behind the hub: only one router's rows, by its label (the ids' `<label>/`). */
+  router?: string;
 }
 
 export type Theme = 'system' | 'light' | 'dark';

@@ -67,12 +67,15 @@ export function readContext(value: unknown): TraceFileContext | null {
 const NUMBER_COLUMNS = new Set([
   'attempt', 'started_at', 'ended_at', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after',
   'cached_tokens', 'attempts', 'migrations', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'max_new_tokens',
-  'placement_prefix', 'client_status',
+  'placement_prefix', 'client_status', 'prefill_ended_at',
 ]);
 const BOOLEAN_COLUMNS = new Set(['admitted', 'stream']);
-const ATTEMPT_ONLY = new Set(['attempt', 'rid', 'worker', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'error_kind', 'error_evidence', 'placement_prefix', 'placement_reason', ...'prefill_worker decode_worker bootstrap_room failed_leg'.split(' ')]);
-/** Columns only some attempts have (P/D, docs/pd.md): blank means absent, not null. */
-const ABSENT_WHEN_BLANK = new Set(['prefill_worker', 'decode_worker', 'bootstrap_room', 'failed_leg']);
+const ATTEMPT_ONLY = new Set(['attempt', 'rid', 'worker', 'ttft_ms', 'prompt_tokens_sent', 'replayed_tokens', 'tokens', 'budget_before', 'budget_after', 'error_kind', 'error_evidence', 'placement_prefix', 'placement_reason', ...'prefill_worker decode_worker bootstrap_room failed_leg prefill_ended_at'.split(' ')]);
+/**
+ * Columns only some attempts have (P/D, docs/pd.md): blank means absent, not null (a null
+ * `prefill_ended_at`, a leg closed with its attempt, is drawn as an absent one: the whole bar).
+ */
+const ABSENT_WHEN_BLANK = new Set(['prefill_worker', 'decode_worker', 'bootstrap_room', 'failed_leg', 'prefill_ended_at']);
 const REQUEST_ONLY = new Set(['attempts', 'migrations', 'admitted', 'admission_reason', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'stream', 'max_new_tokens', 'client_error', 'client_status']);
 
 export function detectFormat(name: string, text: string): TraceFileFormat {

@@ -14,6 +14,16 @@ import { useStoreApi } from './context.ts';
 import { fmtClock, fmtIso, fmtMs } from './format.ts';
 import { hoverCard, type CardContent } from './HoverCard.tsx';
 
+/**
+ * When a P/D attempt's prefill leg ended, as its row says (`prefill_ended_at`: answered or failed
+ * on its own); null while the attempt runs, for a leg the attempt's end closed still waiting (it
+ * ran the whole bar), and for rows written before the field.
+ */
+export function prefillLegEnd(a: AttemptView): number | null {
+  const t = a.row?.prefill_ended_at;
+  return typeof t === 'number' ? t : null;
+}
+
 export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, client: ClientFailure | null = null, clientHeadline: string | null = null): CardContent {
   const stall = stalledFrom(a, now);
   const lines: [string, string][] = [
@@ -34,6 +44,9 @@ export function attemptCard(a: AttemptView, workers: WorkerTable, now: number, c
   if (pd) {
     // P/D (docs/pd.md): the bar is the decode leg; the strip along its foot, the prefill leg.
     lines.push(['prefill leg', `${workers.label(pd)} · ${pd}${a.row?.failed_leg === 'prefill' ? ' (failed)' : ''}`]);
+    const legEnd = prefillLegEnd(a);
+    if (legEnd !== null) lines.push(['prefill ended', `${fmtClock(legEnd)} · after ${fmtMs(legEnd - a.startedAt)}`]);
+    else if (a.row?.prefill_worker) lines.push(['prefill ended', 'with the attempt (still waiting)']);
     lines.push(['decode leg', `${workers.label(a.worker)}${a.row?.failed_leg === 'decode' ? ' (failed)' : ''}`]);
     lines.push(['bootstrap room', a.row?.bootstrap_room ?? '—']);
   }
@@ -114,15 +127,20 @@ export const AttemptBars = memo(function AttemptBars({ r, now, big = false, wind
           >
             {stallLeft !== null && stallLeft < 100 && <div className="stall" data-testid="stall" style={{ left: `${stallLeft}%` }} />}
             {/* A running attempt's prefill leg shows from its start (the attempt_started event names it). */}
-            {(a.row?.prefill_worker ?? a.prefillWorker) && (
-              <div
-                className={`pd-leg${a.row?.failed_leg === 'prefill' ? ' failed' : ''}${prefillBroke ? ' broken' : ''}`}
-                data-testid="prefill-leg"
-                data-worker={a.row?.prefill_worker ?? a.prefillWorker!}
-                data-failed-leg={a.row?.failed_leg ?? undefined}
-                style={{ background: workers.colorOf(a.row?.prefill_worker ?? a.prefillWorker!) }}
-              />
-            )}
+            {(a.row?.prefill_worker ?? a.prefillWorker) && (() => {
+              const legEnd = prefillLegEnd(a);
+              const legWidth = legEnd === null || width <= 0 ? 100 : Math.max(0, Math.min(100, ((clip(legEnd) - clip(a.startedAt)) / width) * 100));
+              return (
+                <div
+                  className={`pd-leg${a.row?.failed_leg === 'prefill' ? ' failed' : ''}${prefillBroke ? ' broken' : ''}`}
+                  data-testid="prefill-leg"
+                  data-worker={a.row?.prefill_worker ?? a.prefillWorker!}
+                  data-failed-leg={a.row?.failed_leg ?? undefined}
+                  data-ended={legEnd ?? undefined}
+                  style={{ background: workers.colorOf(a.row?.prefill_worker ?? a.prefillWorker!), width: `${legWidth}%` }}
+                />
+              );
+            })()}
           </div>
         );
       })}

@@ -3,9 +3,9 @@
 // on the time axis) focuses the list on it: only the requests it touched, on a time axis fitted to
 // them, and the count in words ("31 broken · 29 migrated · 2 failed: no worker left"). Derived
 // from the trace rows and fault marks this page holds, at most once a second while live.
-import { useMemo } from 'react';
+import { useEffect, useMemo } from 'react';
 import type { FaultMark } from '../../../host/contract.ts';
-import { deriveIncidents, fitWindow, incidentOfMark, incidentSummary, type Incident } from '../store/incidents.ts';
+import { deriveIncidents, fitWindow, followFocus, incidentOfMark, incidentSummary, type Incident } from '../store/incidents.ts';
 import type { IncidentFocus } from '../store/filters.ts';
 import type { DashState } from '../store/store.ts';
 import { useDash, useSecond, useStoreApi } from './context.ts';
@@ -94,6 +94,11 @@ export function IncidentStrip({ incidents }: { incidents: readonly Incident[] })
   const store = useStoreApi();
   const focus = useDash((s) => s.filters.incident ?? null);
   const hint = killHint(useDash((s) => s.mode), useDash((s) => s.sim));
+  const current = focus ? followFocus(incidents, focus) : null;
+  // The focused incident's id moved: the focus follows it, so its chip stays the active one.
+  useEffect(() => {
+    if (focus && current && current.id !== focus.id) store.getState().setFilters({ incident: { ...focus, id: current.id } });
+  }, [focus, current, store]);
   if (incidents.length === 0 && !focus) {
     if (!hint) return null;
     return (
@@ -104,7 +109,6 @@ export function IncidentStrip({ incidents }: { incidents: readonly Incident[] })
       </div>
     );
   }
-  const current = focus ? incidents.find((i) => i.id === focus.id) ?? null : null;
   const newest = [...incidents].reverse();
   return (
     <div className="incidents" data-testid="incident-list" aria-label="Incidents">

@@ -1,15 +1,16 @@
 // Traces: the trace-row table (virtualized, newest first) with filters (kind, request id
-// prefix, worker, outcome, a time range, since the last fault), a count, and Export JSONL / CSV
+// prefix, worker, outcome, behind the hub the router, a time range, since the last fault), a count, and Export JSONL / CSV
 // through the host with the same filters (a download in the browser, a save dialog in Electron;
 // the rows carry ISO times next to the epoch ms). Errors wrap in full: beside the row where the
 // table is wide, on a line of their own below it where it is not. j / k move, Enter opens.
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import type { TraceRow } from '../../../router/trace/row.ts';
-import type { ExportFormat } from '../../../host/contract.ts';
+import type { ExportFilter, ExportFormat, HubState } from '../../../host/contract.ts';
 import type { TraceViewFilter } from '../store/store.ts';
 import type { WorkerTable } from '../store/workers.ts';
 import { idMatches } from '../store/filters.ts';
+import { splitHubId } from '../store/hub-labels.ts';
 import { exportContext } from '../store/export-context.ts';
 import { lastFault, faultLabel } from '../store/faults.ts';
 import { useDash, useHost, useStoreApi } from './context.ts';
@@ -27,9 +28,17 @@ function rowKey(r: TraceRow): string {
   return k;
 }
 
-export function rowMatches(row: TraceRow, f: TraceViewFilter): boolean {
+/**
+ * `labelled`: behind the hub, whose ids read `<label>/<id>`, where the table shows the client's
+ * id: the id prefix matches that id too, as in the Requests list and the hub's /traces.
+ */
+export function rowMatches(row: TraceRow, f: TraceViewFilter, labelled = false): boolean {
   if (f.kind && row.kind !== f.kind) return false;
-  if (f.request && !idMatches(row.request_id, f.request)) return false;
+  if (f.router && !row.request_id.startsWith(`${f.router}/`)) return false;
+  if (f.request && !idMatches(row.request_id, f.request)) {
+    const cut = labelled ? row.request_id.indexOf('/') : -1;
+    if (cut < 0 || !idMatches(row.request_id.slice(cut + 1), f.request)) return false;
+  }
   if (f.outcome && row.outcome !== f.outcome) return false;
   if (f.worker && (row.kind !== 'attempt' || row.worker !== f.worker)) return false;
   if (f.since !== undefined && row.ended_at < f.since) return false;
@@ -76,7 +85,26 @@ function rowCard(row: TraceRow, workers: WorkerTable): CardContent {
   return { title: row.kind === 'attempt' ? `attempt ${row.attempt}` : 'request row', lines, note: row.error };
 }
 
-function Cells({ row, workers }: { row: TraceRow; workers: WorkerTable }) {
+/**
+ * What the export asks for: the hub names rows `<label>/<id>`, and its /traces (as a file's
+ * export) matches a prefix past a whole label, so a router filter is the prefix `<label>/` (with
+ * the typed id after it).
+ */
+export function exportFilter(filter: TraceViewFilter): ExportFilter {
+  const { request, router, ...rest } = filter;
+  const prefix = router ? `${router}/${request ?? ''}` : request;
+  return { ...rest, ...(prefix ? { requestPrefix: prefix } : {}) };
+}
+
+function Cells({ row, workers, hub }: { row: TraceRow; workers: WorkerTable; hub: HubState | null }) {
+  // Behind the hub the router is a column of its own and the id cell shows the client's id.
+  const split = hub ? splitHubId(row.request_id, hub) : null;
+  const reqCell = (
+    <>
+      {split && <span className="c-router mono" data-testid="trace-router" title={split.router ? `router ${split.router}` : undefined}>{split.router ?? ''}</span>}
+      <span className="c-req mono" data-testid="trace-id">{split ? split.clientId : row.request_id}</span>
+    </>
+  );
   const error = errorText(row);
   const evidence = row.kind === 'attempt' ? row.error_evidence : null;
   const errorCell = (
@@ -91,7 +119,7 @@ function Cells({ row, workers }: { row: TraceRow; workers: WorkerTable }) {
     return (
       <>
         <span className="c-kind">attempt</span>
-        <span className="c-req mono">{row.request_id}</span>
+        {reqCell}
         <span className="c-att">{row.attempt}</span>
         <span className="c-worker" title={row.worker}><span className="swatch" style={{ background: workers.colorOf(row.worker) }} />{workers.label(row.worker)}</span>
         {started}
@@ -108,7 +136,7 @@ function Cells({ row, workers }: { row: TraceRow; workers: WorkerTable }) {
   return (
     <>
       <span className="c-kind"><b>request</b></span>
-      <span className="c-req mono">{row.request_id}</span>
+      {reqCell}
       <span className="c-att">{row.attempts}</span>
       <span className="c-worker">{row.migrations > 0 ? `migrated ×${row.migrations}` : ''}</span>
       {started}
@@ -124,21 +152,21 @@ function Cells({ row, workers }: { row: TraceRow; workers: WorkerTable }) {
 }
 
 /** One row of the table, memoised: scrolling mounts new rows and leaves the others alone. */
-const TraceRowItem = memo(function TraceRowItem({ row, index, start, cursor, workers, measure, onOpen }: {
-  row: TraceRow; index: number; start: number; cursor: boolean; workers: WorkerTable; measure(el: HTMLElement | null): void; onOpen(index: number, id: string): void;
+const TraceRowItem = memo(function TraceRowItem({ row, index, start, cursor, workers, hub, measure, onOpen }: {
+  row: TraceRow; index: number; start: number; cursor: boolean; workers: WorkerTable; hub: HubState | null; measure(el: HTMLElement | null): void; onOpen(index: number, id: string): void;
 }) {
   return (
     <div
       ref={measure}
       data-index={index}
-      className={`trace-row${cursor ? ' cursor' : ''}`}
+      className={`trace-row${hub ? ' with-router' : ''}${cursor ? ' cursor' : ''}`}
       style={{ transform: `translateY(${start}px)` }}
       data-testid="trace-row"
       data-request-id={row.request_id}
       data-kind={row.kind}
       onClick={() => onOpen(index, row.request_id)}
     >
-      <Cells row={row} workers={workers} />
+      <Cells row={row} workers={workers} hub={hub} />
     </div>
   );
 });
@@ -193,6 +221,7 @@ export function TracesView() {
   const filter = useDash((s) => s.traceFilter);
   const faults = useDash((s) => s.faults);
   const mode = useDash((s) => s.mode);
+  const hub = useDash((s) => s.hub);
   const now = useDash((s) => s.now);
   const enabled = useDash((s) => s.connection.status === 'live' || s.mode === 'file');
   const { traces, workers } = store.getState().model;
@@ -205,9 +234,10 @@ export function TracesView() {
   const rows = useMemo(() => {
     const all = traces.all();
     const out: TraceRow[] = [];
-    for (let i = all.length - 1; i >= 0; i--) if (rowMatches(all[i]!, filter)) out.push(all[i]!);
+    const labelled = hub !== null;
+    for (let i = all.length - 1; i >= 0; i--) if (rowMatches(all[i]!, filter, labelled)) out.push(all[i]!);
     return out;
-  }, [traces, filter, version]);
+  }, [traces, filter, version, hub]);
 
   // Rows with an error take a second line: known up front, so the list's first guess is close
   // and the measuring of rows as they appear moves little (cheap: a flag per row).
@@ -259,8 +289,8 @@ export function TracesView() {
   const exportRows = async (format: ExportFormat) => {
     setProgress(`exporting ${format.toUpperCase()}…`);
     try {
-      const { request, ...rest } = filter;
-      const result = await host.exportTraces(format, { ...rest, ...(request ? { requestPrefix: request } : {}) }, (bytes) => setProgress(`exporting ${format.toUpperCase()}: ${fmtBytes(bytes)}`), exportContext(store.getState(), Date.now(), { ...rest, ...(request ? { requestPrefix: request } : {}) }));
+      const query = exportFilter(filter);
+      const result = await host.exportTraces(format, query, (bytes) => setProgress(`exporting ${format.toUpperCase()}: ${fmtBytes(bytes)}`), exportContext(store.getState(), Date.now(), query));
       setProgress(result.saved ? `saved ${result.saved} (${fmtBytes(result.bytes)})` : 'export cancelled');
     } catch (err) {
       setProgress(null);
@@ -290,6 +320,14 @@ export function TracesView() {
           <option value="">any outcome</option>
           {OUTCOMES.map((o) => <option key={o} value={o}>{o}</option>)}
         </select>
+        {hub && (
+          <select data-testid="trace-filter-router" value={filter.router ?? ''} onChange={(e) => set({ router: e.target.value })} aria-label="router" title="The router that owns the row (the hub's label; the request column shows the client's id)">
+            <option value="">any router</option>
+            {hub.routers.map((r) => (
+              <option key={r.label} value={r.label}>{r.label} · {r.url.replace(/^https?:\/\//, '')}{r.state === 'lost' ? ' (lost)' : ''}</option>
+            ))}
+          </select>
+        )}
         <span className="range">
           ended
           <TimeInput label="from" value={filter.since} onChange={(v) => set({ since: v })} refTime={refTime} testId="trace-filter-since" />
@@ -308,8 +346,8 @@ export function TracesView() {
         </span>
       </div>
       <div className="scroll" ref={scrollRef} data-testid="trace-table">
-        <div className="trace-row trace-head">
-          <span className="c-kind">kind</span><span className="c-req">request</span><span className="c-att">att.</span><span className="c-worker">worker</span><span className="c-start">started</span><span className="c-dur">duration</span><span className="c-ttft">TTFT</span><span className="c-rep">replayed</span><span className="c-tok">tokens</span><span className="c-budget">budget</span><span className="c-out">outcome</span><span className="c-err">error</span>
+        <div className={`trace-row trace-head${hub ? ' with-router' : ''}`}>
+          <span className="c-kind">kind</span>{hub && <span className="c-router" data-testid="trace-router-head">router</span>}<span className="c-req">request</span><span className="c-att">att.</span><span className="c-worker">worker</span><span className="c-start">started</span><span className="c-dur">duration</span><span className="c-ttft">TTFT</span><span className="c-rep">replayed</span><span className="c-tok">tokens</span><span className="c-budget">budget</span><span className="c-out">outcome</span><span className="c-err">error</span>
         </div>
         {rows.length === 0 ? (
           <div className="empty"><strong>No trace rows match.</strong>Rows appear when attempts and requests end; check the filters.</div>
@@ -323,6 +361,7 @@ export function TracesView() {
                 start={item.start}
                 cursor={item.index === cursor}
                 workers={workers}
+                hub={hub}
                 measure={virtualizer.measureElement}
                 onOpen={openRow}
               />
