@@ -1,12 +1,12 @@
 // The chat answer log's row of `npm run bench` (`--only chat-log`): what keeping a chat request's
-// answer for the dashboard (router/trace/chat-view.ts ChatAnswerLog, fed by the OpenAI session
+// answer for the dashboard (router/core/chat-view.ts ChatAnswerLog, fed by the OpenAI session
 // with every chunk's reasoning, content and tool-call deltas) costs per chunk, against the frame
-// the client gets for that chunk in the same run (router/format/openai/session.ts TextChunk, the
+// the client gets for that chunk in the same run (router/fronts/openai/session.ts TextChunk, the
 // fixed frame around most chunks' text). In process, no workers: the same scripted answer (a
 // thought, text, a tool call whose arguments stream in pieces) fed to both, alternating which
 // goes first, median of the rounds. Target: the log at most half the frame's cost.
-import { ChatAnswerLog, type ChatView } from '../router/trace/chat-view.ts';
-import { TextChunk } from '../router/format/openai/session.ts';
+import { ChatAnswerLog, type ChatView } from '../router/core/chat-view.ts';
+import { TextChunk } from '../router/fronts/openai/session.ts';
 
 export interface ChatLogBenchOptions {
   quick: boolean;
