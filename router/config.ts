@@ -7,6 +7,10 @@ import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
 import { POLICY_NAMES, pdPolicies } from './pool/policies/index.ts';
 import { autoReplicas } from './cpu-limit.ts';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
+import { ConfigError } from './config-error.ts';
+
+// What loadConfig throws, for its callers (the class lives in config-error.ts).
+export { ConfigError };
 
 export interface RouterConfig {
   host: string;
@@ -226,7 +230,6 @@ export const DEFAULTS: RouterConfig = {
   decodeSelector: [],
 };
 
-export class ConfigError extends Error {}
 
 /** Most router processes under one primary (`--replicas`). */
 const MAX_REPLICAS = 64;
@@ -385,8 +388,4 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
   }
   if (cfg.replicaAdminPortBase > 0 && cfg.replicaAdminPortBase + cfg.replicas - 1 > 65535) throw new ConfigError(`replica-admin-port-base ${cfg.replicaAdminPortBase} + ${cfg.replicas} replicas passes port 65535`);
   return cfg;
-}
-
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

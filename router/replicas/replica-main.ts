@@ -2,7 +2,7 @@
 // loopback port, with a line to the primary over IPC (identity.ts ReplicaLink). It drains on
 // SIGTERM as a lone router does, and exits when the primary is gone (the IPC channel closes).
 import { startRouter, type RouterHandle } from '../index.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config-error.ts';
 import type { ReplicaLink, ReplicaList, ReplicaSync } from './identity.ts';
 import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
 import type { ReplicaOutcome, WorkerWrite } from '../http/worker-writes.ts';
