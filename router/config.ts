@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
-import { POLICY_NAMES, pdPolicies } from './pool/policies/index.ts';
+import { POLICY_NAMES, pdPolicies } from './pool/policies/names.ts';
 import { autoReplicas } from './cpu-limit.ts';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './format/openai/parsers/names.ts';
 import { ConfigError } from './config-error.ts';
@@ -148,7 +148,7 @@ export interface RouterConfig {
   pdFirstTokenTimeoutMs: number;
   /**
    * P/D: the prefill side's policy (the gateway's `--prefill-policy`); null: `policy` when it was
-   * given, else cache_aware (pool/policies/index.ts pdPolicies).
+   * given, else cache_aware (pool/policies/names.ts pdPolicies).
    */
   prefillPolicy: string | null;
   /** P/D: the decode side's policy (`--decode-policy`); null: `policy` when it was given, else least_inflight. */

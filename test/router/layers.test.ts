@@ -22,26 +22,30 @@ function sources(dir: string): string[] {
  * `typeOnly`: an `import type` or `export type`, erased at run time. An import of inline types
  * only (`import { type A }`) counts as a run-time one: with verbatimModuleSyntax it stays.
  */
-export function specifiersOf(text: string): { spec: string; typeOnly: boolean }[] {
-  const out: { spec: string; typeOnly: boolean }[] = [];
+export function specifiersOf(text: string): { spec: string; typeOnly: boolean; dynamic: boolean }[] {
+  const out: { spec: string; typeOnly: boolean; dynamic: boolean }[] = [];
   const re = /(?:^|[\s;])(?:import|export)\s+(type\s)?[^;]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) out.push({ spec: m[2] ?? m[3] ?? m[4]!, typeOnly: m[1] !== undefined });
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) out.push({ spec: m[2] ?? m[3] ?? m[4]!, typeOnly: m[1] !== undefined, dynamic: m[3] !== undefined });
   return out;
 }
 
-/** Static imports, re-exports and dynamic imports, as repository paths (router/...); `runtime`: not the type-only ones. */
-export function importsOf(text: string, file: string, runtime = false): string[] {
+/**
+ * Static imports, re-exports and dynamic imports, as repository paths (router/...). `runtime`:
+ * not the type-only ones; `eager`: not the dynamic ones either (what loads with the file).
+ */
+export function importsOf(text: string, file: string, only: 'all' | 'runtime' | 'eager' = 'all'): string[] {
   return specifiersOf(text)
-    .filter((s) => s.spec.startsWith('.') && !(runtime && s.typeOnly)) // not packages and node: builtins
+    .filter((s) => s.spec.startsWith('.')) // not packages and node: builtins
+    .filter((s) => only === 'all' || (!s.typeOnly && !(only === 'eager' && s.dynamic)))
     .map((s) => relative(ROOT, resolve(dirname(file), s.spec)).split('\\').join('/'));
 }
 
-/** Every repository file `entries` load at run time, following relative imports (router/, host/, ...). */
-function runtimeClosure(entries: string[]): Set<string> {
+/** Every repository file `entries` load at run time, following relative imports (router/, host/, ...); `eager`: not through import(). */
+function runtimeClosure(entries: string[], only: 'runtime' | 'eager' = 'runtime'): Set<string> {
   const seen = new Set(entries);
   const todo = [...entries];
   for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
-    for (const i of importsOf(readFileSync(join(ROOT, f), 'utf8'), join(ROOT, f), true)) {
+    for (const i of importsOf(readFileSync(join(ROOT, f), 'utf8'), join(ROOT, f), only)) {
       if (!seen.has(i)) {
         seen.add(i);
         todo.push(i);
@@ -72,9 +76,10 @@ describe('router layers', () => {
     expect(importsOf("import { a } from './x.ts';\nimport type { B } from '../y/z.ts';\nexport { c } from './w.ts';\nconst m = await import('./v.ts');", join(ROUTER, 'upstream/q.ts')))
       .toEqual(['router/upstream/x.ts', 'router/y/z.ts', 'router/upstream/w.ts', 'router/upstream/v.ts']);
     expect(FILES.find((f) => f.file === 'router/upstream/attempt.ts')!.imports).toContain('router/format/sse.ts');
-    expect(importsOf("import type { A } from './a.ts';\nimport { type B } from './b.ts';\nexport type { C } from './c.ts';\nimport { d } from './d.ts';", join(ROUTER, 'q.ts'), true))
-      .toEqual(['router/b.ts', 'router/d.ts']);
-    expect(specifiersOf("import cluster from 'node:cluster';\nimport type { X } from './x.ts';")).toEqual([{ spec: 'node:cluster', typeOnly: false }, { spec: './x.ts', typeOnly: true }]);
+    const mixed = "import type { A } from './a.ts';\nimport { type B } from './b.ts';\nexport type { C } from './c.ts';\nimport { d } from './d.ts';\nconst e = await import('./e.ts');";
+    expect(importsOf(mixed, join(ROUTER, 'q.ts'), 'runtime')).toEqual(['router/b.ts', 'router/d.ts', 'router/e.ts']);
+    expect(importsOf(mixed, join(ROUTER, 'q.ts'), 'eager')).toEqual(['router/b.ts', 'router/d.ts']);
+    expect(specifiersOf("import cluster from 'node:cluster';\nimport type { X } from './x.ts';")).toEqual([{ spec: 'node:cluster', typeOnly: false, dynamic: false }, { spec: './x.ts', typeOnly: true, dynamic: false }]);
   });
 
   it('router/index.ts wires only: under 200 lines, and it names no format or front', () => {
@@ -126,6 +131,16 @@ describe('router layers', () => {
       expect(entries.length).toBeGreaterThan(0);
       expect([...runtimeClosure(entries)].filter((f) => f.startsWith('router/pool/') || f === 'router/config.ts')).toEqual([]);
     }
+  });
+
+  it('`baton serve --router` runs its hub without loading the router, the pool or the policies', () => {
+    // cli/serve.ts loads the router and the app through import() when it runs them; what it loads
+    // before it picks a mode is the hub's too: of the pool, only the policies' names that the
+    // config checks (pool/policies/names.ts, import-free).
+    const eager = [...runtimeClosure(['cli/serve.ts'], 'eager')];
+    expect(eager).toContain('router/config.ts');
+    expect(eager.filter((f) => (f.startsWith('router/pool/') && f !== 'router/pool/policies/names.ts') || f === 'router/index.ts')).toEqual([]);
+    expect(FILES.find((f) => f.file === 'router/pool/policies/names.ts')!.specifiers).toEqual([]);
   });
 
   it('router/upstream/ imports nothing from the loop (router/migration/) or one format\'s folder', () => {
