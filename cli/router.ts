@@ -1,6 +1,7 @@
 // `baton router`: the headless migrating router.
 import { parseFlags, UsageError } from '../sim/args.ts';
-import { ConfigError, isLoopback, loadConfig, type RouterConfig } from '../router/config.ts';
+import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
+import { isLoopback } from '../router/loopback.ts';
 import { startRouter } from '../router/index.ts';
 import { describeTracing } from '../router/otel/settings.ts';
 import { ReplicaStartError, startPrimary } from '../router/replicas/primary.ts';

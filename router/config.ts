@@ -4,9 +4,13 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { GC_SCAVENGE_MODES, type GcScavenge } from './gc.ts';
-import { POLICY_NAMES, pdPolicies } from './pool/policies/index.ts';
+import { POLICY_NAMES, pdPolicies } from './pool/policies/names.ts';
 import { autoReplicas } from './cpu-limit.ts';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from './parsers/names.ts';
+import { ConfigError } from './config-error.ts';
+
+// What loadConfig throws, for its callers (the class lives in config-error.ts).
+export { ConfigError };
 
 export interface RouterConfig {
   host: string;
@@ -144,7 +148,7 @@ export interface RouterConfig {
   pdFirstTokenTimeoutMs: number;
   /**
    * P/D: the prefill side's policy (the gateway's `--prefill-policy`); null: `policy` when it was
-   * given, else cache_aware (pool/policies/index.ts pdPolicies).
+   * given, else cache_aware (pool/policies/names.ts pdPolicies).
    */
   prefillPolicy: string | null;
   /** P/D: the decode side's policy (`--decode-policy`); null: `policy` when it was given, else least_inflight. */
@@ -226,7 +230,6 @@ export const DEFAULTS: RouterConfig = {
   decodeSelector: [],
 };
 
-export class ConfigError extends Error {}
 
 /** Most router processes under one primary (`--replicas`). */
 const MAX_REPLICAS = 64;
@@ -385,8 +388,4 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; flags
   }
   if (cfg.replicaAdminPortBase > 0 && cfg.replicaAdminPortBase + cfg.replicas - 1 > 65535) throw new ConfigError(`replica-admin-port-base ${cfg.replicaAdminPortBase} + ${cfg.replicas} replicas passes port 65535`);
   return cfg;
-}
-
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

@@ -4,14 +4,17 @@
 // (migration/) → pool and upstream → telemetry.
 import type { AddressInfo } from 'node:net';
 import type { RouterHandle, RouteHandler, TraceFilter } from './api.ts';
-import { DEFAULTS, isLoopback, ConfigError, type RouterConfig } from './config.ts';
+import { DEFAULTS, ConfigError, type RouterConfig } from './config.ts';
+import { isLoopback } from './loopback.ts';
 import { EventBus } from './events/bus.ts';
 import { TraceStore } from './trace/store.ts';
 import { RouterMetrics } from './metrics.ts';
 import { Telemetry } from './telemetry.ts';
 import { tracingSettings } from './otel/settings.ts';
-import { WorkerPool, normalizeWorkerUrl } from './pool/worker-pool.ts';
-import { createPolicy, pdPolicies } from './pool/policies/index.ts';
+import { WorkerPool } from './pool/worker-pool.ts';
+import { normalizeWorkerUrl } from './worker-url.ts';
+import { createPolicy } from './pool/policies/index.ts';
+import { pdPolicies } from './pool/policies/names.ts';
 import { StallWatch } from './upstream/stall-watch.ts';
 import { Routes } from './http/routes.ts';
 import { closeListener, createEdgeServer, listenEdge, stopAccepting } from './http/server.ts';

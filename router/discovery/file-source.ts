@@ -16,7 +16,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { FormatName } from '../core/types.ts';
-import { normalizeWorkerUrl } from '../pool/worker-pool.ts';
+import { normalizeWorkerUrl } from '../worker-url.ts';
 import type { DiscoveredWorker, DiscoverySink, DiscoverySource } from './types.ts';
 
 const FORMATS: readonly FormatName[] = ['sglang', 'vllm'];

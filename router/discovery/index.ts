@@ -1,6 +1,7 @@
 // The discovery sources a config asks for, started against one reconciler. A source kind is one
 // factory in SOURCES: it reads its settings from RouterConfig and returns null when they are off.
-import { ConfigError, type RouterConfig } from '../config.ts';
+import { ConfigError } from '../config-error.ts';
+import type { RouterConfig } from '../config.ts';
 import type { Reconciler } from './reconciler.ts';
 
 export { Reconciler } from './reconciler.ts';

@@ -3,7 +3,7 @@
 // attack it stops, because none of them is needed by a well-behaved client.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { validateHeaderValue, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { isLoopback } from '../config.ts';
+import { isLoopback } from '../loopback.ts';
 
 /**
  * FastAPI's rule for a JSON body: no content type, or application/json, or application/*+json.

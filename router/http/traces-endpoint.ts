@@ -8,7 +8,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { TraceFilter } from '../api.ts';
 import type { TraceRow } from '../trace/row.ts';
 import { TRACE_COLUMNS } from '../trace/columns.ts';
-import { normalizeWorkerUrl } from '../pool/worker-pool.ts';
+import { normalizeWorkerUrl } from '../worker-url.ts';
 
 export type TraceFormat = 'jsonl' | 'csv';
 

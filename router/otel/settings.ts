@@ -4,7 +4,7 @@
 // detector, OTEL_BSP_* by the batch processor, OTEL_EXPORTER_OTLP_[TRACES_]HEADERS / _TIMEOUT /
 // _COMPRESSION by the exporter), with Baton's `--otlp-endpoint` / `otlp_endpoint` above them.
 // No OpenTelemetry import here: the SDK is loaded only when tracing is on (router/otel/tracing.ts).
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config-error.ts';
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 

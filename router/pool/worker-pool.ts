@@ -14,6 +14,7 @@ import type { FormatName, ProbeResult } from '../core/types.ts';
 import { FORMATS } from '../formats/registry.ts';
 import { Worker } from './worker.ts';
 import { PowerOfTwo } from './policies/power-of-two.ts';
+import { normalizeWorkerUrl } from '../worker-url.ts';
 import type { PageKeys } from './prefix-tree.ts';
 import type { PrefixSink } from './prefix-share.ts';
 
@@ -597,18 +598,6 @@ async function probeFormats(w: Worker, timeoutMs: number): Promise<{ format: For
     if (probe) return { format: f.workers, probe };
   }
   return null;
-}
-
-export function normalizeWorkerUrl(raw: string): string {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new Error(`invalid worker URL '${raw}'`);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`worker URL must be http(s): '${raw}'`);
-  if (u.pathname !== '/' || u.search || u.hash) throw new Error(`worker URL must be an origin without a path: '${raw}'`);
-  return u.origin;
 }
 
 /** The model names the probed workers report. */

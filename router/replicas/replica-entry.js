@@ -1,5 +1,5 @@
-// A replica process of `baton router --replicas N` (router/replicas/primary.ts forks this file):
-// tsx's loader, as bin/baton.js, then the replica.
+// A replica process of `baton router --replicas N` (a spawner, router/replicas/cluster-spawner.ts
+// or reuseport-spawner.ts, forks this file): tsx's loader, as bin/baton.js, then the replica.
 import { register } from 'tsx/esm/api';
 
 register();

@@ -2,14 +2,14 @@
 // loopback port, with a line to the primary over IPC (identity.ts ReplicaLink). It drains on
 // SIGTERM as a lone router does, and exits when the primary is gone (the IPC channel closes).
 import { startRouter, type RouterHandle } from '../index.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config-error.ts';
 import type { ReplicaLink, ReplicaList, ReplicaSync } from './identity.ts';
 import type { FromPrimary, FromReplica, ReplicaSpec } from './ipc.ts';
 import type { ReplicaOutcome, WorkerWrite } from '../http/worker-writes.ts';
 import { surviveClosedLogPipe } from '../log-pipe.ts';
 
 const ASK_TIMEOUT_MS = 5_000;
-/** A worker write's answer from the primary: it waits up to 3 s for each replica (primary.ts). */
+/** A worker write's answer from the primary: it waits up to 3 s for each replica (share.ts). */
 const WRITE_TIMEOUT_MS = 10_000;
 
 // A replica writes to the primary's stdout and stderr: the same pipe, lost the same way.
@@ -144,7 +144,7 @@ async function end(how: 'drain' | 'close'): Promise<void> {
 process.on('SIGTERM', () => void end('drain'));
 
 /**
- * A reload has replaced this replica (primary.ts `replace`): leave the shared port first, unlike
+ * A reload has replaced this replica (reload.ts `replace`): leave the shared port first, unlike
  * SIGTERM's drain, which keeps accepting (a pod's Service still sends connections for a while).
  * Here the new replica is listening already, and what waits in the accept queue is its to take.
  * Then the connections end (their requests finish, idle keep-alive ones time out), up to the

@@ -10,7 +10,7 @@
 // busy router cycles 10 000 rows in minutes, and the incident is what an on-call engineer opens.
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import type { TraceFilter } from '../api.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config-error.ts';
 import type { TraceRow } from './row.ts';
 
 /** A bad --trace-file is a configuration mistake: `baton router` prints it as one line. */

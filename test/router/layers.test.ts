@@ -17,19 +17,50 @@ function sources(dir: string): string[] {
   return out;
 }
 
-/** Static imports, re-exports and dynamic imports, as repository paths (router/...). */
-export function importsOf(text: string, file: string): string[] {
-  const out: string[] = [];
-  const re = /(?:^|[\s;])(?:import|export)\s[^;]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    const spec = m[1] ?? m[2] ?? m[3]!;
-    if (!spec.startsWith('.')) continue; // packages and node: builtins
-    out.push(relative(ROOT, resolve(dirname(file), spec)).split('\\').join('/'));
-  }
+/**
+ * Every specifier a file names (static imports, re-exports, dynamic imports) as written;
+ * `typeOnly`: an `import type` or `export type`, erased at run time. An import of inline types
+ * only (`import { type A }`) counts as a run-time one: with verbatimModuleSyntax it stays.
+ */
+export function specifiersOf(text: string): { spec: string; typeOnly: boolean; dynamic: boolean }[] {
+  const out: { spec: string; typeOnly: boolean; dynamic: boolean }[] = [];
+  const re = /(?:^|[\s;])(?:import|export)\s+(type\s)?[^;]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) out.push({ spec: m[2] ?? m[3] ?? m[4]!, typeOnly: m[1] !== undefined, dynamic: m[3] !== undefined });
   return out;
 }
 
-const FILES = sources(ROUTER).map((f) => ({ file: relative(ROOT, f).split('\\').join('/'), imports: importsOf(readFileSync(f, 'utf8'), f) }));
+/**
+ * Static imports, re-exports and dynamic imports, as repository paths (router/...). `runtime`:
+ * not the type-only ones; `eager`: not the dynamic ones either (what loads with the file).
+ */
+export function importsOf(text: string, file: string, only: 'all' | 'runtime' | 'eager' = 'all'): string[] {
+  return specifiersOf(text)
+    .filter((s) => s.spec.startsWith('.')) // not packages and node: builtins
+    .filter((s) => only === 'all' || (!s.typeOnly && !(only === 'eager' && s.dynamic)))
+    .map((s) => relative(ROOT, resolve(dirname(file), s.spec)).split('\\').join('/'));
+}
+
+/** Every repository file `entries` load at run time, following relative imports (router/, host/, ...); `eager`: not through import(). */
+function runtimeClosure(entries: string[], only: 'runtime' | 'eager' = 'runtime'): Set<string> {
+  const seen = new Set(entries);
+  const todo = [...entries];
+  for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
+    for (const i of importsOf(readFileSync(join(ROOT, f), 'utf8'), join(ROOT, f), only)) {
+      if (!seen.has(i)) {
+        seen.add(i);
+        todo.push(i);
+      }
+    }
+  }
+  return seen;
+}
+
+const repoFiles = (dir: string) => sources(join(ROOT, dir)).map((f) => relative(ROOT, f).split('\\').join('/'));
+
+const FILES = sources(ROUTER).map((f) => {
+  const text = readFileSync(f, 'utf8');
+  return { file: relative(ROOT, f).split('\\').join('/'), imports: importsOf(text, f), specifiers: specifiersOf(text).map((s) => s.spec) };
+});
 
 /** The folders of one format or front: only the registries (formats/registry.ts, fronts/index.ts) name them. */
 const ONE_FORMAT = /^router\/(formats\/(?!registry\.ts$)[^/]+\/|fronts\/(?!index\.ts$))/;
@@ -45,6 +76,10 @@ describe('router layers', () => {
     expect(importsOf("import { a } from './x.ts';\nimport type { B } from '../y/z.ts';\nexport { c } from './w.ts';\nconst m = await import('./v.ts');", join(ROUTER, 'upstream/q.ts')))
       .toEqual(['router/upstream/x.ts', 'router/y/z.ts', 'router/upstream/w.ts', 'router/upstream/v.ts']);
     expect(FILES.find((f) => f.file === 'router/upstream/attempt.ts')!.imports).toContain('router/core/sse.ts');
+    const mixed = "import type { A } from './a.ts';\nimport { type B } from './b.ts';\nexport type { C } from './c.ts';\nimport { d } from './d.ts';\nconst e = await import('./e.ts');";
+    expect(importsOf(mixed, join(ROUTER, 'q.ts'), 'runtime')).toEqual(['router/b.ts', 'router/d.ts', 'router/e.ts']);
+    expect(importsOf(mixed, join(ROUTER, 'q.ts'), 'eager')).toEqual(['router/b.ts', 'router/d.ts']);
+    expect(specifiersOf("import cluster from 'node:cluster';\nimport type { X } from './x.ts';")).toEqual([{ spec: 'node:cluster', typeOnly: false, dynamic: false }, { spec: './x.ts', typeOnly: true, dynamic: false }]);
   });
 
   it('router/index.ts wires only: under 200 lines, and it names no format or front', () => {
@@ -71,6 +106,41 @@ describe('router layers', () => {
     expect(violations((f) => f.startsWith('router/replicas/'), /^router\/http\/(?!routes\.ts$|worker-writes\.ts$)/)).toEqual([]);
     expect(violations((f) => f.startsWith('router/replicas/') && f !== 'router/replicas/replica-main.ts', /^router\/index\.ts$/)).toEqual([]);
     expect(violations((f) => f !== 'router/index.ts' && !f.startsWith('router/replicas/'), /^router\/replicas\//)).toEqual([]);
+  });
+
+  it('router/replicas/: only the spawners start processes, and they know nothing but the channel; only primary.ts picks one', () => {
+    // The supervisor (restarts, crash loops) and the reload coordinator reach a process through
+    // spawner.ts's Child alone, whichever way the port is shared (node:cluster, SO_REUSEPORT).
+    const SPAWNERS = /^router\/replicas\/(cluster|reuseport)-spawner\.ts$/;
+    const started = FILES.filter((f) => !SPAWNERS.test(f.file) && f.specifiers.some((s) => /^(node:)?(cluster|child_process)$/.test(s)));
+    expect(started.map((f) => f.file)).toEqual([]);
+    const seam = (f: string) => SPAWNERS.test(f) || f === 'router/replicas/spawner.ts';
+    expect(violations(seam, /^router\/(?!replicas\/(spawner|ipc)\.ts$)/)).toEqual([]);
+    expect(violations((f) => f !== 'router/replicas/primary.ts', /^router\/replicas\/(cluster|reuseport)-spawner\.ts$/)).toEqual([]);
+    expect(violations((f) => f.startsWith('router/replicas/'), /^router\/replicas\/primary\.ts$/)).toEqual([]);
+  });
+
+  it('telemetry and the hub do not load the pool or its policies at run time', () => {
+    // What they need of the router's edge (worker URLs, the config's error, loopback) lives in
+    // modules of its own that import nothing, so that the pool stays the router's alone.
+    const leaves = ['router/config-error.ts', 'router/worker-url.ts', 'router/loopback.ts'];
+    expect(FILES.filter((f) => leaves.includes(f.file)).flatMap((f) => f.specifiers.map((s) => `${f.file} imports ${s}`))).toEqual([]);
+    const telemetry = repoFiles('router').filter((f) => f === 'router/telemetry.ts' || f.startsWith('router/otel/'));
+    const hub = repoFiles('host/hub');
+    for (const entries of [telemetry, hub]) {
+      expect(entries.length).toBeGreaterThan(0);
+      expect([...runtimeClosure(entries)].filter((f) => f.startsWith('router/pool/') || f === 'router/config.ts')).toEqual([]);
+    }
+  });
+
+  it('`baton serve --router` runs its hub without loading the router, the pool or the policies', () => {
+    // cli/serve.ts loads the router and the app through import() when it runs them; what it loads
+    // before it picks a mode is the hub's too: of the pool, only the policies' names that the
+    // config checks (pool/policies/names.ts, import-free).
+    const eager = [...runtimeClosure(['cli/serve.ts'], 'eager')];
+    expect(eager).toContain('router/config.ts');
+    expect(eager.filter((f) => (f.startsWith('router/pool/') && f !== 'router/pool/policies/names.ts') || f === 'router/index.ts')).toEqual([]);
+    expect(FILES.find((f) => f.file === 'router/pool/policies/names.ts')!.specifiers).toEqual([]);
   });
 
   it('router/upstream/ imports nothing from the loop (router/migration/) or one format\'s folder', () => {
