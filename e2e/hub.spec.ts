@@ -172,10 +172,12 @@ test('serve --replicas 2: a replica killed -9 ends its cut requests as router lo
     const cut = runningOnR1.filter((id) => lost.includes(id));
     expect(cut.length, `running on r1 at the kill: ${runningOnR1.join(' ')}; owner_lost: ${lost.join(' ')}`).toBeGreaterThan(0);
 
-    // Within 2 s of the kill: each ended "router lost", in the incident of the router's loss.
-    for (const id of cut) await expect(page.locator(`[data-testid="request-row"][data-request-id="${id}"]`)).toHaveAttribute('data-status', 'failed', { timeout: left() });
+    // Within 2 s of the kill: an incident of the router's loss counting every cut request as
+    // failed, and a flag. (Which rows are drawn is the virtualized list's business while the demo
+    // traffic adds rows; the focused incident below lists each of them.)
     const chip = page.locator('[data-testid="incident"][data-incident^="router:r1@"]').first();
     await expect(chip).toBeVisible({ timeout: left() });
+    await expect.poll(async () => Number(await chip.getAttribute('data-failed')), { timeout: left() }).toBeGreaterThanOrEqual(cut.length);
     await expect(page.locator('[data-testid="fault-flag"][data-kinds~="router_lost"]').first()).toBeVisible({ timeout: left() });
     expect(Date.now() - killedAt).toBeLessThanOrEqual(2_000);
     const failed = Number(await chip.getAttribute('data-failed'));
@@ -188,7 +190,9 @@ test('serve --replicas 2: a replica killed -9 ends its cut requests as router lo
     await expect(page.getByTestId('incident-summary')).toContainText(`${failed} failed: router lost`);
     const rows = page.locator('[data-testid="request-row"]');
     await expect(rows).toHaveCount(failed);
-    for (const id of await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')))) expect(lost).toContain(id);
+    const listed = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')));
+    for (const id of listed) expect(lost).toContain(id);
+    for (const id of cut) expect(listed).toContain(id);
     await expect(page.locator('[data-testid="request-row"][data-status="running"]')).toHaveCount(0);
     await expect(page.locator('[data-testid="request-row"] [data-testid="badge-failed"][data-reason="router_lost"]')).toHaveCount(failed);
     await page.screenshot({ path: join(SHOTS, 'hub-replica-lost.png') });
