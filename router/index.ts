@@ -24,7 +24,8 @@ import { addRouterRoutes } from './http/admin-api.ts';
 import { applyWrite, type ReplicaWrites } from './http/worker-writes.ts';
 import { PrefixShare } from './pool/prefix-share.ts';
 import { endEventStreams } from './http/events-endpoint.ts';
-import { FRONTS, ServedModels, UNROUTED } from './fronts/index.ts';
+import { FRONTS, ServedModels, UNROUTED, clientFormats } from './fronts/index.ts';
+import { FORMATS } from './formats/registry.ts';
 import type { LoopContext } from './migration/logical-request.ts';
 import type { TraceRow } from './trace/row.ts';
 import { applyGcScavenge } from './gc.ts';
@@ -58,11 +59,11 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   const otel = tracingSettings(config); // OTLP export (docs/tracing.md); a bad OTEL_* value fails here
   const bus = new EventBus();
   const traces = new TraceStore(config.traceRingSize, config.traceFile);
-  const metrics = new RouterMetrics(true);
+  const metrics = new RouterMetrics(true, clientFormats());
   const telemetry = new Telemetry(bus, traces, metrics);
   const identity = (telemetry.replica = adoptIdentity(opts.replica)); // the rids carry it
   // The OpenTelemetry SDK is loaded only when export is on.
-  if (otel) telemetry.tracing = (await import('./otel/tracing.ts')).createTracing(otel);
+  if (otel) telemetry.tracing = (await import('./otel/tracing.ts')).createTracing(otel, { formats: FORMATS });
   const cacheAware = { cacheThreshold: config.cacheThreshold, balanceAbsThreshold: config.balanceAbsThreshold, balanceRelThreshold: config.balanceRelThreshold, maxTreeSize: config.maxTreeSize };
   // P/D: the decode side's policy picks an attempt's worker (a decode server, or an aggregated
   // worker beside the pairs), the prefill side's its prefill leg (docs/pd.md, "Which pair").

@@ -276,14 +276,15 @@ export class RouterMetrics {
     },
   });
 
-  constructor(defaultMetrics = false) {
+  /** `formats`: the client formats' names (trace rows' `format`), whose request series start at 0. */
+  constructor(defaultMetrics = false, formats: readonly string[] = []) {
     if (defaultMetrics) {
       collectDefaultMetrics({ register: this.registry, prefix: 'baton_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
       lagLessSamplePeriod(this.registry, 'baton_', EVENT_LOOP_SAMPLE_MS);
     }
     // Series with known label values exist from the start at 0, so that rate() and absent()
     // see the first failure or migration as a change rather than as a series appearing.
-    for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of ['sglang', 'vllm', 'openai']) this.count.requests.add(outcome, format, 0);
+    for (const outcome of ['finished', 'failed', 'cancelled']) for (const format of formats) this.count.requests.add(outcome, format, 0);
     for (const outcome of ['success', 'failure', 'cancelled']) this.migrationDuration.zero({ outcome });
   }
 

@@ -12,10 +12,11 @@ import type { ClientSink, ErrorShapes } from './client-sink.ts';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
-/** The wire formats workers speak. */
-export type FormatName = 'sglang' | 'vllm';
-/** What a client spoke: a worker format, or the OpenAI-compatible front over one (fronts/openai/). */
-export type ClientFormatName = FormatName | 'openai';
+/**
+ * The name of a wire format workers speak. The core knows no format: formats/registry.ts lists
+ * them and exports the precise union of the names it ships (its `FormatName`).
+ */
+export type FormatName = string;
 
 /** A client's generate request as every format reads it: what migration needs, and the rest. */
 export interface FormatRequest {
@@ -215,12 +216,21 @@ export interface ProbeResult {
   bootstrapPort?: number | null;
 }
 
-/** A wire format, client side and worker side. */
-export interface WireFormat {
-  /** The client's format (trace rows, metrics). */
-  readonly name: ClientFormatName;
-  /** The format of the workers that serve it (the pool picks among these). */
-  readonly workers: FormatName;
+/**
+ * A wire format, client side and worker side. `N`: the name of its workers' format (a literal
+ * for a format of formats/, from which formats/registry.ts makes the union of the names).
+ */
+export interface WireFormat<N extends FormatName = FormatName> {
+  /**
+   * What a client spoke (trace rows, metrics, the dashboard's badge): the worker format's name
+   * for a native format, another for a front over one (the OpenAI front's `openai`).
+   */
+  readonly name: string;
+  /**
+   * The format of the workers that serve it (the pool picks among these; discovery's `format`
+   * and the workers' `format` say it).
+   */
+  readonly workers: N;
   /** The client-facing and worker-facing generate path. */
   readonly generatePath: string;
   /** Read a parsed JSON body; throws the format's MalformedBody for what its server refuses outright. */
@@ -249,6 +259,19 @@ export interface WireFormat {
   probe(pool: Pool, timeoutMs: number): Promise<ProbeResult | null>;
   /** The worker side read as plain tokens, for the OpenAI front (worker formats only). */
   readonly tokens?: TokenWorker;
+  /**
+   * What bounds prompt + output on this format's workers, for a front that checks a request
+   * against it (fronts/openai/workers.ts): `context_length`, the smallest probed context length
+   * itself (vLLM's max_model_len); `max_req_len` or absent, the scheduler's bound
+   * (WorkerPool.maxReqLen: SGLang's context_len − 1).
+   */
+  readonly requestBound?: 'context_length' | 'max_req_len';
+  /**
+   * Its streamed attempts can carry the prompt's logprobs (SGLang's input_token_logprobs, in the
+   * first chunk): the OpenAI front serves `echo` with logprobs and `prompt_logprobs` only over
+   * such a format.
+   */
+  readonly streamsPromptLogprobs?: boolean;
 }
 
 // --- The token-only side of a worker format, read neutrally -----------------------------------

@@ -15,11 +15,9 @@ import { readFile } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { FormatName } from '../core/types.ts';
+import { formatNames } from '../formats/registry.ts';
 import { normalizeWorkerUrl } from '../worker-url.ts';
 import type { DiscoveredWorker, DiscoverySink, DiscoverySource } from './types.ts';
-
-const FORMATS: readonly FormatName[] = ['sglang', 'vllm'];
 
 export interface FileEntry {
   worker: DiscoveredWorker;
@@ -62,10 +60,10 @@ export function parseWorkerFile(text: string, where: string): FileEntry[] {
     }
     if (seen.has(url)) throw new Error(`${at}: ${url} is listed twice`);
     seen.add(url);
-    if (r.format !== undefined && !FORMATS.includes(r.format as FormatName)) throw new Error(`${at}: format must be one of ${FORMATS.join(', ')}`);
+    if (r.format !== undefined && (typeof r.format !== 'string' || !formatNames().includes(r.format))) throw new Error(`${at}: format must be one of ${formatNames().join(', ')}`);
     if (r.name !== undefined && typeof r.name !== 'string') throw new Error(`${at}: name must be a string`);
     const w: DiscoveredWorker = { key: url, url, meta: { source: 'file', ...(r.name !== undefined ? { name: r.name as string } : {}) } };
-    if (r.format !== undefined) w.format = r.format as FormatName;
+    if (typeof r.format === 'string') w.format = r.format;
     out.push({ worker: w, graceMs: r.drain_grace_ms === undefined ? topGrace : grace(r.drain_grace_ms, `${at}: drain_grace_ms`) });
   });
   return out;

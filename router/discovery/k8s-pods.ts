@@ -13,6 +13,7 @@
 //    port), so there is no gateway annotation to honour here.
 import type { DiscoveredWorker, DiscoverySink, DiscoverySource } from './types.ts';
 import type { FormatName } from '../core/types.ts';
+import { formatNames } from '../formats/registry.ts';
 import type { K8sClient, K8sObject } from './k8s-api.ts';
 import { WatchLoop } from './k8s-watch.ts';
 
@@ -24,7 +25,6 @@ export const PORT_ANNOTATION = 'baton.dev/port';
  */
 export const BOOTSTRAP_PORT_ANNOTATION = 'sglang.ai/bootstrap-port';
 export const FORMAT_ANNOTATION = 'baton.dev/format';
-const FORMATS: readonly FormatName[] = ['sglang', 'vllm'];
 
 export interface K8sSourceOptions {
   client: K8sClient;
@@ -84,8 +84,9 @@ export function podView(obj: K8sObject, port: number, role?: 'prefill' | 'decode
   }
   let format: FormatName | undefined;
   if (ann[FORMAT_ANNOTATION] !== undefined) {
-    if (!(FORMATS as readonly string[]).includes(ann[FORMAT_ANNOTATION]!)) return { kind: 'invalid', key, reason: `annotation ${FORMAT_ANNOTATION} must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(ann[FORMAT_ANNOTATION])}` };
-    format = ann[FORMAT_ANNOTATION] as FormatName;
+    const names = formatNames();
+    if (!names.includes(ann[FORMAT_ANNOTATION]!)) return { kind: 'invalid', key, reason: `annotation ${FORMAT_ANNOTATION} must be one of ${names.join(', ')}, got ${JSON.stringify(ann[FORMAT_ANNOTATION])}` };
+    format = ann[FORMAT_ANNOTATION];
   }
   if (!st.podIP) return { kind: 'down', key, reason: statusReason(pod, 'no pod IP') };
   const host = st.podIP.includes(':') ? `[${st.podIP}]` : st.podIP;

@@ -9,7 +9,7 @@ export interface WorkerInfo {
   url: string;
   health: WorkerHealth;
   circuit: 'closed' | 'open' | 'half_open';
-  format: 'sglang' | 'vllm' | null;    // the wire format it speaks; null until probed
+  format: string | null;               // the wire format it speaks (router/formats/registry.ts); null until probed
   token_only: boolean | null;          // null until probed
   incremental: boolean | null;         // null until probed
   model_path: string | null;           // null until probed (or not advertised)
@@ -67,7 +67,7 @@ export type BatonEvent =
       /** The request's OpenTelemetry trace id when it is traced (head-sampled), else null. */
       trace_id: string | null;
       /** The wire format it came in (as its rows' `format`), so the page badges it from the start; absent from older routers. */
-      format?: 'sglang' | 'vllm' | 'openai';
+      format?: string;
       /** The path it was posted to (/generate, /inference/v1/generate, /v1/chat/completions, ...); absent from older routers. */
       front?: string }
   | { type: 'attempt_started'; t: number; request_id: string; attempt: number; rid: string; worker: string;

@@ -14,6 +14,9 @@ import { addSglangFront } from './sglang/generate.ts';
 import { addVllmFront } from './vllm/front.ts';
 import { addOpenAiFront } from './openai/api.ts';
 import { addResponsesFront } from './openai/responses-api.ts';
+import { addPlainFronts } from './plain.ts';
+import { OPENAI_FORMAT } from './openai/index.ts';
+import { FORMATS } from '../formats/registry.ts';
 import { methodNotAllowed, notFound } from '../formats/sglang/errors.ts';
 
 /** What a front registers its routes with: built once by startRouter. */
@@ -45,7 +48,13 @@ export const FRONTS: readonly ((c: FrontContext) => void)[] = [
   addVllmFront, // vLLM's /inference/v1/generate and its aborts
   addOpenAiFront, // /v1/completions, /v1/chat/completions, /v1/models
   addResponsesFront, // /v1/responses and its stored responses, with tokenizers
+  addPlainFronts, // a wire format without a front of its own: its generate path, its parse and refusals
 ];
+
+/** The formats clients speak, as trace rows and metrics name them: each wire format's, then the OpenAI fronts'. */
+export function clientFormats(): string[] {
+  return [...FORMATS.map((f) => f.name), OPENAI_FORMAT];
+}
 
 /** Paths and methods no route serves: Starlette's answers, as SGLang gives them. */
 export const UNROUTED: { notFound(res: ServerResponse): void; methodNotAllowed(res: ServerResponse, allowed: string[]): void } = { notFound, methodNotAllowed };

@@ -208,7 +208,7 @@ export class RequestPath {
     const src = { id, trace, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
     telemetry.requestAdmitted(src, {
       request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null,
-      format: format.name as 'sglang' | 'vllm' | 'openai', front: path,
+      format: format.name, front: path,
     });
     if (!worker) {
       // Still one request row, as for a stitchable request that found no worker.

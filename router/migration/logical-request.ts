@@ -267,7 +267,7 @@ export class LogicalRequest implements ProgressSource {
       stream: this.req.stream,
       prompt_tokens: this.req.promptLength ?? 0,
       max_new_tokens: this.out.budget,
-      format: this.format.name as 'sglang' | 'vllm' | 'openai',
+      format: this.format.name,
       ...(this.front ? { front: this.front } : {}),
     });
     let end: LoopEnd;

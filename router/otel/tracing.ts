@@ -50,8 +50,16 @@ export interface AttemptStart {
   budget_before: number | null;
 }
 
-/** The generate path of each wire format (its `generatePath`), for the attempt span's url.full. */
-const GENERATE_PATH: Record<string, string> = { sglang: '/generate', vllm: '/inference/v1/generate' };
+/**
+ * A wire format as the spans tell it (formats/registry.ts hands them over through index.ts):
+ * `workers`, the name a worker's `format` says and gen_ai.provider.name; `generatePath`, the
+ * attempt span's url.full and name. The first of the list is the format a worker not yet probed
+ * is taken to speak.
+ */
+export interface TracedFormat {
+  readonly workers: string;
+  readonly generatePath: string;
+}
 /** The router's own route when the inbound request did not say (the server span). */
 const ROUTE = '/generate';
 /** Failures that are the request's own (4xx-like): the server span is not an error for them. */
@@ -235,8 +243,15 @@ export class Tracing {
   private readonly live = new Map<string, RequestTrace[]>();
   private readonly workers = new Map<string, WorkerFacts>();
   private closed: Promise<void> | null = null;
+  /** The generate path of each wire format, by name (TracedFormat). */
+  private readonly generatePaths: ReadonlyMap<string, string>;
+  /** The format a worker not yet probed is taken to speak (none: no provider is named). */
+  private readonly defaultFormat: string | undefined;
 
-  constructor(readonly settings: TracingSettings, opts: { log?: (line: string) => void; exporter?: SpanExporter } = {}) {
+  constructor(readonly settings: TracingSettings, opts: { log?: (line: string) => void; exporter?: SpanExporter; formats?: readonly TracedFormat[] } = {}) {
+    const formats = opts.formats ?? [];
+    this.generatePaths = new Map(formats.map((f) => [f.workers, f.generatePath]));
+    this.defaultFormat = formats[0]?.workers;
     const log = opts.log ?? ((line: string) => console.error(line));
     this.sampler = buildSampler(settings.samplerName, settings.samplerArg);
     this.samplesAll = settings.samplerName === 'always_on';
@@ -507,7 +522,7 @@ export class Tracing {
     const start = hr(rt.start ?? row.started_at, anchor);
     const first = rt.attempts.length > 0 ? rt.attempts[0]! : null;
     const w0 = first ? this.worker(first.worker) : null;
-    const provider = w0?.format ?? 'sglang';
+    const provider = w0?.format ?? this.defaultFormat;
     const model = w0?.model ?? null;
     const failed = row.outcome === 'failed';
     const errorType = failed ? (row.attempts === 0 ? 'no_worker' : lastFailureKind(rt) ?? '_OTHER') : null;
@@ -523,7 +538,8 @@ export class Tracing {
     for (const a of rt.attempts) {
       const r = a.row;
       const w = this.worker(a.worker);
-      const path = GENERATE_PATH[w.format ?? 'sglang'];
+      const format = w.format ?? this.defaultFormat;
+      const path = format === undefined ? undefined : this.generatePaths.get(format);
       const attrs: Attributes = {
         'http.request.method': 'POST',
         'server.address': w.address,
@@ -633,6 +649,6 @@ function rowTtft(rt: RequestTrace, row: RequestRow): number | null {
   return first === null ? null : Math.max(0, first - row.started_at) / 1000;
 }
 
-export function createTracing(settings: TracingSettings, opts: { log?: (line: string) => void } = {}): Tracing {
+export function createTracing(settings: TracingSettings, opts: { log?: (line: string) => void; formats?: readonly TracedFormat[] } = {}): Tracing {
   return new Tracing(settings, opts);
 }

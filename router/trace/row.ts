@@ -40,10 +40,11 @@ export interface AttemptRow {
   /** The OpenTelemetry trace this attempt's span is in (docs/tracing.md); null when not traced. */
   trace_id: string | null;
   /**
-   * The wire format of the request: `sglang` (POST /generate), `vllm` (POST /inference/v1/generate)
-   * or `openai` (POST /v1/completions, /v1/chat/completions: Baton's tokenizing front).
+   * The format the client spoke (its WireFormat's `name`): a worker format's name
+   * (router/formats/registry.ts), or `openai` (POST /v1/completions, /v1/chat/completions,
+   * /v1/responses: Baton's tokenizing front over one).
    */
-  format: 'sglang' | 'vllm' | 'openai';
+  format: string;
   /** P/D (docs/pd.md): the prefill leg's worker; null or absent: not a P/D attempt. */
   prefill_worker?: string | null;
   /** P/D: the decode leg's worker (the one that streamed; also `worker`). */
@@ -88,10 +89,11 @@ export interface RequestRow {
   /** The OpenTelemetry trace of this request (docs/tracing.md); null when not traced. */
   trace_id: string | null;
   /**
-   * The wire format of the request: `sglang` (POST /generate), `vllm` (POST /inference/v1/generate)
-   * or `openai` (POST /v1/completions, /v1/chat/completions: Baton's tokenizing front).
+   * The format the client spoke (its WireFormat's `name`): a worker format's name
+   * (router/formats/registry.ts), or `openai` (POST /v1/completions, /v1/chat/completions,
+   * /v1/responses: Baton's tokenizing front over one).
    */
-  format: 'sglang' | 'vllm' | 'openai';
+  format: string;
 }
 
 export type TraceRow = AttemptRow | RequestRow;

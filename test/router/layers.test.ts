@@ -170,6 +170,19 @@ describe('router layers', () => {
     expect(violations((f) => /^router\/(pool|upstream)\//.test(f), /^router\/(migration|http|fronts)\//)).toEqual([]);
   });
 
+  it('a format\'s name is spelled in router/formats/ and in at most 3 files outside it', () => {
+    // Adding a format is a folder and a registry line: the rest of the router reads what it knows
+    // of a format (its name, defaults, labels) off the WireFormat, through formats/registry.ts.
+    const names = readdirSync(join(ROUTER, 'formats'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    expect(names).toEqual(expect.arrayContaining(['sglang', 'vllm']));
+    const outside = FILES.filter((f) => !f.file.startsWith('router/formats/') && spellsFormatName(readFileSync(join(ROOT, f.file), 'utf8'), names)).map((f) => f.file);
+    expect(outside.length, `files outside router/formats/ that spell a format name: ${outside.join(', ')}`).toBeLessThanOrEqual(3);
+    // The check sees a name in code, quoted or as a key, and not in a comment or inside a longer word.
+    expect(spellsFormatName("const f = w.format ?? 'sglang';", names)).toBe(true);
+    expect(spellsFormatName('const paths = { vllm: "/inference/v1/generate" };', names)).toBe(true);
+    expect(spellsFormatName("// the 'sglang' default\n/* or `vllm` */ const m = 'vllm:num_requests_running';", names)).toBe(false);
+  });
+
   it('the tool and reasoning parsers (router/parsers/) know the core only', () => {
     expect(violations((f) => f.startsWith('router/parsers/'), /^router\/(?!parsers\/|core\/)/)).toEqual([]);
   });
@@ -180,6 +193,16 @@ describe('router layers', () => {
     expect(circles(new Map([['a', new Set(['b'])], ['b', new Set(['c'])], ['c', new Set(['a'])]]))).toEqual([['a', 'b', 'c']]);
   });
 });
+
+/**
+ * Whether code (comments left out) spells one of `names` as a format's name: a string of it alone
+ * ('sglang', "vllm", `vllm`) or an object key (`{ sglang: ... }`).
+ */
+function spellsFormatName(text: string, names: readonly string[]): boolean {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+  const alt = names.join('|');
+  return new RegExp(`(['"\`])(?:${alt})\\1|[{,]\\s*(?:${alt})\\s*:`).test(code);
+}
 
 /** The top-level folder (`pool/`) or root file (`config.ts`) of a router path. */
 function room(file: string): string {

@@ -13,7 +13,7 @@ import { probeWorker } from './probe.ts';
 import { parseGenerateRequest, type GenerateRequest } from './request.ts';
 import { SglangSession } from './session.ts';
 
-export const SGLANG: WireFormat = {
+export const SGLANG: WireFormat<'sglang'> = {
   name: 'sglang',
   workers: 'sglang',
   generatePath: '/generate',
@@ -32,4 +32,8 @@ export const SGLANG: WireFormat = {
   },
   tokens: SGLANG_TOKENS,
   probe: probeWorker,
+  // The scheduler takes at most context_len − 1 (and max_total_tokens − 1): WorkerPool.maxReqLen.
+  requestBound: 'max_req_len',
+  // input_token_logprobs come with the stream's first chunk.
+  streamsPromptLogprobs: true,
 };

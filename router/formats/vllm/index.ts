@@ -19,7 +19,7 @@ export function vllmError(status: number, message: string, type: string): { erro
 
 const TYPES: Record<number, string> = { 400: 'BadRequestError', 404: 'NotFoundError', 500: 'InternalServerError', 503: 'ServiceUnavailableError' };
 
-export const VLLM: WireFormat = {
+export const VLLM: WireFormat<'vllm'> = {
   name: 'vllm',
   workers: 'vllm',
   generatePath: '/inference/v1/generate',
@@ -41,4 +41,8 @@ export const VLLM: WireFormat = {
   },
   tokens: VLLM_TOKENS,
   probe: probeVllm,
+  // max_model_len itself (vllm/renderers/params.py TokenizeParams._token_len_check).
+  requestBound: 'context_length',
+  // /inference/v1/generate sends prompt_logprobs in a unary answer only, and every attempt streams.
+  streamsPromptLogprobs: false,
 };

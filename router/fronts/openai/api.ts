@@ -79,7 +79,7 @@ function addOpenAiRoutes(c: FrontContext): void {
         writeOpenAiError(res, 503, `no healthy worker serves model ${oreq.model}`);
         return null;
       }
-      if ((oreq.promptLogprobs ?? null) !== null && native.name !== 'sglang') {
+      if ((oreq.promptLogprobs ?? null) !== null && native.streamsPromptLogprobs !== true) {
         // vLLM's /inference/v1/generate sends prompt_logprobs in a unary answer only, and every
         // attempt streams; SGLang's input_token_logprobs come with its stream's first chunk.
         writeOpenAiError(res, 400, 'prompt logprobs (echo with logprobs, prompt_logprobs) need SGLang workers: vLLM\'s /inference/v1/generate streams none', oreq.echo ? 'echo' : 'prompt_logprobs');

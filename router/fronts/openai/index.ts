@@ -8,6 +8,9 @@ import type { FormatRequest, WireFormat } from '../../core/types.ts';
 import type { OpenAiRequest } from './request.ts';
 import { OpenAiSession, openAiError } from './session.ts';
 
+/** The client format of the OpenAI-family fronts, as trace rows and metrics name it (`WireFormat.name`). */
+export const OPENAI_FORMAT = 'openai';
+
 const TYPES: Record<number, string> = { 400: 'BadRequestError', 404: 'NotFoundError', 500: 'InternalServerError', 502: 'BadGatewayError', 503: 'ServiceUnavailableError', 504: 'GatewayTimeoutError' };
 
 export function writeOpenAiError(res: ServerResponse, status: number, message: string, param: string | null = null, headers: Record<string, string> = {}, type = TYPES[status] ?? 'BadRequestError'): void {
@@ -41,7 +44,7 @@ export function openAiOver(native: WireFormat, oreq: OpenAiRequest): { format: W
   });
   request.model = oreq.model;
   const format: WireFormat = {
-    name: 'openai',
+    name: OPENAI_FORMAT,
     workers: native.workers,
     generatePath: native.generatePath,
     parse: () => request,
