@@ -1,5 +1,7 @@
-// Tool-call parsers over streamed text, one per format. Each reads every character once and holds
-// back only what could still begin a marker. Content around the calls passes through; a call to a
+// Tool-call parsers over streamed text. The formats whose calls are JSON between markers (qwen25,
+// llama3, mistral, deepseekv3) are rows of one table (`CALL_FORMATS`) read by one scanner;
+// qwen3_coder (XML-ish parameters) and pythonic (a Python list) have parsers of their own. Each
+// reads every character once and holds back only what could still begin a marker. Content around the calls passes through; a call to a
 // name the request's tools do not offer is dropped, as SGLang's parse_base_json and
 // BaseFormatDetector.parse_streaming_increment drop it.
 import { CallScanner, partialSuffix } from './scan.ts';
