@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES, type ReasoningFormat, type ToolFormat } from './names.ts';
 import { ReasoningParser } from './reasoning.ts';
-import { DeepSeekV3ToolParser, HermesToolParser, Llama3ToolParser, MistralToolParser, PythonicToolParser, Qwen3CoderToolParser } from './tools.ts';
+import { CALL_FORMATS, MarkedCallsParser, PythonicToolParser, Qwen3CoderToolParser } from './tools.ts';
 import { ParseOut, type CallIds, type ToolCall, type ToolNames, type ToolParser } from './types.ts';
 
 export { ParseOut, type ToolCall, type ToolCallDelta, type ToolNames } from './types.ts';
@@ -121,13 +121,10 @@ export function chatParsing(body: Record<string, unknown>, parsers: OutputParser
 export function toolParser(format: ToolFormat, names: ToolNames, ids: CallIds, keepPreCall: boolean, schemas: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map()): ToolParser & { complete: boolean[]; preCall: string; contentBeforeCallsOnly: boolean } {
   switch (format) {
     case 'qwen25':
-      return new HermesToolParser(names, ids, keepPreCall);
     case 'llama3':
-      return new Llama3ToolParser(names, ids, keepPreCall);
     case 'mistral':
-      return new MistralToolParser(names, ids, keepPreCall);
     case 'deepseekv3':
-      return new DeepSeekV3ToolParser(names, ids, keepPreCall);
+      return new MarkedCallsParser(CALL_FORMATS[format], names, ids, keepPreCall);
     case 'qwen3_coder':
       return new Qwen3CoderToolParser(names, ids, keepPreCall, schemas);
     case 'pythonic':

@@ -150,84 +150,47 @@ export class CallScanner {
   }
 
   private char(c: number, ch: string): void {
-    switch (this.phase) {
-      case Phase.Open:
-        if (WS(c)) return;
-        if (c === 123) {
-          this.depth = 1;
-          this.phase = Phase.Key;
-          return;
-        }
-        this.phase = Phase.Error;
+    const phase = this.phase;
+    if (phase === Phase.InValue) {
+      if (!this.primitive) this.container(c, ch);
+      else if (c === 44 || c === 125 || WS(c)) {
+        this.valueEnd();
+        if (!WS(c)) this.char(c, ch);
+      } else if (this.kind === Kind.Args) this.emit(ch);
+      return;
+    }
+    // Between the tokens of the call's object, whitespace is nothing; any unexpected token is an error.
+    if (WS(c)) return;
+    if (phase === Phase.Open) {
+      if (c === 123) {
+        this.depth = 1;
+        this.phase = Phase.Key;
+      } else this.phase = Phase.Error;
+    } else if (phase === Phase.Key) {
+      if (c === 34) {
+        this.key = '"';
+        this.inStr = true;
+      } else this.phase = c === 125 ? Phase.Done : Phase.Error;
+    } else if (phase === Phase.Colon) {
+      if (c === 58) {
+        this.phase = Phase.Value;
+        const k = this.key;
+        this.kind = k === '"name"' ? Kind.Name : k === '"arguments"' || k === '"parameters"' ? Kind.Args : Kind.Skip;
+      } else this.phase = Phase.Error;
+    } else if (phase === Phase.Value) {
+      if (c === 34) {
+        this.inStr = true;
+        if (this.kind === Kind.Name) this.nameRaw = '"';
+        else if (this.kind === Kind.Args) this.emit('"');
         return;
-      case Phase.Key:
-        if (WS(c)) return;
-        if (c === 34) {
-          this.key = '"';
-          this.inStr = true;
-          return;
-        }
-        if (c === 125) {
-          this.phase = Phase.Done;
-          return;
-        }
-        this.phase = Phase.Error;
-        return;
-      case Phase.Colon:
-        if (WS(c)) return;
-        if (c === 58) {
-          this.phase = Phase.Value;
-          const k = this.key;
-          this.kind = k === '"name"' ? Kind.Name : k === '"arguments"' || k === '"parameters"' ? Kind.Args : Kind.Skip;
-          return;
-        }
-        this.phase = Phase.Error;
-        return;
-      case Phase.Value:
-        if (WS(c)) return;
-        if (c === 34) {
-          this.inStr = true;
-          if (this.kind === Kind.Name) this.nameRaw = '"';
-          else if (this.kind === Kind.Args) this.emit('"');
-          return;
-        }
-        if (this.kind === Kind.Name) this.kind = Kind.Skip; // a name that is not a string
-        if (c === 123 || c === 91) {
-          this.depth++;
-          this.phase = Phase.InValue;
-          if (this.kind === Kind.Args) this.emit(ch);
-          return;
-        }
-        this.primitive = true;
-        this.phase = Phase.InValue;
-        if (this.kind === Kind.Args) this.emit(ch);
-        return;
-      case Phase.InValue:
-        if (this.primitive) {
-          if (c === 44 || c === 125 || WS(c)) {
-            this.valueEnd();
-            if (!WS(c)) this.char(c, ch);
-            return;
-          }
-          if (this.kind === Kind.Args) this.emit(ch);
-          return;
-        }
-        this.container(c, ch);
-        return;
-      case Phase.After:
-        if (WS(c)) return;
-        if (c === 44) {
-          this.phase = Phase.Key;
-          return;
-        }
-        if (c === 125) {
-          this.phase = Phase.Done;
-          return;
-        }
-        this.phase = Phase.Error;
-        return;
-      default:
-        return;
+      }
+      if (this.kind === Kind.Name) this.kind = Kind.Skip; // a name that is not a string
+      if (c === 123 || c === 91) this.depth++;
+      else this.primitive = true;
+      this.phase = Phase.InValue;
+      if (this.kind === Kind.Args) this.emit(ch);
+    } else if (phase === Phase.After) {
+      this.phase = c === 44 ? Phase.Key : c === 125 ? Phase.Done : Phase.Error;
     }
   }
 

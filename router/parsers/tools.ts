@@ -1,5 +1,7 @@
-// Tool-call parsers over streamed text, one per format. Each reads every character once and holds
-// back only what could still begin a marker. Content around the calls passes through; a call to a
+// Tool-call parsers over streamed text. The formats whose calls are JSON between markers (qwen25,
+// llama3, mistral, deepseekv3) are rows of one table (`CALL_FORMATS`) read by one scanner;
+// qwen3_coder (XML-ish parameters) and pythonic (a Python list) have parsers of their own. Each
+// reads every character once and holds back only what could still begin a marker. Content around the calls passes through; a call to a
 // name the request's tools do not offer is dropped, as SGLang's parse_base_json and
 // BaseFormatDetector.parse_streaming_increment drop it.
 import { CallScanner, partialSuffix } from './scan.ts';
@@ -32,6 +34,22 @@ abstract class CallsBase implements ToolParser {
   ) {}
 
   abstract push(text: string, out: ParseOut): void;
+
+  /**
+   * Content from `i` up to `marker`: returns the index just after the marker, or -1 if it is not
+   * in `buf` (the end of `buf` that could still begin it is held).
+   */
+  protected seek(buf: string, i: number, marker: string, out: ParseOut): number {
+    const s = buf.indexOf(marker, i);
+    if (s < 0) {
+      const k = partialSuffix(buf, marker, i);
+      this.content(buf.slice(i, buf.length - k), out);
+      this.held = buf.slice(buf.length - k);
+      return -1;
+    }
+    this.content(buf.slice(i, s), out);
+    return s + marker.length;
+  }
 
   finish(out: ParseOut): void {
     const rest = this.held;
@@ -101,315 +119,212 @@ abstract class CallsBase implements ToolParser {
   }
 }
 
+/**
+ * A tool-call format whose calls are JSON between markers: what the one scanner below
+ * (`MarkedCallsParser`) needs to know of it. Every format it reads is a row of `CALL_FORMATS`.
+ */
+export interface CallFormat {
+  /** The marker that opens the calls; the text before it is content. */
+  start: string;
+  /** An output whose first character is `{` is a call without `start` (Llama 3). */
+  bare: boolean;
+  /** After `start`: whitespace, then this character (Mistral's `[`) is skipped if present; 0: none. */
+  open: number;
+  /**
+   * Each call is `begin`, a header naming it (`header`'s group 1, trimmed) and its arguments as a
+   * JSON value, then anything up to `end` (DeepSeek); null: each call is one JSON object with its
+   * name inside (`{"name": ..., "arguments": ...}`).
+   */
+  each: { begin: string; header: RegExp; end: string } | null;
+  /** The character between two calls (Llama 3's `;`, Mistral's `,`); 0: none. */
+  separator: number;
+  /** What closes the calls (Hermes' `</tool_call>`, Mistral's `]`, DeepSeek's calls end); '': nothing. */
+  end: string;
+  /** Whitespace after a call that no separator follows is content (Llama 3); otherwise it is dropped. */
+  keepSpace: boolean;
+  /** A call that is not valid JSON: skip to `end` and read on (Hermes); otherwise nothing more is read. */
+  skipBadCall: boolean;
+  /**
+   * A non-streaming answer's content is all the text outside the calls (Llama 3); otherwise only
+   * the text before the first call, stripped.
+   */
+  contentAfterCalls: boolean;
+}
+
+/** The formats of calls written as JSON, as SGLang's and vLLM's detectors read them. */
+export const CALL_FORMATS = {
+  /**
+   * Qwen 2.5 / Qwen3 / Hermes: `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`
+   * (SGLang qwen25_detector.py Qwen25Detector and hermes_detector.py HermesDetector; vLLM
+   * tool_parsers/hermes_tool_parser.py Hermes2ProToolParser). The non-streaming content is the text
+   * before the first call, stripped (HermesDetector.detect_and_parse).
+   */
+  qwen25: { start: '<tool_call>', bare: false, open: 0, each: null, separator: 0, end: '</tool_call>', keepSpace: false, skipBadCall: true, contentAfterCalls: false },
+  /**
+   * Llama 3.x JSON calls: `<|python_tag|>{"name": ..., "parameters": {...}}`, or an output that
+   * starts with `{`; several separated by `;` (SGLang llama32_detector.py Llama32Detector, vLLM
+   * tool_parsers/llama_tool_parser.py). The non-streaming content is the text before the tag and
+   * after the calls, as Llama32Detector.detect_and_parse returns it.
+   */
+  llama3: { start: '<|python_tag|>', bare: true, open: 0, each: null, separator: 59, end: '', keepSpace: true, skipBadCall: false, contentAfterCalls: true },
+  /**
+   * Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]` (SGLang mistral_detector.py
+   * MistralDetector, vLLM tool_parsers/mistral_tool_parser.py). The non-streaming content is the
+   * text before the calls, stripped.
+   */
+  mistral: { start: '[TOOL_CALLS]', bare: false, open: 91, each: null, separator: 44, end: ']', keepSpace: false, skipBadCall: false, contentAfterCalls: false },
+  /**
+   * DeepSeek-V3: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
+   * (SGLang deepseekv3_detector.py DeepSeekV3Detector, vLLM tool_parsers/deepseekv3_tool_parser.py).
+   * The non-streaming content is the text before the calls, stripped.
+   */
+  deepseekv3: {
+    start: '<｜tool▁calls▁begin｜>',
+    bare: false,
+    open: 0,
+    each: { begin: '<｜tool▁call▁begin｜>', header: /^[^\n]*?<｜tool▁sep｜>([^\n]*)\n```(?:json)?\n/, end: '<｜tool▁call▁end｜>' },
+    separator: 0,
+    end: '<｜tool▁calls▁end｜>',
+    keepSpace: false,
+    skipBadCall: false,
+    contentAfterCalls: false,
+  },
+} satisfies Record<string, CallFormat>;
+
+/** A header not matched within this many characters is not one: the scanner reads no further. */
+const HEADER_LIMIT = 512;
+
 const enum S {
+  /** The output's first character, for a format whose call may open it bare. */
+  Start,
   Text,
+  Open,
   Call,
-  After,
+  /** After `start` (DeepSeek) or a call: a separator, the next call, the end, or content. */
+  Between,
+  Header,
+  /** After a call's arguments: up to its `each.end`. */
+  Tail,
+  /** A call that was not JSON: up to the `end`. */
   Skip,
+  Done,
 }
 
 /**
- * Qwen 2.5 / Qwen3 / Hermes: `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`
- * (SGLang qwen25_detector.py Qwen25Detector and hermes_detector.py HermesDetector; vLLM
- * tool_parsers/hermes_tool_parser.py Hermes2ProToolParser). The non-streaming content is the text
- * before the first call, stripped (HermesDetector.detect_and_parse).
+ * The streaming scanner of every `CallFormat`: content up to `start`, then calls (each read once by
+ * a `CallScanner`) until something that is neither a call nor between calls.
  */
-export class HermesToolParser extends CallsBase {
-  private state = S.Text;
-  static readonly START = '<tool_call>';
-  static readonly END = '</tool_call>';
+export class MarkedCallsParser extends CallsBase {
+  private state: S;
+  override readonly contentBeforeCallsOnly: boolean;
+
+  constructor(
+    private readonly f: CallFormat,
+    tools: ToolNames,
+    ids: CallIds,
+    keepPreCall: boolean,
+  ) {
+    super(tools, ids, keepPreCall);
+    this.state = f.bare ? S.Start : S.Text;
+    this.contentBeforeCallsOnly = !f.contentAfterCalls;
+  }
 
   push(text: string, out: ParseOut): void {
-    const START = HermesToolParser.START;
-    const END = HermesToolParser.END;
+    const f = this.f;
     const buf = this.held.length > 0 ? this.held + text : text;
     this.held = '';
     let i = 0;
     while (i < buf.length) {
       if (this.state === S.Text) {
-        const s = buf.indexOf(START, i);
-        if (s < 0) {
-          const k = partialSuffix(buf, START, i);
-          this.content(buf.slice(i, buf.length - k), out);
-          this.held = buf.slice(buf.length - k);
-          return;
-        }
-        this.content(buf.slice(i, s), out);
-        i = s + START.length;
-        this.state = S.Call;
-        this.beginCall();
+        i = this.seek(buf, i, f.start, out);
+        if (i < 0) return;
+        if (f.each !== null) this.state = S.Between;
+        else if (f.open !== 0) this.state = S.Open;
+        else this.call();
       } else if (this.state === S.Call) {
         const end = this.feedCall(buf, i, out);
         if (end === -1) return;
         if (end === -2) {
-          this.state = S.Skip;
+          this.state = f.skipBadCall ? S.Skip : S.Done;
           continue;
         }
         i = end;
-        this.state = S.After;
-      } else if (this.state === S.After) {
-        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
-        if (i === buf.length) return;
-        if (buf.startsWith(END, i)) {
-          i += END.length;
-          this.state = S.Text;
-        } else if (END.startsWith(buf.slice(i))) {
-          this.held = buf.slice(i);
-          return;
-        } else {
-          this.state = S.Text;
-        }
-      } else {
-        const e = buf.indexOf(END, i);
-        if (e < 0) {
-          const k = partialSuffix(buf, END, i);
-          this.held = buf.slice(buf.length - k);
-          return;
-        }
-        i = e + END.length;
-        this.state = S.Text;
-      }
-    }
-  }
-
-  override finish(out: ParseOut): void {
-    if (this.state === S.Text) super.finish(out);
-    this.held = '';
-  }
-}
-
-const enum L {
-  Start,
-  Text,
-  Call,
-  After,
-  Done,
-}
-
-/**
- * Llama 3.x JSON calls: `<|python_tag|>{"name": ..., "parameters": {...}}`, or an output that
- * starts with `{`; several separated by `;` (SGLang llama32_detector.py Llama32Detector, vLLM
- * tool_parsers/llama_tool_parser.py). The non-streaming content is the text before the tag and
- * after the calls, as Llama32Detector.detect_and_parse returns it.
- */
-export class Llama3ToolParser extends CallsBase {
-  private state = L.Start;
-  override readonly contentBeforeCallsOnly = false;
-  static readonly TAG = '<|python_tag|>';
-
-  push(text: string, out: ParseOut): void {
-    const TAG = Llama3ToolParser.TAG;
-    const buf = this.held.length > 0 ? this.held + text : text;
-    this.held = '';
-    let i = 0;
-    while (i < buf.length) {
-      if (this.state === L.Start) {
-        if (buf.charCodeAt(0) === 123) {
-          this.state = L.Call;
-          this.beginCall();
-        } else this.state = L.Text;
-      } else if (this.state === L.Text) {
-        const s = buf.indexOf(TAG, i);
-        if (s < 0) {
-          const k = partialSuffix(buf, TAG, i);
-          this.content(buf.slice(i, buf.length - k), out);
-          this.held = buf.slice(buf.length - k);
-          return;
-        }
-        this.content(buf.slice(i, s), out);
-        i = s + TAG.length;
-        this.state = L.Call;
-        this.beginCall();
-      } else if (this.state === L.Call) {
-        const end = this.feedCall(buf, i, out);
-        if (end === -1) return;
-        if (end === -2) {
-          this.state = L.Done;
-          continue;
-        }
-        i = end;
-        this.state = L.After;
-      } else if (this.state === L.After) {
+        this.state = f.each !== null ? S.Tail : S.Between;
+      } else if (this.state === S.Between) {
         let j = i;
         while (j < buf.length && buf.charCodeAt(j) <= 32) j++;
         if (j === buf.length) {
-          this.held = buf.slice(i);
+          if (f.keepSpace) this.held = buf.slice(i);
           return;
         }
-        if (buf.charCodeAt(j) === 59) {
+        if (!f.keepSpace) i = j;
+        if (f.separator !== 0 && buf.charCodeAt(j) === f.separator) {
           i = j + 1;
-          this.state = L.Call;
-          this.beginCall();
-        } else this.state = L.Text;
-      } else return;
-    }
-  }
-
-  override finish(out: ParseOut): void {
-    if (this.state === L.Text || this.state === L.Start) super.finish(out);
-    this.held = '';
-  }
-}
-
-const enum M {
-  Text,
-  Open,
-  Call,
-  After,
-  Done,
-}
-
-/**
- * Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]` (SGLang mistral_detector.py
- * MistralDetector, vLLM tool_parsers/mistral_tool_parser.py). The non-streaming content is the
- * text before the calls, stripped.
- */
-export class MistralToolParser extends CallsBase {
-  private state = M.Text;
-  static readonly TAG = '[TOOL_CALLS]';
-
-  push(text: string, out: ParseOut): void {
-    const TAG = MistralToolParser.TAG;
-    const buf = this.held.length > 0 ? this.held + text : text;
-    this.held = '';
-    let i = 0;
-    while (i < buf.length) {
-      if (this.state === M.Text) {
-        const s = buf.indexOf(TAG, i);
-        if (s < 0) {
-          const k = partialSuffix(buf, TAG, i);
-          this.content(buf.slice(i, buf.length - k), out);
-          this.held = buf.slice(buf.length - k);
+          this.call();
+        } else if (f.each !== null && buf.startsWith(f.each.begin, j)) {
+          i = j + f.each.begin.length;
+          this.state = S.Header;
+        } else if (f.end.length > 0 && buf.startsWith(f.end, j)) {
+          i = j + f.end.length;
+          this.state = S.Text;
+        } else if (this.couldBegin(buf.slice(j))) {
+          this.held = buf.slice(j);
           return;
-        }
-        this.content(buf.slice(i, s), out);
-        i = s + TAG.length;
-        this.state = M.Open;
-      } else if (this.state === M.Open) {
+        } else this.state = S.Text;
+      } else if (this.state === S.Start) {
+        if (buf.charCodeAt(0) === 123) this.call();
+        else this.state = S.Text;
+      } else if (this.state === S.Open) {
         while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
         if (i === buf.length) return;
-        if (buf.charCodeAt(i) === 91) i++;
-        this.state = M.Call;
-        this.beginCall();
-      } else if (this.state === M.Call) {
-        const end = this.feedCall(buf, i, out);
-        if (end === -1) return;
-        if (end === -2) {
-          this.state = M.Done;
-          continue;
-        }
-        i = end;
-        this.state = M.After;
-      } else if (this.state === M.After) {
-        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
-        if (i === buf.length) return;
-        const c = buf.charCodeAt(i);
-        if (c === 44) {
-          i++;
-          this.state = M.Call;
-          this.beginCall();
-        } else {
-          if (c === 93) i++;
-          this.state = M.Text;
-        }
-      } else return;
-    }
-  }
-
-  override finish(out: ParseOut): void {
-    if (this.state === M.Text) super.finish(out);
-    this.held = '';
-  }
-}
-
-const enum D {
-  Text,
-  Calls,
-  Header,
-  Args,
-  Tail,
-  Done,
-}
-
-/**
- * DeepSeek-V3: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
- * (SGLang deepseekv3_detector.py DeepSeekV3Detector, vLLM tool_parsers/deepseekv3_tool_parser.py).
- * The non-streaming content is the text before the calls, stripped.
- */
-export class DeepSeekV3ToolParser extends CallsBase {
-  private state = D.Text;
-  static readonly BEGIN = '<｜tool▁calls▁begin｜>';
-  static readonly END = '<｜tool▁calls▁end｜>';
-  static readonly CALL = '<｜tool▁call▁begin｜>';
-  static readonly CALL_END = '<｜tool▁call▁end｜>';
-  static readonly SEP = '<｜tool▁sep｜>';
-  private static readonly HEADER = /^([^\n]*?)<｜tool▁sep｜>([^\n]*)\n```(?:json)?\n/;
-
-  push(text: string, out: ParseOut): void {
-    const P = DeepSeekV3ToolParser;
-    const buf = this.held.length > 0 ? this.held + text : text;
-    this.held = '';
-    let i = 0;
-    while (i < buf.length) {
-      if (this.state === D.Text) {
-        const s = buf.indexOf(P.BEGIN, i);
-        if (s < 0) {
-          const k = partialSuffix(buf, P.BEGIN, i);
-          this.content(buf.slice(i, buf.length - k), out);
-          this.held = buf.slice(buf.length - k);
-          return;
-        }
-        this.content(buf.slice(i, s), out);
-        i = s + P.BEGIN.length;
-        this.state = D.Calls;
-      } else if (this.state === D.Calls) {
-        while (i < buf.length && buf.charCodeAt(i) <= 32) i++;
-        if (i === buf.length) return;
-        if (buf.startsWith(P.CALL, i)) {
-          i += P.CALL.length;
-          this.state = D.Header;
-        } else if (buf.startsWith(P.END, i)) {
-          i += P.END.length;
-          this.state = D.Text;
-        } else if (P.CALL.startsWith(buf.slice(i)) || P.END.startsWith(buf.slice(i))) {
-          this.held = buf.slice(i);
-          return;
-        } else this.state = D.Text;
-      } else if (this.state === D.Header) {
-        const m = P.HEADER.exec(buf.slice(i));
+        if (buf.charCodeAt(i) === f.open) i++;
+        this.call();
+      } else if (this.state === S.Header) {
+        const m = f.each!.header.exec(buf.slice(i));
         if (m === null) {
-          // The header is short: hold it until its line and the code fence are complete.
-          if (buf.length - i > 512) this.state = D.Done;
+          // The header is short: hold it until it is complete.
+          if (buf.length - i > HEADER_LIMIT) this.state = S.Done;
           else this.held = buf.slice(i);
           return;
         }
         i += m[0].length;
         this.beginCall(true);
-        this.nameCall(m[2]!.trim(), out);
-        this.state = D.Args;
-      } else if (this.state === D.Args) {
-        const end = this.feedCall(buf, i, out);
-        if (end === -1) return;
-        if (end === -2) {
-          this.state = D.Done;
-          continue;
-        }
-        i = end;
-        this.state = D.Tail;
-      } else if (this.state === D.Tail) {
-        const e = buf.indexOf(P.CALL_END, i);
-        if (e < 0) {
-          this.held = buf.slice(i + Math.max(0, buf.length - i - P.CALL_END.length));
+        this.nameCall(m[1]!.trim(), out);
+        this.state = S.Call;
+      } else if (this.state === S.Tail) {
+        const e = f.each!.end;
+        const at = buf.indexOf(e, i);
+        if (at < 0) {
+          this.held = buf.slice(i + Math.max(0, buf.length - i - e.length));
           return;
         }
-        i = e + P.CALL_END.length;
-        this.state = D.Calls;
+        i = at + e.length;
+        this.state = S.Between;
+      } else if (this.state === S.Skip) {
+        const at = buf.indexOf(f.end, i);
+        if (at < 0) {
+          const k = partialSuffix(buf, f.end, i);
+          this.held = buf.slice(buf.length - k);
+          return;
+        }
+        i = at + f.end.length;
+        this.state = S.Text;
       } else return;
     }
   }
 
+  private call(): void {
+    this.state = S.Call;
+    this.beginCall();
+  }
+
+  /** Whether `rest`, the end of the text, could still grow into the end or the next call. */
+  private couldBegin(rest: string): boolean {
+    return (this.f.end.length > 0 && this.f.end.startsWith(rest)) || (this.f.each !== null && this.f.each.begin.startsWith(rest));
+  }
+
   override finish(out: ParseOut): void {
-    if (this.state === D.Text) super.finish(out);
+    if (this.state === S.Text || this.state === S.Start) super.finish(out);
     this.held = '';
   }
 }
@@ -480,15 +395,8 @@ export class Qwen3CoderToolParser extends CallsBase {
     let i = 0;
     while (i < buf.length) {
       if (this.state === Q.Text) {
-        const s = buf.indexOf('<tool_call>', i);
-        if (s < 0) {
-          const k = partialSuffix(buf, '<tool_call>', i);
-          this.content(buf.slice(i, buf.length - k), out);
-          this.held = buf.slice(buf.length - k);
-          return;
-        }
-        this.content(buf.slice(i, s), out);
-        i = s + '<tool_call>'.length;
+        i = this.seek(buf, i, '<tool_call>', out);
+        if (i < 0) return;
         this.state = Q.Call;
       } else if (this.state === Q.Call || this.state === Q.Function) {
         while (i < buf.length && buf.charCodeAt(i) <= 32) i++;

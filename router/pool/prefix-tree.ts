@@ -5,14 +5,12 @@
 // is named by its length and a hash of every token up to its end (`PageKeys`), so a prefix is a
 // chain of such keys and no node stores tokens.
 //
-// Recency is an intrusive doubly linked list in typed arrays (no object per page). A path is
-// touched from its deepest page to its root, so a page is always more recent than any page below
-// it: the least recently used page is always a leaf, eviction never cuts a path in the middle, and
-// the set of pages held is prefix-closed. That makes `match` a binary search over the request's
-// page keys (O(log pages) lookups per worker), and `insert` O(pages) with no allocation once the
-// arrays have grown.
+// The pages held and their recency are lib/page-lru.ts, which the simulator's radix cache shares:
+// a path is touched from its deepest page to its root, so the set of pages held is prefix-closed.
+// That makes `match` a binary search over the request's page keys (O(log pages) lookups per
+// worker), and `insert` O(pages) with no allocation once the arrays have grown.
+import { PageLru, pageKey } from '../../lib/page-lru.ts';
 
-const NIL = -1;
 /** The hash of the empty prefix (any odd constant; FNV-1a's offset basis). */
 const SEED = 0x811c9dc5;
 
@@ -48,56 +46,21 @@ export class PageKeys {
     let n = 0;
     for (let i = 0; i < first.length; i++) {
       h = fold(h, first[i]!);
-      if (++n % pageSize === 0) this.keys[n / pageSize - 1] = n * 4294967296 + h;
+      if (++n % pageSize === 0) this.keys[n / pageSize - 1] = pageKey(n, h);
     }
     if (second !== null) {
       for (let i = 0; i < second.length; i++) {
         h = fold(h, second[i]!);
-        if (++n % pageSize === 0) this.keys[n / pageSize - 1] = n * 4294967296 + h;
+        if (++n % pageSize === 0) this.keys[n / pageSize - 1] = pageKey(n, h);
       }
     }
   }
 }
 
-export class PrefixTree {
-  /** Page key → slot. */
-  private readonly slots = new Map<number, number>();
-  private key = new Float64Array(64);
-  private prev = new Int32Array(64);
-  private next = new Int32Array(64);
-  /** Least recently used slot (evicted first) and most recent one. */
-  private head = NIL;
-  private tail = NIL;
-  /** Slots freed by eviction, reused before the arrays grow. */
-  private free: number[] = [];
-  private used = 0;
-  readonly capacityPages: number;
-  /** Pages evicted so far (the dashboard's and the tests' view of the LRU bound at work). */
-  evictions = 0;
-
-  constructor(
-    /** Most tokens remembered; whole pages only. */
-    readonly capacityTokens: number,
-    readonly pageSize = 1,
-  ) {
-    if (!Number.isInteger(pageSize) || pageSize < 1) throw new Error(`page size must be a positive integer, got ${pageSize}`);
+export class PrefixTree extends PageLru {
+  constructor(capacityTokens: number, pageSize = 1) {
+    super(capacityTokens, pageSize);
     if (!Number.isInteger(capacityTokens) || capacityTokens < 0) throw new Error(`tree capacity must be a non-negative integer, got ${capacityTokens}`);
-    this.capacityPages = Math.floor(capacityTokens / pageSize);
-  }
-
-  /** Pages held. */
-  get size(): number {
-    return this.slots.size;
-  }
-
-  /** Tokens held (whole pages). */
-  get tokens(): number {
-    return this.slots.size * this.pageSize;
-  }
-
-  /** Page slots the arrays hold room for, used or not (a cleared tree keeps them for reuse). */
-  get allocatedSlots(): number {
-    return this.key.length;
   }
 
   /**
@@ -119,77 +82,6 @@ export class PrefixTree {
 
   /** The sequence of `k` was sent to this worker: every page of it becomes the most recent. */
   insert(k: PageKeys): void {
-    if (k.pageSize !== this.pageSize || this.capacityPages === 0) return;
-    // Deepest first, so that each page ends up more recent than the pages below it.
-    for (let i = k.pages - 1; i >= 0; i--) {
-      const key = k.keys[i]!;
-      const s = this.slots.get(key);
-      if (s !== undefined) this.toTail(s);
-      else this.append(key);
-    }
-    while (this.slots.size > this.capacityPages) this.evictHead();
-  }
-
-  clear(): void {
-    this.slots.clear();
-    this.head = this.tail = NIL;
-    this.free = [];
-    this.used = 0;
-  }
-
-  private append(key: number): void {
-    let s = this.free.pop();
-    if (s === undefined) {
-      s = this.used++;
-      if (s >= this.key.length) this.grow();
-    }
-    this.key[s] = key;
-    this.slots.set(key, s);
-    this.link(s);
-  }
-
-  private grow(): void {
-    const n = this.key.length * 2;
-    const key = new Float64Array(n);
-    key.set(this.key);
-    const prev = new Int32Array(n);
-    prev.set(this.prev);
-    const next = new Int32Array(n);
-    next.set(this.next);
-    this.key = key;
-    this.prev = prev;
-    this.next = next;
-  }
-
-  private link(s: number): void {
-    this.prev[s] = this.tail;
-    this.next[s] = NIL;
-    if (this.tail !== NIL) this.next[this.tail] = s;
-    else this.head = s;
-    this.tail = s;
-  }
-
-  private unlink(s: number): void {
-    const p = this.prev[s]!;
-    const n = this.next[s]!;
-    if (p !== NIL) this.next[p] = n;
-    else this.head = n;
-    if (n !== NIL) this.prev[n] = p;
-    else this.tail = p;
-  }
-
-  private toTail(s: number): void {
-    if (s === this.tail) return;
-    this.unlink(s);
-    this.link(s);
-  }
-
-  private evictHead(): void {
-    const s = this.head;
-    if (s === NIL) return;
-    this.unlink(s);
-    this.slots.delete(this.key[s]!);
-    this.free.push(s);
-    this.evictions++;
+    if (k.pageSize === this.pageSize) this.insertPath(k.keys, k.pages);
   }
 }
