@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { intFlag, parseFlags, UsageError } from '../sim/args.ts';
+import { intFlag, parseFlags, UsageError } from '../lib/args.ts';
 import { BenchRun, type BenchOptions } from '../bench/run.ts';
 import { buildComparisons, checks, markdown, ratios, sideBySide, spliceIntoDoc, summarize, verdictLines } from '../bench/report.ts';
 import { parseRefs } from '../bench/ref-build.ts';

@@ -1,6 +1,6 @@
 // `baton chaos`: a chaos campaign against a simulated cluster (see chaos/campaign.ts and
 // docs/reliability.md). Exits 1 on any violation, so CI can run it as a gate.
-import { intFlag, parseFlags, UsageError } from '../sim/args.ts';
+import { intFlag, parseFlags, UsageError } from '../lib/args.ts';
 import { CAMPAIGN_FORMATS, type CampaignFormat } from '../chaos/formats.ts';
 
 const HELP = `usage: baton chaos [options]

@@ -1,4 +1,4 @@
-import { UsageError } from '../sim/args.ts';
+import { UsageError } from '../lib/args.ts';
 import { surviveClosedLogPipe } from '../router/log-pipe.ts';
 
 // `baton <command>`: each command lives in its own module and is loaded only when asked for,

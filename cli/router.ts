@@ -1,5 +1,5 @@
 // `baton router`: the headless migrating router.
-import { parseFlags, UsageError } from '../sim/args.ts';
+import { parseFlags, UsageError } from '../lib/args.ts';
 import { ConfigError, loadConfig, type RouterConfig } from '../router/config.ts';
 import { isLoopback } from '../router/loopback.ts';
 import { startRouter } from '../router/index.ts';

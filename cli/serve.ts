@@ -1,7 +1,7 @@
 // `baton serve`: the router with the dashboard in browser mode, and by default a simulated
 // cluster with traffic, all in this process (the simulated workers are child processes).
 import { REASONING_PARSER_NAMES, TOOL_PARSER_NAMES } from '../router/parsers/names.ts';
-import { intFlag, parseFlags, UsageError } from '../sim/args.ts';
+import { intFlag, parseFlags, UsageError } from '../lib/args.ts';
 import { clusterConfig, RENDERER_DIST, resolveAppOptions, startApp, type AppHandle, type AppOptions } from '../host/app.ts';
 import { parseReplicas, startReplicatedApp, type ReplicatedAppHandle } from '../host/replicated-app.ts';
 import { ReplicasStartError } from '../host/replicas-process.ts';

@@ -1,4 +1,4 @@
-import { intFlag, parseFlags, UsageError } from '../sim/args.ts';
+import { intFlag, parseFlags, UsageError } from '../lib/args.ts';
 import { startCluster, type ClusterChange, type SimCluster } from '../sim/cluster.ts';
 import { startControlServer } from '../sim/control.ts';
 import { parseWorkerFlags, workerArgSpecs } from '../sim/flags.ts';

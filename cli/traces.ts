@@ -2,7 +2,7 @@
 // 100 000-row export goes from socket to stdout chunk by chunk, at the pace stdout takes it.
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
-import { parseFlags, UsageError } from '../sim/args.ts';
+import { parseFlags, UsageError } from '../lib/args.ts';
 
 const HELP = `usage: baton traces --url ROUTER [options] > out.jsonl
 

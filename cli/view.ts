@@ -2,7 +2,7 @@
 // same views as live (requests, their attempts and migrations, charts, the rows), no router.
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { intFlag, UsageError } from '../sim/args.ts';
+import { intFlag, UsageError } from '../lib/args.ts';
 import { parseArgs } from 'node:util';
 import { RENDERER_DIST } from '../host/app.ts';
 import { ensureRendererBuilt, RendererBuildError } from '../host/renderer-build.ts';

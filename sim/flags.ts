@@ -2,7 +2,7 @@
 // worker process (worker-main.ts) parse them with the same parser, and a cluster (cluster.ts)
 // turns a worker's options back into them for each child it starts.
 
-import { intFlag, UsageError } from './args.ts';
+import { intFlag, UsageError } from '../lib/args.ts';
 import type { WorkerOptions } from './worker.ts';
 import type { VllmWorkerOptions } from './vllm/worker.ts';
 import { MIN_VOCAB_SIZE } from './vocab.ts';

@@ -3,7 +3,7 @@
 // over IPC). Started by a cluster, it exits when the parent's IPC channel closes, so a parent that
 // dies, even by SIGKILL, leaves no orphan worker behind.
 
-import { parseFlags } from './args.ts';
+import { parseFlags } from '../lib/args.ts';
 import { parseWorkerFlags, workerArgSpecs, type WorkerLaunch } from './flags.ts';
 import { startWorker } from './worker.ts';
 import { startVllmWorker } from './vllm/worker.ts';

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../sim/args.ts';
+import { UsageError } from '../../lib/args.ts';
 import { appOptionsFromArgv, run, workersWords } from '../../cli/serve.ts';
 import { resolveAppOptions, routerConfig, SIM_REASONING_PARSER, SIM_TOOL_CALL_PARSER } from '../../host/app.ts';
 import { loadConfig } from '../../router/config.ts';

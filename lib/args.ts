@@ -1,7 +1,7 @@
 // The command-line parsing every `baton` command shares (cli/): node:util's parser in strict mode
-// and the integer flags, each mistake a UsageError. It lives here, not in cli/, because a simulated
-// worker process (worker-main.ts) parses its own flags with it, and sim/ imports nothing of cli/
-// (cli/ starts the simulator, not the other way round).
+// and the integer flags, each mistake a UsageError. It lives in lib/, not in cli/, because a
+// simulated worker process (sim/worker-main.ts) parses its own flags with it, and sim/ imports
+// nothing of cli/ (cli/ starts the simulator, not the other way round).
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
