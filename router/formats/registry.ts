@@ -7,6 +7,12 @@ import { VLLM } from './vllm/index.ts';
 /** In probing order: SGLang's probe needs its own keys, so a vLLM worker never passes for one. */
 export const FORMATS: readonly WireFormat[] = [SGLANG, VLLM];
 
+/**
+ * The worker format of a worker not yet probed, and of a pool question that names none: SGLang,
+ * the format Baton was first written for (its CLI, /generate, is the default front too).
+ */
+export const UNPROBED: FormatName = SGLANG.workers;
+
 export function formatNamed(name: FormatName): WireFormat {
   const f = FORMATS.find((x) => x.name === name);
   if (!f) throw new Error(`no wire format '${name}'`);

@@ -9,6 +9,7 @@ import type { WireFormat } from '../../core/types.ts';
 import { SGLANG_TOKENS } from './tokens.ts';
 import { SGLANG_ADMISSION } from './admission.ts';
 import { attemptBody } from './continuation.ts';
+import { SGLANG_LOAD } from './load.ts';
 import { probeWorker } from './probe.ts';
 import { parseGenerateRequest, type GenerateRequest } from './request.ts';
 import { SglangSession } from './session.ts';
@@ -32,4 +33,6 @@ export const SGLANG: WireFormat = {
   },
   tokens: SGLANG_TOKENS,
   probe: probeWorker,
+  load: SGLANG_LOAD,
+  prefillServers: true,
 };

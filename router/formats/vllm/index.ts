@@ -8,6 +8,7 @@ import type { WireFormat } from '../../core/types.ts';
 import { VLLM_TOKENS } from './tokens.ts';
 import { VLLM_ADMISSION } from './admission.ts';
 import { vllmAttemptBody } from './continuation.ts';
+import { VLLM_LOAD } from './load.ts';
 import { VLLM_ABORT_PATHS, probeVllm } from './probe.ts';
 import { parseVllmRequest, type VllmRequest } from './request.ts';
 import { VllmSession } from './session.ts';
@@ -41,4 +42,5 @@ export const VLLM: WireFormat = {
   },
   tokens: VLLM_TOKENS,
   probe: probeVllm,
+  load: VLLM_LOAD,
 };
