@@ -8,7 +8,6 @@
 // needs one part may take it (`pool.selector`, `pool.health`, ...); the methods below keep the
 // pool's own API.
 import type { WorkerInfo } from '../events/types.ts';
-import type { SpareStats } from '../metrics.ts';
 import type { FormatName } from '../core/types.ts';
 import type { Verdict } from '../core/failure.ts';
 import type { ErrorKind } from '../trace/row.ts';
@@ -16,7 +15,6 @@ import type { CircuitOptions } from './circuit-breaker.ts';
 import type { WaitingEvidence } from './evidence.ts';
 import type { Placement, Policy } from './policies/policy.ts';
 import type { PageKeys } from './prefix-tree.ts';
-import type { PrefixSink } from './prefix-share.ts';
 import type { Worker } from './worker.ts';
 import { WorkerRegistry } from './registry.ts';
 import { PoolHealth } from './health.ts';
@@ -141,6 +139,7 @@ export class WorkerPool {
   pick(exclude: ReadonlySet<string>, pin: ContinuationPin | null = null, format?: FormatName, placement: Placement | null = null): Worker | null {
     return this.selector.pick(exclude, pin, format, placement);
   }
+
   pickPrefill(exclude: ReadonlySet<string>, pin: ContinuationPin | null, placement: Placement | null): Worker | null {
     return this.selector.pickPrefill(exclude, pin, placement);
   }
@@ -153,10 +152,6 @@ export class WorkerPool {
     return this.selector.whyNoContinuation(exclude, pin, format);
   }
 
-  sharePrefixes(sink: PrefixSink): void {
-    this.selector.sharePrefixes(sink);
-  }
-
   learnPrefix(w: Worker, k: PageKeys): void {
     this.selector.learnPrefix(w, k);
   }
@@ -167,14 +162,6 @@ export class WorkerPool {
   }
 
   // Health (health.ts).
-  checkAll(): Promise<void> {
-    return this.health.checkAll();
-  }
-
-  readLoads(): Promise<void> {
-    return this.health.readLoads();
-  }
-
   blame(w: Worker, connectFailed: boolean, kind: ErrorKind | null = null, requestTokens = 0): void {
     this.health.blame(w, connectFailed, kind, requestTokens);
   }
@@ -189,15 +176,6 @@ export class WorkerPool {
 
   waitingEvidence(w: Worker): Promise<WaitingEvidence> {
     return this.health.waitingEvidence(w);
-  }
-
-  /** Told after each health round, when every worker has been checked (and probed if it answered). */
-  get afterCheck(): (() => void) | null {
-    return this.health.afterCheck;
-  }
-
-  set afterCheck(f: (() => void) | null) {
-    this.health.afterCheck = f;
   }
 
   // Facts (facts.ts).
@@ -222,13 +200,8 @@ export class WorkerPool {
     return this.spareUpkeep.maintain(now);
   }
 
-  spareStats(): SpareStats[] {
-    return this.spareUpkeep.stats();
-  }
-
   /** Whether spare upkeep is ticking (false on an idle router). */
   get sparesTicking(): boolean {
     return this.spareUpkeep.ticking;
   }
-
 }
