@@ -183,5 +183,7 @@ export class Worker {
 
 /** A worker serves a format's requests once probed as that format (an unprobed one: formats/registry.ts UNPROBED). */
 export function speaks(w: Worker, format: FormatName): boolean {
-  return (w.format ?? UNPROBED) === format;
+  // Asked per worker on every pick: a probed worker answers without the default.
+  const f = w.format;
+  return f === format || (f === null && format === UNPROBED);
 }
