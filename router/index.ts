@@ -88,15 +88,15 @@ export async function startRouter(partial: Partial<RouterConfig> = {}, opts: { r
   );
   // Said once, as soon as the probes show it: text-mode workers and no tokenizer migrate nothing.
   const warnTextOnly = textOnlyWarner(() => pool.list(), !models.empty, (line) => console.error(line));
-  pool.afterCheck = warnTextOnly;
+  pool.health.afterCheck = warnTextOnly;
   const drainer = new Drainer(pool, { marginMs: config.drainMarginMs });
   const reconciler = new Reconciler(pool, drainer, (s) => telemetry.discoveryState(s));
   // Replicas share cache_aware's prefixes and the worker writes made on the shared port (docs/replicas.md).
   const link = opts.replica;
   const share = link ? new PrefixShare(pool, (b, written) => link.sharePrefixes(b, written)) : null;
-  if (share) pool.sharePrefixes(share.note);
+  if (share) pool.selector.sharePrefixes(share.note);
   const replicas: ReplicaWrites | null = link ? { shared: (req) => req.socket.localPort === port, fanOut: (op) => link.write(op) } : null;
-  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareStats(), discovery: () => reconciler.status(), prefixShare: share ? () => share.counts : undefined });
+  metrics.observe({ workers: () => pool.infos(), traceFileErrors: () => traces.fileErrors, spares: () => pool.spareUpkeep.stats(), discovery: () => reconciler.status(), prefixShare: share ? () => share.counts : undefined });
   const stalls = new StallWatch(config.interTokenTimeoutMs, config.firstTokenTimeoutMs);
   const loop: LoopContext = {
     settings: { migrationLimit: config.migrationLimit, migrationMaxSeqLen: config.migrationMaxSeqLen, pdFirstTokenTimeoutMs: config.pdFirstTokenTimeoutMs },

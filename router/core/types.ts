@@ -272,6 +272,10 @@ export interface WireFormat<N extends FormatName = FormatName> {
    * such a format.
    */
   readonly streamsPromptLogprobs?: boolean;
+  /** Where and how its workers report their own load (worker formats only; pool/load.ts). */
+  readonly load?: LoadReport;
+  /** Its workers may be P/D prefill servers, a pair's first leg (docs/pd.md; worker formats only). */
+  readonly prefillServers?: boolean;
 }
 
 // --- The token-only side of a worker format, read neutrally -----------------------------------
@@ -363,4 +367,16 @@ export interface TokenWorker {
   request(t: TokenRequest): FormatRequest;
   /** A reader for one attempt's frames. */
   reader(worker: WorkerView): TokenReader;
+}
+
+/**
+ * The load a worker reports itself, for the policies that balance on it (cache_aware,
+ * power_of_two): it counts every router's requests, where the router's own in-flight count sees
+ * only its own.
+ */
+export interface LoadReport {
+  /** `GET` this path on the worker. */
+  readonly path: string;
+  /** Requests running + waiting, from the answer's body; null: not a shape the format reads. */
+  read(text: string): number | null;
 }

@@ -28,6 +28,9 @@ export const FORMATS: readonly WireFormat[] = formats;
  */
 export const DEFAULT_FORMAT: WireFormat<FormatName> = SHIPPED[0];
 
+/** The worker format of a worker not yet probed, and of a pool question that names none. */
+export const UNPROBED: FormatName = DEFAULT_FORMAT.workers;
+
 /** The workers' format names, in probing order (what discovery accepts as a worker's `format`). */
 export function formatNames(): string[] {
   return formats.map((f) => f.workers);

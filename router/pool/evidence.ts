@@ -55,22 +55,22 @@ export async function probeHealth(url: string, timeoutMs: number): Promise<NonNu
 }
 
 /**
- * SGLang's load report, `GET /get_load`, on a connection of its own: whether the server's
- * scheduler answers it now. The report comes from the scheduler itself (http_server.py
+ * The worker's load report (`path`: its format's, WireFormat.load; SGLang's `GET /get_load`), on a
+ * connection of its own: whether the server's scheduler answers it now. The report comes from the scheduler itself (http_server.py
  * `get_load` → TokenizerManager.get_load, a request the scheduler answers between batches), so
  * a server busy with a queue answers it and one whose scheduler is stuck does not, even when its
  * HTTP process still answers `/health` (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false). Any
  * HTTP answer counts as answered: a server without the endpoint (a 404) tells nothing.
  */
-export async function probeLoad(url: string, timeoutMs: number): Promise<{ answered: boolean; detail: string }> {
+export async function probeLoad(url: string, path: string, timeoutMs: number): Promise<{ answered: boolean; detail: string }> {
   const client = new Client(url, { connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, pipelining: 0 });
   try {
-    const res = await client.request({ path: '/get_load', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
+    const res = await client.request({ path, method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
     await res.body.dump();
-    return { answered: true, detail: `GET /get_load answered ${res.statusCode}` };
+    return { answered: true, detail: `GET ${path} answered ${res.statusCode}` };
   } catch (err) {
     const e = err as { code?: string; name?: string; message?: string };
-    return { answered: false, detail: `GET /get_load failed: ${e.code ?? e.name ?? 'Error'}${e.message ? ` ${e.message}` : ''}` };
+    return { answered: false, detail: `GET ${path} failed: ${e.code ?? e.name ?? 'Error'}${e.message ? ` ${e.message}` : ''}` };
   } finally {
     void client.destroy().catch(() => undefined);
   }
@@ -78,13 +78,13 @@ export async function probeLoad(url: string, timeoutMs: number): Promise<{ answe
 
 /**
  * What the router reads about a prefill server whose leg passed the P/D first-token deadline
- * unanswered (WorkerPool.waitingEvidence), to tell a queue from a fault (migration/pd.ts judgeWaiting).
+ * unanswered (PoolHealth.waitingEvidence), to tell a queue from a fault (migration/pd.ts judgeWaiting).
  */
 export interface WaitingEvidence {
   /** The router's own health checks have taken the server out (dead, unhealthy); null: in service. */
   outOfService: string | null;
   /** `GET /health` on a connection of its own, bounded by the health timeout (null: not probed). */
   probe: { ok: boolean; refused: boolean; detail: string } | null;
-  /** `GET /get_load` on a connection of its own, bounded alike: its scheduler's answer (null: not probed). */
+  /** Its load report (SGLang: `GET /get_load`) on a connection of its own, bounded alike: its scheduler's answer (null: not probed). */
   load: { answered: boolean; detail: string } | null;
 }

@@ -4,6 +4,7 @@ import { Pool, buildConnector } from 'undici';
 import { H1Pool, KEEP_ALIVE_MARGIN_MS } from '../upstream/h1.ts';
 import type { WorkerDiscovery, WorkerHealth, WorkerInfo } from '../events/types.ts';
 import type { FormatName } from '../core/types.ts';
+import { UNPROBED } from '../formats/registry.ts';
 import { CircuitBreaker, type CircuitOptions } from './circuit-breaker.ts';
 import { SpareConnections } from './spares.ts';
 
@@ -178,4 +179,11 @@ export class Worker {
       ...(this.discovery !== null ? { discovery: this.discovery } : {}),
     };
   }
+}
+
+/** A worker serves a format's requests once probed as that format (an unprobed one: formats/registry.ts UNPROBED). */
+export function speaks(w: Worker, format: FormatName): boolean {
+  // Asked per worker on every pick: a probed worker answers without the default.
+  const f = w.format;
+  return f === format || (f === null && format === UNPROBED);
 }

@@ -7,7 +7,8 @@ import { CacheAware } from '../../router/pool/policies/cache-aware.ts';
 import type { Placement } from '../../router/pool/policies/policy.ts';
 import type { Worker } from '../../router/pool/worker.ts';
 import { PrefixCache } from '../../sim/prefix-cache.ts';
-import { sglangLoad, vllmLoad } from '../../router/pool/load.ts';
+import { sglangLoad } from '../../router/formats/sglang/load.ts';
+import { vllmLoad } from '../../router/formats/vllm/load.ts';
 import { WorkerPool } from '../../router/pool/worker-pool.ts';
 
 const keysOf = (tokens: readonly number[], page: number, replayed: readonly number[] | null = null) => {

@@ -183,6 +183,17 @@ describe('router layers', () => {
     expect(spellsFormatName("// the 'sglang' default\n/* or `vllm` */ const m = 'vllm:num_requests_running';", names)).toBe(false);
   });
 
+  it("the pool's parts know none of each other: only the facade (pool/worker-pool.ts) composes them, and the pool names no format", () => {
+    // registry (which workers), health (checks, probes, load, blame), selector (pick, policies),
+    // facts (defaults, limits) and spare upkeep reach each other only through the facade's hooks.
+    const part = /^router\/pool\/(registry|health|selector|facts|spare-upkeep)\.ts$/;
+    expect(violations((f) => part.test(f), /^router\/pool\/(registry|health|selector|facts|spare-upkeep|worker-pool)\.ts$/)).toEqual([]);
+    expect(FILES.filter((f) => part.test(f.file)).length).toBe(5);
+    // What is per format (its load report, its P/D servers, the default) is the format's, reached through formats/registry.ts.
+    const named = FILES.filter((f) => f.file.startsWith('router/pool/') && /'(sglang|vllm)'/.test(readFileSync(join(ROOT, f.file), 'utf8'))).map((f) => f.file);
+    expect(named).toEqual([]);
+  });
+
   it('the tool and reasoning parsers (router/parsers/) know the core only', () => {
     expect(violations((f) => f.startsWith('router/parsers/'), /^router\/(?!parsers\/|core\/)/)).toEqual([]);
   });

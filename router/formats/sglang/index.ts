@@ -9,6 +9,7 @@ import type { WireFormat } from '../../core/types.ts';
 import { SGLANG_TOKENS } from './tokens.ts';
 import { SGLANG_ADMISSION } from './admission.ts';
 import { attemptBody } from './continuation.ts';
+import { SGLANG_LOAD } from './load.ts';
 import { probeWorker } from './probe.ts';
 import { parseGenerateRequest, type GenerateRequest } from './request.ts';
 import { SglangSession } from './session.ts';
@@ -36,4 +37,6 @@ export const SGLANG: WireFormat<'sglang'> = {
   requestBound: 'max_req_len',
   // input_token_logprobs come with the stream's first chunk.
   streamsPromptLogprobs: true,
+  load: SGLANG_LOAD,
+  prefillServers: true,
 };

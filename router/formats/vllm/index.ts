@@ -8,6 +8,7 @@ import type { WireFormat } from '../../core/types.ts';
 import { VLLM_TOKENS } from './tokens.ts';
 import { VLLM_ADMISSION } from './admission.ts';
 import { vllmAttemptBody } from './continuation.ts';
+import { VLLM_LOAD } from './load.ts';
 import { VLLM_ABORT_PATHS, probeVllm } from './probe.ts';
 import { parseVllmRequest, type VllmRequest } from './request.ts';
 import { VllmSession } from './session.ts';
@@ -45,4 +46,5 @@ export const VLLM: WireFormat<'vllm'> = {
   requestBound: 'context_length',
   // /inference/v1/generate sends prompt_logprobs in a unary answer only, and every attempt streams.
   streamsPromptLogprobs: false,
+  load: VLLM_LOAD,
 };
