@@ -1,8 +1,9 @@
 // The migration loop: one logical request, served by one attempt after another until one
 // finishes, the client leaves, or migration may not go on. It knows no wire format: the format
 // (router/formats/<name>/, through the seam in ../core/types.ts) reads each attempt's frames,
-// forwards or rebases them for the client, and builds each attempt's body; the loop picks
-// workers, counts budgets, classifies failures into migrate / stop, and reports to telemetry.
+// forwards or rebases them for the client, and builds each attempt's body; the loop places each
+// attempt (dispatch.ts: one worker or a P/D pair), counts budgets, classifies failures into
+// migrate / stop, and reports through its report (report.ts).
 import type { Admission, FormatRequest, FormatSession, WireFormat } from '../core/types.ts';
 import type { ClientSink } from '../core/client-sink.ts';
 import { upstreamRid } from './rid.ts';
