@@ -5,12 +5,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../api.ts';
 import type { InboundTrace, Telemetry } from '../telemetry.ts';
-import type { WorkerPool } from '../pool/worker-pool.ts';
 import type { FormatRequest, WireFormat } from '../core/types.ts';
 import { ClientSink } from '../core/client-sink.ts';
 import { LogicalRequest, type LoopContext } from '../migration/logical-request.ts';
-import { classifyTransportError } from '../core/failure.ts';
-import { passThrough } from '../upstream/passthrough.ts';
+import { PassThroughRequest } from '../migration/pass-through.ts';
 import { BodyError, readBody } from './body.ts';
 import { isHeaderSafe } from './guards.ts';
 import { RequestRegistry, type InFlight } from './in-flight.ts';
@@ -99,14 +97,12 @@ export class RequestPath {
   inFlight = 0;
   /** Logical requests in flight, by logical id: duplicate rids and aborts (in-flight.ts). */
   readonly registry = new RequestRegistry();
-  private readonly pool: WorkerPool;
   private readonly telemetry: Telemetry;
 
   constructor(
     private readonly settings: PathSettings,
     private readonly loop: LoopContext,
   ) {
-    this.pool = loop.pool;
     this.telemetry = loop.telemetry;
   }
 
@@ -188,45 +184,23 @@ export class RequestPath {
   }
 
   /**
-   * Batches, n > 1 and unparsed requests: one attempt, the body forwarded as the client wrote it,
-   * the answer passed back as the worker wrote it; traced, never migrated, never blamed on the
-   * worker (its refusal of a bad value is the request's fault).
+   * Batches, n > 1 and unparsed requests: served whole by one worker, never migrated
+   * (migration/pass-through.ts: its worker, its P/D refusal, its rows). The edge writes the
+   * answers that are the front's or the format's.
    */
   private async serveUnstitchable(front: Front, parsed: FormatRequest, bodyText: string, id: string, res: ServerResponse, headers: Record<string, string>, entry: InFlight, format: WireFormat, trace: InboundTrace | null, path: string): Promise<void> {
-    const { pool, telemetry } = this;
-    const reason = parsed.prompt.kind === 'batch' ? 'batch' : typeof parsed.sampling.n === 'number' && parsed.sampling.n > 1 ? 'n_gt_1' : 'unparsed_field';
-    // P/D (docs/pd.md): a decode server serves only a request with its bootstrap room, which
-    // Baton gives to the single requests it pairs; these go to an aggregated worker or nowhere.
-    const decodes = new Set(pool.list().filter((w) => w.pdRole === 'decode').map((w) => w.id));
-    const worker = pool.pick(decodes, null, format.workers);
-    if (worker === null && decodes.size > 0) {
-      const what = reason === 'batch' ? 'a batch' : reason === 'n_gt_1' ? 'n > 1' : 'a body Baton cannot parse';
-      return format.writeRequestError(res, parsed.stream, 400, `${what} is not served in P/D mode without an aggregated worker: a decode server needs one bootstrap room per request, which Baton gives only to the single requests it pairs with a prefill server (add --worker URL to serve it)`, headers);
-    }
+    const whole = new PassThroughRequest(this.loop, format, parsed, id, trace);
+    const { worker, refusal } = whole.place();
+    if (refusal !== null) return format.writeRequestError(res, parsed.stream, 400, refusal, headers);
     entry.worker = worker;
-    const started = Date.now();
-    const src = { id, trace, attemptIndex: () => 0, progress: () => ({ tokens: 0, completion: 0 }) };
-    telemetry.requestAdmitted(src, {
-      request_id: id, admitted: false, reason, stream: parsed.stream, prompt_tokens: parsed.promptLength ?? 0, max_new_tokens: typeof parsed.maxNewTokens === 'number' ? parsed.maxNewTokens : null,
-      format: format.name, front: path,
-    });
+    whole.admit(path);
     if (!worker) {
       // Still one request row, as for a stitchable request that found no worker.
       front.noWorker!(res, headers);
-      const ended = Date.now();
-      telemetry.requestFinished(src, { kind: 'request', format: format.name, request_id: id, attempts: 0, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome: 'failed', duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: null, client_error: 'no_worker: no healthy worker available', client_status: 503 }, null, false);
+      whole.noWorker();
       return;
     }
-    const upstreamHeaders = telemetry.attemptStarted({ request_id: id, attempt: 0, rid: id, worker: worker.url, replayed_tokens: 0, budget_before: null });
-    const ac = new AbortController();
-    res.on('close', () => { if (!res.writableFinished) ac.abort(); });
-    worker.inFlight++;
-    const failure = await passThrough(worker, bodyText, res, headers, ac.signal, classifyTransportError, format.generatePath, upstreamHeaders, this.settings.clientWriteTimeoutMs);
-    worker.inFlight--;
-    const ended = Date.now();
-    const outcome = failure === null ? 'finished' : failure.kind === 'client_cancel' ? 'cancelled' : 'failed';
-    telemetry.attemptEnded({ kind: 'attempt', format: format.name, request_id: id, attempt: 0, rid: id, worker: worker.url, started_at: started, ended_at: ended, ttft_ms: null, prompt_tokens_sent: parsed.promptLength ?? 0, replayed_tokens: 0, tokens: 0, budget_before: null, budget_after: null, cached_tokens: null, placement_prefix: null, placement_reason: null, outcome, error_kind: failure?.kind ?? null, error: failure?.message ?? null, error_evidence: failure?.evidence ?? null, finish_reason: null });
-    telemetry.requestFinished(src, { kind: 'request', format: format.name, request_id: id, attempts: 1, migrations: 0, admitted: false, admission_reason: reason, prompt_tokens: parsed.promptLength ?? 0, completion_tokens: 0, cached_tokens: null, finish_reason: null, outcome, duration_ms: ended - started, started_at: started, ended_at: ended, stream: parsed.stream, max_new_tokens: null, error: failure?.message ?? null, client_error: outcome === 'failed' && failure ? `${failure.kind}: ${failure.message}` : null, client_status: outcome === 'failed' && failure ? failure.status : null }, null, false);
+    await whole.serve(worker, bodyText, res, headers, this.settings.clientWriteTimeoutMs);
   }
 }
 

@@ -4,7 +4,9 @@
 // leg pulls the prompt's KV from the prefill server's bootstrap server and streams the answer,
 // and the prefill leg answers with its one token only after that transfer
 // (python/sglang/srt/disaggregation/prefill.py). What fails before the transfer is the prefill
-// leg's: a decode worker waiting for KV that never comes is innocent.
+// leg's: a decode worker waiting for KV that never comes is innocent. The attempt's pair is a
+// dispatch of the loop (dispatch-pd.ts); here are its pieces: rooms, the prefill leg, and the
+// decisions of whose failure it was.
 import { randomFillSync } from 'node:crypto';
 import { UpstreamCall, type AttemptResult } from '../upstream/attempt.ts';
 import { StallWatch } from '../upstream/stall-watch.ts';
@@ -266,7 +268,7 @@ export const PD_PEER_GRACE_MS = 1000;
  * (python/sglang/srt/disaggregation/mooncake/conn.py, MooncakeKVManager's transfer worker:
  * `record_failure` when the session is in `failed_sessions`), logged as "Prefill transfer failed
  * ... KVTransferError". Both sides of a broken session accuse each other, so this alone does not
- * blame the decode: its own connection decides (LogicalRequest.onPrefillEnd).
+ * blame the decode: its own connection decides (dispatch-pd.ts PdDispatch.prefillEnded).
  */
 export function blamesDecodePeer(f: Failure): boolean {
   return DECODE_PEER_GONE.test(f.message) || DECODE_PEER_GONE.test(f.evidence ?? '');

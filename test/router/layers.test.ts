@@ -194,6 +194,12 @@ describe('router layers', () => {
     expect(named).toEqual([]);
   });
 
+  it('every trace row is made by the loop\'s report (router/migration/report.ts), pass-through requests\' too', () => {
+    // Telemetry writes the rows it is handed (attemptEnded, requestFinished); only the report hands them.
+    const makers = sources(ROUTER).filter((f) => /\btelemetry\.(attemptEnded|requestFinished)\(/.test(readFileSync(f, 'utf8')));
+    expect(makers.map((f) => relative(ROOT, f).split('\\').join('/'))).toEqual(['router/migration/report.ts']);
+  });
+
   it('the tool and reasoning parsers (router/parsers/) know the core only', () => {
     expect(violations((f) => f.startsWith('router/parsers/'), /^router\/(?!parsers\/|core\/)/)).toEqual([]);
   });
