@@ -540,57 +540,12 @@ export class Tracing {
       const w = this.worker(a.worker);
       const format = w.format ?? this.defaultFormat;
       const path = format === undefined ? undefined : this.generatePaths.get(format);
-      const attrs: Attributes = {
-        'http.request.method': 'POST',
-        'server.address': w.address,
-        'server.port': w.port,
-        'baton.request.id': text(rt.id),
-        'baton.attempt': a.index,
-        'baton.rid': text(a.rid),
-      };
-      if (path !== undefined) attrs['url.full'] = a.worker + path;
-      if (a.index > 0) attrs['http.request.resend_count'] = a.index;
-      let status = UNSET;
+      const attrs = attemptAttributes(rt, a, w, path);
       const events: TimedEvent[] = [];
       const attemptEnd = a.end === null ? end : hr(a.end, anchor);
       if (a.firstTokenAt !== null) events.push({ name: 'baton.first_token', time: hr(a.firstTokenAt, anchor) });
-      if (r !== null) {
-        attrs['baton.replayed_tokens'] = r.replayed_tokens;
-        attrs['baton.prompt_tokens_sent'] = r.prompt_tokens_sent;
-        attrs['baton.tokens'] = r.tokens;
-        attrs['baton.outcome'] = r.outcome;
-        put(attrs, 'baton.budget_before', r.budget_before);
-        put(attrs, 'baton.budget_after', r.budget_after);
-        put(attrs, 'baton.cached_tokens', r.cached_tokens);
-        put(attrs, 'baton.ttft_ms', r.ttft_ms);
-        put(attrs, 'baton.finish_reason', r.finish_reason);
-        put(attrs, 'error.type', r.error_kind);
-        put(attrs, 'baton.error.evidence', r.error_evidence);
-        // P/D (docs/pd.md): the attempt's two legs and its room.
-        put(attrs, 'baton.pd.prefill_worker', r.prefill_worker ?? null);
-        put(attrs, 'baton.pd.decode_worker', r.decode_worker ?? null);
-        put(attrs, 'baton.pd.bootstrap_room', r.bootstrap_room ?? null);
-        put(attrs, 'baton.pd.failed_leg', r.failed_leg ?? null);
-        if (r.error_kind !== null && r.outcome !== 'finished') {
-          const ev: Attributes = { 'error.type': r.error_kind };
-          put(ev, 'baton.error.message', r.error);
-          put(ev, 'baton.error.evidence', r.error_evidence);
-          events.push({ name: 'baton.failure', time: attemptEnd, attributes: ev });
-          if (r.outcome === 'failed' || r.outcome === 'budget_exhausted') status = { code: SpanStatusCode.ERROR, message: text(r.error ?? r.error_kind) };
-        }
-      }
-      let links = NO_LINKS;
-      if (prev !== null && prevCtx !== null && prev.index === a.index - 1) {
-        const m = a.migration;
-        links = [{
-          context: prevCtx,
-          attributes: {
-            'baton.migration.reason': m !== null && m.reason !== 'unknown' ? m.reason : prev.row?.error_kind ?? 'unknown',
-            'baton.migration.tokens_carried': m?.tokens ?? r?.replayed_tokens ?? 0,
-            'baton.migration.ongoing': m?.ongoing ?? (r !== null ? r.replayed_tokens > 0 : false),
-          },
-        }];
-      }
+      const status = r !== null ? failureEvent(r, attemptEnd, events) : UNSET;
+      const links = prev !== null && prevCtx !== null && prev.index === a.index - 1 ? migrationLinks(prev, prevCtx, a) : NO_LINKS;
       const ctx: SpanContext = { traceId: rt.traceId, spanId: a.spanId, traceFlags: TraceFlags.SAMPLED, traceState };
       this.span(ctx, logicalCtx, path !== undefined ? `POST ${path}` : 'POST', SpanKind.CLIENT, hr(a.start, anchor), attemptEnd, attrs, links, events.length > 0 ? events : NO_EVENTS, status);
       prev = a;
@@ -599,29 +554,9 @@ export class Tracing {
 
     // The logical generation, over every attempt (GenAI semantic conventions).
     const ttft = rt.start !== null && rt.firstTokenAt !== null ? (rt.firstTokenAt - rt.start) / 1000 : rowTtft(rt, row);
-    const gen: Attributes = {
-      'gen_ai.operation.name': 'text_completion',
-      'gen_ai.provider.name': provider,
-      'gen_ai.response.id': text(row.request_id),
-      'gen_ai.usage.output_tokens': row.completion_tokens,
-      'baton.request.stream': row.stream,
-      'baton.admission.admitted': row.admitted,
-      'baton.attempts': row.attempts,
-      'baton.migrations': row.migrations,
-      'baton.outcome': row.outcome,
-    };
-    put(gen, 'gen_ai.request.model', model);
     // Continuations run on the model the request started on; said again only if a worker differs.
     const lastModel = rt.attempts.length > 1 ? this.worker(rt.attempts[rt.attempts.length - 1]!.worker).model : model;
-    if (lastModel !== model) put(gen, 'gen_ai.response.model', lastModel);
-    put(gen, 'gen_ai.request.max_tokens', row.max_new_tokens);
-    put(gen, 'gen_ai.response.finish_reasons', row.finish_reason === null ? null : [row.finish_reason]);
-    // 0 means the prompt was not token ids (text, a batch): Baton does not tokenize.
-    put(gen, 'gen_ai.usage.input_tokens', row.prompt_tokens > 0 ? row.prompt_tokens : null);
-    put(gen, 'gen_ai.usage.cache_read.input_tokens', row.cached_tokens);
-    put(gen, 'gen_ai.response.time_to_first_chunk', ttft);
-    put(gen, 'baton.admission.reason', row.admission_reason);
-    put(gen, 'error.type', errorType);
+    const gen = generationAttributes(row, provider, model, lastModel, ttft, errorType);
     const genStatus: SpanStatus = failed ? { code: SpanStatusCode.ERROR, message: text(row.error ?? errorType ?? 'failed') } : UNSET;
     this.span(logicalCtx, serverCtx, model ? `text_completion ${model}` : 'text_completion', SpanKind.INTERNAL, start, end, gen, NO_LINKS, NO_EVENTS, genStatus);
 
@@ -637,6 +572,89 @@ export class Tracing {
     const serverStatus: SpanStatus = errorType !== null && !CLIENT_FAULTS.has(errorType) ? { code: SpanStatusCode.ERROR, message: text(row.error ?? errorType) } : UNSET;
     this.span(serverCtx, rt.parent ?? undefined, `${method} ${route}`, SpanKind.SERVER, start, end, server, NO_LINKS, NO_EVENTS, serverStatus);
   }
+}
+
+/** An attempt's CLIENT span attributes: the worker, the attempt, and its row's facts once it has one. */
+function attemptAttributes(rt: RequestTrace, a: AttemptTrace, w: WorkerFacts, path: string | undefined): Attributes {
+  const attrs: Attributes = {
+    'http.request.method': 'POST',
+    'server.address': w.address,
+    'server.port': w.port,
+    'baton.request.id': text(rt.id),
+    'baton.attempt': a.index,
+    'baton.rid': text(a.rid),
+  };
+  if (path !== undefined) attrs['url.full'] = a.worker + path;
+  if (a.index > 0) attrs['http.request.resend_count'] = a.index;
+  const r = a.row;
+  if (r === null) return attrs;
+  attrs['baton.replayed_tokens'] = r.replayed_tokens;
+  attrs['baton.prompt_tokens_sent'] = r.prompt_tokens_sent;
+  attrs['baton.tokens'] = r.tokens;
+  attrs['baton.outcome'] = r.outcome;
+  put(attrs, 'baton.budget_before', r.budget_before);
+  put(attrs, 'baton.budget_after', r.budget_after);
+  put(attrs, 'baton.cached_tokens', r.cached_tokens);
+  put(attrs, 'baton.ttft_ms', r.ttft_ms);
+  put(attrs, 'baton.finish_reason', r.finish_reason);
+  put(attrs, 'error.type', r.error_kind);
+  put(attrs, 'baton.error.evidence', r.error_evidence);
+  // P/D (docs/pd.md): the attempt's two legs and its room.
+  put(attrs, 'baton.pd.prefill_worker', r.prefill_worker ?? null);
+  put(attrs, 'baton.pd.decode_worker', r.decode_worker ?? null);
+  put(attrs, 'baton.pd.bootstrap_room', r.bootstrap_room ?? null);
+  put(attrs, 'baton.pd.failed_leg', r.failed_leg ?? null);
+  return attrs;
+}
+
+/** An attempt that did not finish: its failure as an event (into `events`), and the span's status. */
+function failureEvent(r: AttemptRow, attemptEnd: HrTime, events: TimedEvent[]): SpanStatus {
+  if (r.error_kind === null || r.outcome === 'finished') return UNSET;
+  const ev: Attributes = { 'error.type': r.error_kind };
+  put(ev, 'baton.error.message', r.error);
+  put(ev, 'baton.error.evidence', r.error_evidence);
+  events.push({ name: 'baton.failure', time: attemptEnd, attributes: ev });
+  return r.outcome === 'failed' || r.outcome === 'budget_exhausted' ? { code: SpanStatusCode.ERROR, message: text(r.error ?? r.error_kind) } : UNSET;
+}
+
+/** A continuation's link to the attempt it continues (`prev`, whose span is `prevCtx`). */
+function migrationLinks(prev: AttemptTrace, prevCtx: SpanContext, a: AttemptTrace): Link[] {
+  const m = a.migration;
+  const r = a.row;
+  return [{
+    context: prevCtx,
+    attributes: {
+      'baton.migration.reason': m !== null && m.reason !== 'unknown' ? m.reason : prev.row?.error_kind ?? 'unknown',
+      'baton.migration.tokens_carried': m?.tokens ?? r?.replayed_tokens ?? 0,
+      'baton.migration.ongoing': m?.ongoing ?? (r !== null ? r.replayed_tokens > 0 : false),
+    },
+  }];
+}
+
+/** The logical generation's attributes, over every attempt (GenAI semantic conventions). */
+function generationAttributes(row: RequestRow, provider: string | undefined, model: string | null, lastModel: string | null, ttft: number | null, errorType: string | null): Attributes {
+  const gen: Attributes = {
+    'gen_ai.operation.name': 'text_completion',
+    'gen_ai.provider.name': provider,
+    'gen_ai.response.id': text(row.request_id),
+    'gen_ai.usage.output_tokens': row.completion_tokens,
+    'baton.request.stream': row.stream,
+    'baton.admission.admitted': row.admitted,
+    'baton.attempts': row.attempts,
+    'baton.migrations': row.migrations,
+    'baton.outcome': row.outcome,
+  };
+  put(gen, 'gen_ai.request.model', model);
+  if (lastModel !== model) put(gen, 'gen_ai.response.model', lastModel);
+  put(gen, 'gen_ai.request.max_tokens', row.max_new_tokens);
+  put(gen, 'gen_ai.response.finish_reasons', row.finish_reason === null ? null : [row.finish_reason]);
+  // 0 means the prompt was not token ids (text, a batch): Baton does not tokenize.
+  put(gen, 'gen_ai.usage.input_tokens', row.prompt_tokens > 0 ? row.prompt_tokens : null);
+  put(gen, 'gen_ai.usage.cache_read.input_tokens', row.cached_tokens);
+  put(gen, 'gen_ai.response.time_to_first_chunk', ttft);
+  put(gen, 'baton.admission.reason', row.admission_reason);
+  put(gen, 'error.type', errorType);
+  return gen;
 }
 
 /** Time to the first chunk of a request kept at a failure, from its rows (seconds), or null. */

@@ -27,6 +27,7 @@
 import { channel } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
+import { parseHead, responseHead } from './h1-head.ts';
 
 /**
  * Diagnostics channels, as undici has its own (each published only while someone subscribes; the
@@ -93,11 +94,8 @@ const UNTIL_CLOSE = 7;
 const CR = 13;
 const LF = 10;
 
-/** Where the head line that ends at `eol` (its LF, or -1 for the last line) stops, a CR before the LF dropped. */
-function lineEnd(head: string, eol: number): number {
-  const e = eol < 0 ? head.length : eol;
-  return e > 0 && head.charCodeAt(e - 1) === CR ? e - 1 : e;
-}
+/** The head parseHead fills, one for all connections: each head is read and acted on in one go. */
+const HEAD_FIELDS = responseHead();
 
 /** One request and its response: the controller its handler gets. */
 export class H1Exchange {
@@ -430,79 +428,15 @@ export class H1Connection {
    * interim 1xx, -1 after a protocol error (the exchange has failed).
    */
   private onHead(ex: H1Exchange, head: string): number {
-    // HTTP/1.x SP 3DIGIT SP reason
-    const minor = head.charCodeAt(7);
-    if (!head.startsWith('HTTP/1.') || !(minor >= 48 && minor <= 57) || head.charCodeAt(8) !== 0x20) {
-      this.protocolError('not an HTTP/1.x status line');
+    const h = HEAD_FIELDS;
+    const fault = parseHead(head, h);
+    if (h.keepAliveS >= 0) this.keepAliveMs = Math.min(this.pool.keepAliveMs, Math.max(0, h.keepAliveS * 1000 - KEEP_ALIVE_MARGIN_MS));
+    if (fault !== null) {
+      this.protocolError(fault);
       return -1;
     }
-    // Three digits (Number() would take '2e2' for 200).
-    let status = 0;
-    for (let k = 9; k < 12; k++) {
-      const d = head.charCodeAt(k) - 48;
-      status = d >= 0 && d <= 9 ? status * 10 + d : NaN;
-    }
-    const after = head.charCodeAt(12);
-    if (!(status >= 100 && status <= 999) || (head.length > 12 && after !== 0x20 && after !== CR && after !== LF)) {
-      this.protocolError('invalid status code');
-      return -1;
-    }
-    const http10 = minor === 0x30;
-    let contentType = '';
-    let chunked = false;
-    let te = false;
-    let length = -1;
-    let connection = '';
-    // Lines end in LF, a CR before it dropped (headEnd); `from` is the LF before the next line.
-    let from = head.indexOf('\n');
-    while (from >= 0) {
-      let eol = head.indexOf('\n', from + 1);
-      let line = head.slice(from + 1, lineEnd(head, eol));
-      from = eol;
-      // obs-fold: a line that starts with SP or HTAB continues the field before it. RFC 9112 §5.2:
-      // a user agent replaces each fold with SP and reads the value so (one charCodeAt per line).
-      while (from >= 0 && (head.charCodeAt(from + 1) === 0x20 || head.charCodeAt(from + 1) === 0x09)) {
-        eol = head.indexOf('\n', from + 1);
-        line = `${line.trimEnd()} ${head.slice(from + 1, lineEnd(head, eol)).trimStart()}`;
-        from = eol;
-      }
-      const colon = line.indexOf(':');
-      // No colon, an empty name, or whitespace between the status line and the first field (RFC
-      // 9112 §2.2: rejected, never taken for a fold).
-      if (colon <= 0 || line.charCodeAt(0) === 0x20 || line.charCodeAt(0) === 0x09) {
-        this.protocolError('invalid header line');
-        return -1;
-      }
-      const name = line.slice(0, colon).toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      switch (name) {
-        case 'content-type':
-          contentType = value;
-          break;
-        case 'transfer-encoding':
-          te = true;
-          // The last coding decides (RFC 9112 §6.3): chunked last, else the body runs to the close.
-          chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
-          break;
-        case 'content-length': {
-          const v = /^\d{1,15}$/.test(value) ? Number(value) : NaN;
-          if (Number.isNaN(v) || (length >= 0 && v !== length)) {
-            this.protocolError('invalid Content-Length');
-            return -1;
-          }
-          length = v;
-          break;
-        }
-        case 'connection':
-          connection = value.toLowerCase();
-          break;
-        case 'keep-alive': {
-          const m = /timeout=(\d+)/i.exec(value);
-          if (m) this.keepAliveMs = Math.min(this.pool.keepAliveMs, Math.max(0, Number(m[1]) * 1000 - KEEP_ALIVE_MARGIN_MS));
-          break;
-        }
-      }
-    }
+    // Read out before the handler runs, which may parse another head into HEAD_FIELDS.
+    const { status, http10, contentType, te, chunked, length, connection } = h;
     if (status < 200) return status === 101 ? (this.protocolError('unexpected protocol switch'), -1) : HEAD;
     if (connection.includes('close') || (http10 && !connection.includes('keep-alive'))) this.reusable = false;
     ex.handler.onResponseStart(status, contentType);

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 
 const ROOT = resolve(__dirname, '../..');
 const ROUTER = join(ROOT, 'router');
@@ -68,6 +69,38 @@ const ONE_FORMAT = /^router\/(formats\/(?!registry\.ts$)[^/]+\/|fronts\/(?!index
 function violations(pick: (file: string) => boolean, banned: RegExp): string[] {
   const out: string[] = [];
   for (const f of FILES) if (pick(f.file)) for (const i of f.imports) if (banned.test(i)) out.push(`${f.file} imports ${i}`);
+  return out;
+}
+
+/** The most lines one function (or method, or arrow) in router/ may take, and one class. */
+const MAX_FUNCTION_LINES = 150;
+const MAX_CLASS_LINES = 350;
+
+/** What a function-like node is called in a report: its name, or `(anonymous)`. */
+function nameOf(node: ts.Node, sf: ts.SourceFile): string {
+  const named = node as ts.Node & { name?: ts.Node };
+  if (named.name !== undefined) return named.name.getText(sf);
+  if (ts.isConstructorDeclaration(node)) return 'constructor';
+  const parent = node.parent;
+  if (parent !== undefined && (ts.isVariableDeclaration(parent) || ts.isPropertyDeclaration(parent) || ts.isPropertyAssignment(parent))) return parent.name.getText(sf);
+  return '(anonymous)';
+}
+
+/** Every function over MAX_FUNCTION_LINES and class over MAX_CLASS_LINES in `text`, as `file kind name (N lines)`. */
+export function oversized(file: string, text: string): string[] {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const out: string[] = [];
+  const lines = (node: ts.Node): number => sf.getLineAndCharacterOfPosition(node.getEnd()).line - sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+  const visit = (node: ts.Node): void => {
+    const isClass = ts.isClassDeclaration(node) || ts.isClassExpression(node);
+    const isFunction = ts.isFunctionLike(node) && (node as ts.FunctionLikeDeclaration).body !== undefined;
+    if (isClass || isFunction) {
+      const n = lines(node);
+      if (n > (isClass ? MAX_CLASS_LINES : MAX_FUNCTION_LINES)) out.push(`${file} ${isClass ? 'class' : 'function'} ${nameOf(node, sf)} (${n} lines)`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
   return out;
 }
 
@@ -202,6 +235,15 @@ describe('router layers', () => {
 
   it('the tool and reasoning parsers (router/parsers/) know the core only', () => {
     expect(violations((f) => f.startsWith('router/parsers/'), /^router\/(?!parsers\/|core\/)/)).toEqual([]);
+  });
+
+  it(`no function in router/ is over ${MAX_FUNCTION_LINES} lines and no class over ${MAX_CLASS_LINES}`, () => {
+    const found = sources(ROUTER).flatMap((f) => oversized(relative(ROOT, f).split('\\').join('/'), readFileSync(f, 'utf8')));
+    expect(found).toEqual([]);
+    // The check sees a long function, a long method and a long class, and counts their lines.
+    const body = (n: number): string => Array.from({ length: n }, (_, i) => `  x += ${i};`).join('\n');
+    expect(oversized('t.ts', `function f() {\n${body(149)}\n}\nconst g = () => {\n${body(148)}\n};`)).toEqual(['t.ts function f (151 lines)']);
+    expect(oversized('t.ts', `class C {\n  m() {\n${body(150)}\n  }\n${'  a = 1;\n'.repeat(197)}}`)).toEqual(['t.ts class C (351 lines)', 't.ts function m (152 lines)']);
   });
 
   it('no circle of more than two among the top-level folders and root files, counting run-time imports', () => {

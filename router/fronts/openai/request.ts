@@ -248,84 +248,113 @@ function templateTools(tools: JsonObject[] | null, choice: ToolChoice): JsonObje
   return tools.filter((t) => isObject(t.function) && t.function.name === choice.name);
 }
 
+/** What the completions prompt or the chat messages give: the prompts and the fields read with them. */
+interface PromptInput {
+  prompts: { ids: number[]; text: string }[];
+  logprobs: number | null;
+  maxTokens: number | null;
+  /** The field the budget came from, for vLLM's error param. */
+  budgetParam: string;
+  echo: boolean;
+  tools: JsonObject[] | null;
+  toolChoice: ToolChoice;
+  parsing: ChatParsing | null;
+  chatEcho: string | undefined;
+  role: string | undefined;
+}
+
+/**
+ * n > 1: one logical request per choice (fanout.ts), as vLLM's ParentRequest makes n child
+ * requests (vllm/v1/engine/parallel_sampling.py). vLLM's CompletionRequest/ChatCompletionRequest
+ * no longer have best_of (an unknown field there); Baton accepts the values that ask for no
+ * more than n and refuses the rest rather than serve n samples as if they were the best of more.
+ */
+function choicesOf(body: JsonObject): number {
+  const n = int(body, 'n', 1, 128) ?? 1;
+  const bestOf = int(body, 'best_of', 1);
+  if (bestOf !== null && bestOf !== 1 && bestOf !== n) throw bad(`best_of=${bestOf} is not supported (vLLM serves none; Baton serves best_of only when it equals n=${n})`, 'best_of');
+  if (body.suffix !== undefined && body.suffix !== null) throw bad('suffix is not supported', 'suffix');
+  return n;
+}
+
+/** A completions request's prompts, echo, logprobs and budget. */
+function completionInput(body: JsonObject, tok: Tokenizer): PromptInput {
+  const echo = bool(body, 'echo', false);
+  const prompts = completionPrompts(body, tok, echo);
+  const logprobs = int(body, 'logprobs', 0, 20);
+  // OpenAI's and vLLM's default for completions.
+  const maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
+  return { prompts, logprobs, maxTokens, budgetParam: 'max_tokens', echo, tools: null, toolChoice: { mode: 'none', name: null }, parsing: null, chatEcho: undefined, role: undefined };
+}
+
+/** A chat request's prompt (its messages through the chat template), tools, parsers, logprobs, budget and echo. */
+function chatInput(body: JsonObject, tok: Tokenizer, parsers: OutputParsers | null): PromptInput {
+  const msgs = chatMessages(body.messages);
+  const { tools, choice: toolChoice } = readToolChoice(body);
+  const kwargs = body.chat_template_kwargs;
+  if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
+  // vLLM ChatCompletionRequest.check_generation_prompt: continue_final_message renders the last
+  // (assistant) message open, to be continued, so it cannot take a generation prompt too.
+  const cont = bool(body, 'continue_final_message', false);
+  const addGen = bool(body, 'add_generation_prompt', !cont);
+  if (cont && addGen) throw bad('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
+  const last = msgs[msgs.length - 1]!;
+  if (cont && last.role !== 'assistant') throw bad('continue_final_message needs the last message to be an assistant message to continue', 'continue_final_message');
+  // vLLM get_chat_request_role: the generation prompt's role, else the last message's.
+  const role = addGen ? 'assistant' : last.role;
+  let promptText: string;
+  try {
+    promptText = tok.applyChatTemplate(msgs, {
+      addGenerationPrompt: addGen,
+      tools: templateTools(tools, toolChoice),
+      extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
+    });
+    if (cont) promptText = continueFinal(promptText, contentString(last.content));
+  } catch (err) {
+    if (err instanceof TemplateError) throw bad(`the chat template failed: ${err.message}`, 'messages');
+    throw err;
+  }
+  let parsing: ChatParsing | null = null;
+  if (parsers !== null) {
+    try {
+      parsing = chatParsing(body, parsers);
+    } catch (err) {
+      if (err instanceof ParsingInputError) throw bad(err.message, err.param);
+      throw err;
+    }
+  }
+  // HF apply_chat_template(tokenize=True): the rendered text carries its own special tokens.
+  const prompts = [{ ids: tok.encode(promptText, { addSpecialTokens: false }), text: promptText }];
+  const want = bool(body, 'logprobs', false);
+  const top = int(body, 'top_logprobs', 0, 20);
+  if (top !== null && top > 0 && !want) throw bad('top_logprobs needs logprobs: true', 'top_logprobs');
+  const logprobs = want ? (top ?? 0) : null;
+  const budgetParam = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? 'max_completion_tokens' : 'max_tokens';
+  const maxTokens = int(body, budgetParam, 0);
+  // vLLM chat_completion_full_generator / stream generator: with `echo`, the last message's
+  // content leads each choice when its role is the answer's role.
+  const chatEcho = bool(body, 'echo', false) && last.role === role ? contentString(last.content) : undefined;
+  return { prompts, logprobs, maxTokens, budgetParam, echo: false, tools, toolChoice, parsing, chatEcho, role };
+}
+
+/** logit_bias: token ids of this model to numbers; null when not given. */
+function logitBiasOf(body: JsonObject, tok: Tokenizer): Record<string, number> | null {
+  const lb = body.logit_bias;
+  if (lb === undefined || lb === null) return null;
+  if (!isObject(lb) || !Object.values(lb).every((x) => typeof x === 'number')) throw bad('logit_bias must map token ids to numbers', 'logit_bias');
+  for (const k of Object.keys(lb)) if (!/^\d+$/.test(k) || Number(k) >= tok.vocabSize) throw bad(`logit_bias names '${k}', which is not a token id of this model`, 'logit_bias');
+  return lb as Record<string, number>;
+}
+
 export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup, parsers: OutputParsers | null = null): OpenAiRequest {
   if (!isObject(raw)) throw bad('the body must be a JSON object');
   const body = raw;
   if (body.model !== undefined && body.model !== null && typeof body.model !== 'string') throw bad('model must be a string', 'model');
   const { name: model, tokenizer: tok, defaults: gen } = models.tokenizer((body.model as string | null | undefined) ?? undefined);
-
-  // n > 1: one logical request per choice (fanout.ts), as vLLM's ParentRequest makes n child
-  // requests (vllm/v1/engine/parallel_sampling.py). vLLM's CompletionRequest/ChatCompletionRequest
-  // no longer have best_of (an unknown field there); Baton accepts the values that ask for no
-  // more than n and refuses the rest rather than serve n samples as if they were the best of more.
-  const n = int(body, 'n', 1, 128) ?? 1;
-  const bestOf = int(body, 'best_of', 1);
-  if (bestOf !== null && bestOf !== 1 && bestOf !== n) throw bad(`best_of=${bestOf} is not supported (vLLM serves none; Baton serves best_of only when it equals n=${n})`, 'best_of');
-  if (body.suffix !== undefined && body.suffix !== null) throw bad('suffix is not supported', 'suffix');
-
-  let prompts: { ids: number[]; text: string }[];
-  let logprobs: number | null;
-  let maxTokens: number | null;
-  /** The field the budget came from, for vLLM's error param. */
-  let budgetParam = 'max_tokens';
-  let echo = false;
-  let tools: JsonObject[] | null = null;
-  let toolChoice: ToolChoice = { mode: 'none', name: null };
-  let parsing: ChatParsing | null = null;
-  let chatEcho: string | undefined;
-  let role: string | undefined;
-  if (kind === 'completion') {
-    echo = bool(body, 'echo', false);
-    prompts = completionPrompts(body, tok, echo);
-    logprobs = int(body, 'logprobs', 0, 20);
-    // OpenAI's and vLLM's default for completions.
-    maxTokens = body.max_tokens === undefined ? 16 : int(body, 'max_tokens', 0);
-  } else {
-    const msgs = chatMessages(body.messages);
-    ({ tools, choice: toolChoice } = readToolChoice(body));
-    const kwargs = body.chat_template_kwargs;
-    if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) throw bad('chat_template_kwargs must be an object', 'chat_template_kwargs');
-    // vLLM ChatCompletionRequest.check_generation_prompt: continue_final_message renders the last
-    // (assistant) message open, to be continued, so it cannot take a generation prompt too.
-    const cont = bool(body, 'continue_final_message', false);
-    const addGen = bool(body, 'add_generation_prompt', !cont);
-    if (cont && addGen) throw bad('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
-    const last = msgs[msgs.length - 1]!;
-    if (cont && last.role !== 'assistant') throw bad('continue_final_message needs the last message to be an assistant message to continue', 'continue_final_message');
-    // vLLM get_chat_request_role: the generation prompt's role, else the last message's.
-    role = addGen ? 'assistant' : last.role;
-    let promptText: string;
-    try {
-      promptText = tok.applyChatTemplate(msgs, {
-        addGenerationPrompt: addGen,
-        tools: templateTools(tools, toolChoice),
-        extra: (kwargs as Record<string, unknown> | undefined) ?? undefined,
-      });
-      if (cont) promptText = continueFinal(promptText, contentString(last.content));
-    } catch (err) {
-      if (err instanceof TemplateError) throw bad(`the chat template failed: ${err.message}`, 'messages');
-      throw err;
-    }
-    if (parsers !== null) {
-      try {
-        parsing = chatParsing(body, parsers);
-      } catch (err) {
-        if (err instanceof ParsingInputError) throw bad(err.message, err.param);
-        throw err;
-      }
-    }
-    // HF apply_chat_template(tokenize=True): the rendered text carries its own special tokens.
-    prompts = [{ ids: tok.encode(promptText, { addSpecialTokens: false }), text: promptText }];
-    const want = bool(body, 'logprobs', false);
-    const top = int(body, 'top_logprobs', 0, 20);
-    if (top !== null && top > 0 && !want) throw bad('top_logprobs needs logprobs: true', 'top_logprobs');
-    logprobs = want ? (top ?? 0) : null;
-    if (body.max_completion_tokens !== undefined && body.max_completion_tokens !== null) budgetParam = 'max_completion_tokens';
-    maxTokens = int(body, budgetParam, 0);
-    // vLLM chat_completion_full_generator / stream generator: with `echo`, the last message's
-    // content leads each choice when its role is the answer's role.
-    if (bool(body, 'echo', false) && last.role === role) chatEcho = contentString(last.content);
-  }
+  const n = choicesOf(body);
+  const input = kind === 'completion' ? completionInput(body, tok) : chatInput(body, tok, parsers);
+  const { prompts, logprobs, budgetParam, echo, tools, toolChoice, parsing, chatEcho, role } = input;
+  let maxTokens = input.maxTokens;
   // vLLM CompletionRequest.to_sampling_params: prompt_logprobs, else `logprobs` with `echo`.
   const promptLogprobsField = int(body, 'prompt_logprobs', 0, 20);
   const promptLogprobs = promptLogprobsField ?? (echo && logprobs !== null ? logprobs : null);
@@ -350,13 +379,7 @@ export function parseOpenAi(kind: OpenAiKind, raw: unknown, models: ModelLookup,
   if (isObject(so) && !stream) throw bad('stream_options is only allowed with stream: true', 'stream_options');
 
   const topK = int(body, 'top_k', -1);
-  const lb = body.logit_bias;
-  let logitBias: Record<string, number> | null = null;
-  if (lb !== undefined && lb !== null) {
-    if (!isObject(lb) || !Object.values(lb).every((x) => typeof x === 'number')) throw bad('logit_bias must map token ids to numbers', 'logit_bias');
-    for (const k of Object.keys(lb)) if (!/^\d+$/.test(k) || Number(k) >= tok.vocabSize) throw bad(`logit_bias names '${k}', which is not a token id of this model`, 'logit_bias');
-    logitBias = lb as Record<string, number>;
-  }
+  const logitBias = logitBiasOf(body, tok);
   const seed = int(body, 'seed', Number.MIN_SAFE_INTEGER);
   const { constraint, forcedTools } = readConstraint(body, tools, toolChoice);
   return {
