@@ -2,44 +2,11 @@
 // router/**/*.ts and hold the rules that keep each layer knowing only the layer below it.
 import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 import ts from 'typescript';
+import { ROOT, importsOf, sources, specifiersOf } from '../harness/imports.ts';
 
-const ROOT = resolve(__dirname, '../..');
 const ROUTER = join(ROOT, 'router');
-
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...sources(p));
-    else if (e.name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
-
-/**
- * Every specifier a file names (static imports, re-exports, dynamic imports) as written;
- * `typeOnly`: an `import type` or `export type`, erased at run time. An import of inline types
- * only (`import { type A }`) counts as a run-time one: with verbatimModuleSyntax it stays.
- */
-export function specifiersOf(text: string): { spec: string; typeOnly: boolean; dynamic: boolean }[] {
-  const out: { spec: string; typeOnly: boolean; dynamic: boolean }[] = [];
-  const re = /(?:^|[\s;])(?:import|export)\s+(type\s)?[^;]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) out.push({ spec: m[2] ?? m[3] ?? m[4]!, typeOnly: m[1] !== undefined, dynamic: m[3] !== undefined });
-  return out;
-}
-
-/**
- * Static imports, re-exports and dynamic imports, as repository paths (router/...). `runtime`:
- * not the type-only ones; `eager`: not the dynamic ones either (what loads with the file).
- */
-export function importsOf(text: string, file: string, only: 'all' | 'runtime' | 'eager' = 'all'): string[] {
-  return specifiersOf(text)
-    .filter((s) => s.spec.startsWith('.')) // not packages and node: builtins
-    .filter((s) => only === 'all' || (!s.typeOnly && !(only === 'eager' && s.dynamic)))
-    .map((s) => relative(ROOT, resolve(dirname(file), s.spec)).split('\\').join('/'));
-}
 
 /** Every repository file `entries` load at run time, following relative imports (router/, host/, ...); `eager`: not through import(). */
 function runtimeClosure(entries: string[], only: 'runtime' | 'eager' = 'runtime'): Set<string> {
@@ -269,19 +236,13 @@ function room(file: string): string {
   return parts.length === 1 ? parts[0]! : `${parts[0]}/`;
 }
 
-/** Edges between rooms from imports that stay at run time (not `import type`, not all-type braces). */
+/** Edges between rooms from the imports that stay at run time (importsOf's `runtime`). */
 function runtimeEdges(): Map<string, Set<string>> {
   const edges = new Map<string, Set<string>>();
-  const re = /^\s*(?:import|export)\s+(?!type\s)([^;]*?)from\s*['"](\.[^'"]+)['"]/gm;
-  for (const f of sources(ROUTER)) {
-    const text = readFileSync(f, 'utf8');
-    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-      const clause = m[1]!.trim();
-      const names = /^\{[^}]*\}$/.test(clause) ? clause.slice(1, -1).split(',').map((x) => x.trim()).filter(Boolean) : null;
-      if (names && names.every((n) => n.startsWith('type '))) continue;
-      const target = relative(ROOT, resolve(dirname(f), m[2]!)).split('\\').join('/');
+  for (const f of FILES) {
+    for (const target of importsOf(readFileSync(join(ROOT, f.file), 'utf8'), join(ROOT, f.file), 'runtime')) {
       if (!target.startsWith('router/')) continue;
-      const a = room(relative(ROOT, f).split('\\').join('/'));
+      const a = room(f.file);
       const b = room(target);
       if (a === b) continue;
       if (!edges.has(a)) edges.set(a, new Set());

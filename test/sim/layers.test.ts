@@ -2,35 +2,12 @@
 // `baton serve`), so sim/ imports nothing of cli/, directly or through another module. Read from
 // the import statements of every sim/**/*.ts and what they import in turn.
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { ROOT, importsOf, sources } from '../harness/imports.ts';
 
-const ROOT = resolve(__dirname, '../..');
 const SIM = join(ROOT, 'sim');
-
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...sources(p));
-    else if (e.name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
-
 const repoPath = (abs: string) => relative(ROOT, abs).split('\\').join('/');
-
-/** Static imports (type-only too), re-exports and dynamic imports of `file`, as repository paths (sim/...); packages and node: builtins left out. */
-function importsOf(text: string, file: string): string[] {
-  const out: string[] = [];
-  const re = /(?:^|[\s;])(?:import|export)\s[^;]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    const spec = m[1] ?? m[2] ?? m[3]!;
-    if (!spec.startsWith('.')) continue;
-    out.push(repoPath(resolve(dirname(file), spec)));
-  }
-  return out;
-}
 
 const importsOfFile = (path: string) => importsOf(readFileSync(join(ROOT, path), 'utf8'), join(ROOT, path));
 
