@@ -56,30 +56,36 @@ export async function stream(url: string, body: Record<string, unknown>, onFrame
     const json = (await res.json()) as { error?: { message: string } };
     return { status: res.status, frames, done: false, error: json.error?.message ?? null };
   }
-  const decoder = new TextDecoder();
-  let pending = '';
   let done = false;
   let error: string | null = null;
+  for await (const frame of sseFrames(res)) {
+    if (frame === 'data: [DONE]') {
+      done = true;
+      continue;
+    }
+    const obj = JSON.parse(frame.slice(6)) as Record<string, unknown>;
+    if (obj.error) {
+      error = (obj.error as { message: string }).message;
+      continue;
+    }
+    frames.push(obj);
+    await onFrame?.(frames.length, obj);
+  }
+  return { status: res.status, frames, done, error };
+}
+
+/** The SSE frames of a response's body as they arrive, each without its blank line (`data: ...`). */
+export async function* sseFrames(res: Response): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let pending = '';
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     pending += decoder.decode(chunk, { stream: true });
     let i: number;
     while ((i = pending.indexOf('\n\n')) >= 0) {
-      const frame = pending.slice(0, i);
+      yield pending.slice(0, i);
       pending = pending.slice(i + 2);
-      if (frame === 'data: [DONE]') {
-        done = true;
-        continue;
-      }
-      const obj = JSON.parse(frame.slice(6)) as Record<string, unknown>;
-      if (obj.error) {
-        error = (obj.error as { message: string }).message;
-        continue;
-      }
-      frames.push(obj);
-      await onFrame?.(frames.length, obj);
     }
   }
-  return { status: res.status, frames, done, error };
 }
 
 export async function traceRows(routerUrl: string, query: string): Promise<Record<string, unknown>[]> {

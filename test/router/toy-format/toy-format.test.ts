@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { registerFormat } from '../../../router/formats/registry.ts';
 import { startRouter, type RouterHandle } from '../../../router/index.ts';
 import type { AttemptRow, RequestRow } from '../../../router/trace/row.ts';
-import { waitUntil } from '../harness/procs.ts';
+import { sseFrames, waitUntil } from '../harness/procs.ts';
 import { TOY, TOY_PATH } from './format.ts';
 
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
@@ -78,24 +78,16 @@ describe('a toy wire format added as a folder and one registry line', () => {
     const frames: { id: string; index?: number; token?: number; finish?: string }[] = [];
     let killed: ToyWorker | null = null;
     let done = false;
-    const decoder = new TextDecoder();
-    let pending = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      pending += decoder.decode(chunk, { stream: true });
-      let i: number;
-      while ((i = pending.indexOf('\n\n')) >= 0) {
-        const frame = pending.slice(0, i);
-        pending = pending.slice(i + 2);
-        if (frame === 'data: [DONE]') {
-          done = true;
-          continue;
-        }
-        frames.push(JSON.parse(frame.slice('data: '.length)));
-        if (frames.length === 10 && killed === null) {
-          killed = workers.find((w) => w.rids.some((r) => r.startsWith(`${id}~`))) ?? null;
-          expect(killed).not.toBeNull();
-          killed!.proc.kill('SIGKILL');
-        }
+    for await (const frame of sseFrames(res)) {
+      if (frame === 'data: [DONE]') {
+        done = true;
+        continue;
+      }
+      frames.push(JSON.parse(frame.slice('data: '.length)));
+      if (frames.length === 10 && killed === null) {
+        killed = workers.find((w) => w.rids.some((r) => r.startsWith(`${id}~`))) ?? null;
+        expect(killed).not.toBeNull();
+        killed!.proc.kill('SIGKILL');
       }
     }
     expect(done).toBe(true);
