@@ -10,7 +10,7 @@ import { VLLM } from './vllm/index.ts';
 
 /**
  * In probing order: SGLang's probe needs its own keys, so a vLLM worker never passes for one.
- * The first is the default format (DEFAULT_FORMAT).
+ * The first is the default (UNPROBED).
  */
 const SHIPPED = [SGLANG, VLLM] as const;
 
@@ -23,13 +23,10 @@ const formats: WireFormat[] = [...SHIPPED];
 export const FORMATS: readonly WireFormat[] = formats;
 
 /**
- * What a worker not yet probed is taken to speak, and what a route that names no format asks
- * workers of (GET /v1/models without tokenizers): SGLang's, the format Baton began with.
+ * What a worker not yet probed is taken to speak, and what a pool question that names no format
+ * asks workers of (GET /v1/models without tokenizers): SGLang's, the format Baton began with.
  */
-export const DEFAULT_FORMAT: WireFormat<FormatName> = SHIPPED[0];
-
-/** The worker format of a worker not yet probed, and of a pool question that names none. */
-export const UNPROBED: FormatName = DEFAULT_FORMAT.workers;
+export const UNPROBED: FormatName = SHIPPED[0].workers;
 
 /** The workers' format names, in probing order (what discovery accepts as a worker's `format`). */
 export function formatNames(): string[] {

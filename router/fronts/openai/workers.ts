@@ -3,7 +3,8 @@
 // a model, and the context length its workers bound a request with. Shared by those fronts, which
 // do not import each other (docs/architecture.md, "Layers").
 import type { WorkerPool } from '../../pool/worker-pool.ts';
-import { DEFAULT_FORMAT, FORMATS } from '../../formats/registry.ts';
+import { FORMATS } from '../../formats/registry.ts';
+import { speaks } from '../../pool/worker.ts';
 import type { FormatName, WireFormat } from '../../core/types.ts';
 
 /**
@@ -30,7 +31,7 @@ export function workerFormatFor(pool: Pick<WorkerPool, 'list'>, model: string): 
   const now = Date.now();
   for (const f of FORMATS) {
     if (!f.tokens) continue;
-    if (pool.list().some((w) => (w.format ?? DEFAULT_FORMAT.workers) === f.workers && w.eligible(now) && (w.modelPath === null || w.modelPath === model))) return f;
+    if (pool.list().some((w) => speaks(w, f.workers) && w.eligible(now) && (w.modelPath === null || w.modelPath === model))) return f;
   }
   return null;
 }
